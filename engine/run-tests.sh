@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Lint, type-check and test with the engine-room services up; stops them whatever happens.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=.venv
+export SAMZA_NB_SERVICES_DIR="${SAMZA_NB_SERVICES_DIR:-$PWD/.services}"
+export SAMZA_NB_SERVICES_ENV="$SAMZA_NB_SERVICES_DIR/services.env"
+
+stop_services() { "$VENV/bin/samza-nb" services down >/dev/null 2>&1 || true; }
+trap stop_services EXIT
+
+"$VENV/bin/ruff" check samza_nb tests bench engine || exit 1
+"$VENV/bin/mypy" || exit 1
+"$VENV/bin/samza-nb" services install || exit 1
+"$VENV/bin/samza-nb" services up || exit 1
+"$VENV/bin/python" -m pytest "$@"
+status=$?
+exit $status

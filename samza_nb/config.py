@@ -1,0 +1,305 @@
+"""Samza-style configuration: keys, defaults, ``.properties`` parsing and typed access.
+
+A :class:`Config` is an immutable mapping of string keys to string values, as in Samza. Keys are
+checked against the registry below; a key that is neither known nor matches a templated family
+(``streams.<id>.samza.system`` …) raises :class:`~samza_nb.errors.ConfigError` with a
+did-you-mean suggestion. Secrets (Azure keys, SASL passwords, connection strings) are masked
+whenever a config is printed.
+
+Environment variables carry the ``SAMZA_NB_`` prefix; they are listed in :data:`ENVIRONMENT`
+and documented in docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from samza_nb.errors import ConfigError
+
+__all__ = [
+    "ENVIRONMENT",
+    "KNOWN_KEYS",
+    "Config",
+    "ConfigKey",
+    "parse_properties",
+]
+
+_MASK = "********"
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One documented configuration key."""
+
+    name: str
+    default: str | None
+    doc: str
+    secret: bool = False
+
+
+def _keys(*keys: ConfigKey) -> dict[str, ConfigKey]:
+    return {key.name: key for key in keys}
+
+
+KNOWN_KEYS: dict[str, ConfigKey] = _keys(
+    ConfigKey("app.name", None, "Application name; defaults to the StreamApplication's name."),
+    ConfigKey("app.id", "1", "Application instance id; defaults to job.id."),
+    ConfigKey("app.run.id", None, "Identifies one deployment; generated at run() when unset."),
+    ConfigKey("app.mode", "STREAM", "STREAM or BATCH (caps inferred intermediate partitions)."),
+    ConfigKey("job.name", None, "Job name (Samza); app.name wins."),
+    ConfigKey("job.id", "1", "Job id (Samza)."),
+    ConfigKey("job.home", None, "Folder for the metadata store and state stores."),
+    ConfigKey("job.container.count", "1", "Number of containers/processors for count groupers."),
+    ConfigKey("job.host-affinity.enabled", "false", "Use locality-aware grouping."),
+    ConfigKey("job.standbytasks.replication.factor", "1", "Active + standby copies per task."),
+    ConfigKey("job.systemstreampartition.grouper.factory", "group-by-partition", "SSP grouper."),
+    ConfigKey("job.elasticity.factor", "1", "Key buckets per input partition."),
+    ConfigKey("job.intermediate.stream.partitions", None, "Partition count of intermediates."),
+    ConfigKey("job.default.system", "embedded", "System hosting intermediate streams."),
+    ConfigKey("job.drain-monitor.enabled", "true", "Run a DrainMonitor in every processor."),
+    ConfigKey("job.drain-monitor.poll.interval.ms", "60000", "DrainMonitor poll interval."),
+    ConfigKey("job.coordinator.factory", "embedded", "embedded, zookeeper or azure."),
+    ConfigKey("job.coordinator.zk.connect", None, "ZooKeeper connect string (host:port/chroot)."),
+    ConfigKey("job.coordinator.zk.session.timeout.ms", "30000", "ZooKeeper session timeout."),
+    ConfigKey("job.coordinator.zk.connection.timeout.ms", "60000", "ZooKeeper connect timeout."),
+    ConfigKey("job.coordinator.zk.consensus.timeout.ms", "40000", "Barrier timeout."),
+    ConfigKey("job.debounce.time.ms", "20000", "Debounce before recomputing the job model."),
+    ConfigKey("task.name.grouper.factory", "group-by-container-count", "Task grouper name."),
+    ConfigKey("task.broadcast.inputs", None, "Broadcast inputs: system.stream#[0-3]."),
+    ConfigKey("task.window.ms", None, "Window timer interval; the planner computes it."),
+    ConfigKey("task.errors.skip", "false", "Skip (and count) messages that fail to process."),
+    ConfigKey("task.watermark.idle.timeout.ms", "-1", "Idle time before a source is ignored."),
+    ConfigKey("task.watermark.quorum.size.percentage", "0.5", "Quorum of active upstreams."),
+    ConfigKey("task.max.epoch.messages", "100000", "Messages a task reads per SSP per epoch."),
+    ConfigKey("task.epoch.min.interval.ms", "0", "Minimum time between epochs of a processor."),
+    ConfigKey("metadata.store.factory", "embedded", "embedded, in-memory, zookeeper, azure."),
+    ConfigKey("locationid.provider.factory", "default", "Location id provider name."),
+    ConfigKey("azure.storage.connect", None, "Azure storage connection string.", secret=True),
+    ConfigKey("job.coordinator.azure.blob.length", "5120000", "Coordination blob size."),
+    ConfigKey("spark.master", "local[*]", "Spark master URL."),
+    ConfigKey("spark.app.name", None, "Spark application name; defaults to the app name."),
+)
+
+# Templated key families: anything matching these is accepted without a did-you-mean check.
+_KEY_FAMILIES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"^streams\.[^.]+\.samza\.[A-Za-z0-9._-]+$",
+        r"^systems\.[^.]+\.[A-Za-z0-9._-]+$",
+        r"^stores\.[^.]+\.[A-Za-z0-9._-]+$",
+        r"^serializers\.registry\.[^.]+\.[A-Za-z0-9._-]+$",
+        r"^spark\.[A-Za-z0-9._-]+$",
+        r"^kafka\.[A-Za-z0-9._-]+$",
+        r"^processor\.[A-Za-z0-9._-]+$",
+    )
+)
+
+_SECRET_WORDS = ("password", "secret", "account.key", "sas.token", "connect.string", "credential")
+
+ENVIRONMENT: dict[str, str] = {
+    "SAMZA_NB_HOME": "Default data folder (embedded logs, metadata, stores); ~/.local/share/samza_nb.",
+    "SAMZA_NB_LOCATION_ID": "Overrides the location id of processors started in this process.",
+    "SAMZA_NB_ZK_CONNECT": "Use this ZooKeeper instead of starting one (host:port).",
+    "SAMZA_NB_KAFKA_BOOTSTRAP": "Use this Kafka bootstrap address instead of the test broker.",
+    "SAMZA_NB_AZURE_CONNECTION_STRING": "Use this Azure storage account instead of Azurite.",
+    "SAMZA_NB_SERVICES_ENV": "Path of the env file with the addresses of running services.",
+    "SAMZA_NB_SERVICES_DIR": "Folder for service data, logs and pid files.",
+    "SAMZA_NB_SPARK_MASTER": "Default spark.master when the config does not set it.",
+}
+
+
+def _is_secret(key: str) -> bool:
+    lowered = key.lower()
+    known = KNOWN_KEYS.get(key)
+    return bool(known and known.secret) or any(word in lowered for word in _SECRET_WORDS)
+
+
+def _check_key(key: str) -> None:
+    if key in KNOWN_KEYS or any(family.match(key) for family in _KEY_FAMILIES):
+        return
+    close = difflib.get_close_matches(key, list(KNOWN_KEYS), n=1, cutoff=0.75)
+    hint = f"; did you mean {close[0]!r}?" if close else "; see docs/configuration.md for keys"
+    msg = f"unknown config key {key!r}{hint}"
+    raise ConfigError(msg)
+
+
+def parse_properties(text: str, *, source: str = "<properties>") -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value`` or ``key: value``, ``#``/``!`` comments,
+    backslash line continuations. Whitespace around keys and values is stripped."""
+    result: dict[str, str] = {}
+    pending = ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if match is None:
+            msg = f"{source}:{number}: expected 'key=value', got {raw.strip()!r}"
+            raise ConfigError(msg)
+        result[match.group(1)] = match.group(2)
+    return result
+
+
+class Config(Mapping[str, str]):
+    """An immutable set of Samza-style configuration entries.
+
+    >>> config = Config({"job.container.count": "2"})
+    >>> config.get_int("job.container.count")
+    2
+    >>> config.get_bool("job.host-affinity.enabled")
+    False
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[str, Any] | None = None, *, validate: bool = True):
+        normalized = {str(key): _to_text(value) for key, value in (entries or {}).items()}
+        if validate:
+            for key in normalized:
+                _check_key(key)
+        self._entries: dict[str, str] = normalized
+
+    @classmethod
+    def from_properties(cls, source: str | Path) -> Config:
+        """Read a ``.properties`` file (a path) or text containing ``key=value`` lines."""
+        if isinstance(source, Path) or ("\n" not in source and "=" not in source):
+            path = Path(source)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as error:
+                msg = f"cannot read config file {str(path)!r}: {error.strerror}"
+                raise ConfigError(msg) from error
+            return cls(parse_properties(text, source=str(path)))
+        return cls(parse_properties(source))
+
+    @classmethod
+    def of(cls, config: Config | Mapping[str, Any] | None) -> Config:
+        """Accept a Config, a plain mapping or None."""
+        if isinstance(config, Config):
+            return config
+        return cls(config or {})
+
+    def __getitem__(self, key: str) -> str:
+        return self._entries[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._entries.items())))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Config):
+            return self._entries == other._entries
+        if isinstance(other, Mapping):
+            return self._entries == dict(other)
+        return NotImplemented
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> Config:
+        """A new config with ``overrides`` applied on top of this one."""
+        merged = dict(self._entries)
+        merged.update({str(key): _to_text(value) for key, value in (overrides or {}).items()})
+        return Config(merged)
+
+    def get_str(self, key: str, default: str | None = None) -> str | None:
+        """The value of ``key``, else ``default``, else the documented default."""
+        if key in self._entries:
+            return self._entries[key]
+        if default is not None:
+            return default
+        known = KNOWN_KEYS.get(key)
+        return known.default if known else None
+
+    def require(self, key: str) -> str:
+        value = self.get_str(key)
+        if value is None or value == "":
+            msg = f"config key {key!r} is required"
+            raise ConfigError(msg)
+        return value
+
+    def get_int(self, key: str, default: int | None = None) -> int:
+        value = self.get_str(key, None if default is None else str(default))
+        if value is None:
+            msg = f"config key {key!r} is required (an integer)"
+            raise ConfigError(msg)
+        try:
+            return int(value)
+        except ValueError as error:
+            msg = f"config key {key!r} must be an integer, got {value!r}"
+            raise ConfigError(msg) from error
+
+    def get_float(self, key: str, default: float | None = None) -> float:
+        value = self.get_str(key, None if default is None else str(default))
+        if value is None:
+            msg = f"config key {key!r} is required (a number)"
+            raise ConfigError(msg)
+        try:
+            return float(value)
+        except ValueError as error:
+            msg = f"config key {key!r} must be a number, got {value!r}"
+            raise ConfigError(msg) from error
+
+    def get_bool(self, key: str, default: bool | None = None) -> bool:
+        value = self.get_str(key, None if default is None else str(default).lower())
+        if value is None:
+            return False
+        lowered = value.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off", ""):
+            return False
+        msg = f"config key {key!r} must be true or false, got {value!r}"
+        raise ConfigError(msg)
+
+    def get_list(self, key: str) -> list[str]:
+        value = self.get_str(key)
+        if not value:
+            return []
+        return [item.strip() for item in value.split(",") if item.strip()]
+
+    def subset(self, prefix: str, *, strip_prefix: bool = True) -> dict[str, str]:
+        """Entries whose key starts with ``prefix`` (optionally with the prefix removed)."""
+        return {
+            (key[len(prefix) :] if strip_prefix else key): value
+            for key, value in self._entries.items()
+            if key.startswith(prefix)
+        }
+
+    def masked(self) -> dict[str, str]:
+        """The entries with every secret value replaced by a mask: safe to print or log."""
+        return {key: (_MASK if _is_secret(key) else value) for key, value in self._entries.items()}
+
+    def to_dict(self) -> dict[str, str]:
+        """A plain copy of the entries (secrets included: do not print it)."""
+        return dict(self._entries)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{key!r}: {value!r}" for key, value in sorted(self.masked().items()))
+        return f"Config({{{body}}})"
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def environment(name: str) -> str | None:
+    """A documented ``SAMZA_NB_`` environment variable, or None when unset or empty."""
+    if name not in ENVIRONMENT:
+        msg = f"undocumented environment variable {name!r}; add it to samza_nb.config.ENVIRONMENT"
+        raise ConfigError(msg)
+    return os.environ.get(name) or None

@@ -1,0 +1,1 @@
+"""samza_nb.coordination."""

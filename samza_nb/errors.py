@@ -1,0 +1,114 @@
+"""The one exception tree of samza_nb.
+
+Every error the SDK raises on purpose derives from :class:`SamzaNbError`. Leaves also derive
+from the matching built-in (``ValueError``, ``KeyError``, ``TimeoutError`` …) so callers that
+catch the built-in keep working. Runtime errors carry structured fields so tools and notebooks
+can show *where* something went wrong (operator, task, stream partition, offset).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "CoordinationError",
+    "DrainError",
+    "GroupingError",
+    "JobError",
+    "MetadataStoreError",
+    "ModelError",
+    "PlanError",
+    "SamzaNbError",
+    "SerdeError",
+    "ServiceError",
+    "StreamNotFoundError",
+    "StreamSystemError",
+    "TaskError",
+]
+
+
+class SamzaNbError(Exception):
+    """Root of every error samza_nb raises on purpose."""
+
+
+class ConfigError(SamzaNbError, ValueError):
+    """A configuration key or value is wrong (unknown key, bad type, missing required key)."""
+
+
+class PlanError(SamzaNbError, ValueError):
+    """The application graph is invalid: op ids, joins, partition counts, serdes."""
+
+
+class ModelError(SamzaNbError, ValueError):
+    """A job model, container model or task model is malformed (for example bad JSON)."""
+
+
+class GroupingError(SamzaNbError, ValueError):
+    """A grouper cannot assign the given tasks or partitions (no processors, too few tasks …)."""
+
+
+class SerdeError(SamzaNbError, ValueError):
+    """A value cannot be serialized or deserialized by the serde given for it."""
+
+
+class MetadataStoreError(SamzaNbError):
+    """The metadata store cannot be read or written."""
+
+
+class CoordinationError(SamzaNbError):
+    """Leader election, barriers or membership failed (service gone, timeout, lost lease)."""
+
+
+class StreamSystemError(SamzaNbError):
+    """A stream system (embedded log, Kafka) failed or was used wrongly."""
+
+
+class StreamNotFoundError(StreamSystemError, KeyError):
+    """A stream that does not exist was read or written."""
+
+    def __str__(self) -> str:  # KeyError would quote the message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class CheckpointError(SamzaNbError):
+    """A checkpoint could not be read or committed."""
+
+
+class ServiceError(SamzaNbError):
+    """An engine-room service (ZooKeeper, Azurite, Kafka broker, Spark) failed to start or stop."""
+
+    def __init__(self, message: str, *, service: str | None = None, log_file: str | None = None):
+        super().__init__(message)
+        self.service = service
+        self.log_file = log_file
+
+
+class DrainError(SamzaNbError, ValueError):
+    """A drain request or drain notification is invalid."""
+
+
+class JobError(SamzaNbError):
+    """A running job failed or was used in a state that does not allow the call."""
+
+
+class TaskError(JobError):
+    """A message could not be processed: a user function raised or a message did not decode.
+
+    The fields name exactly where: the operator id, the task, the system stream partition and
+    the offset of the message. Nothing past that offset was committed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        op_id: str | None = None,
+        task: str | None = None,
+        ssp: str | None = None,
+        offset: int | None = None,
+    ):
+        super().__init__(message)
+        self.op_id = op_id
+        self.task = task
+        self.ssp = ssp
+        self.offset = offset
