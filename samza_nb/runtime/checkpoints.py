@@ -1,0 +1,87 @@
+"""Checkpoints and epoch plans in the job's metadata store (JSON values, never pickled).
+
+A checkpoint is what the driver commits after a task's epoch: the number of committed epochs
+(``seq``), the next offset of every SSP and the task's control state. An epoch plan is written
+*before* an epoch runs (its read bounds and processing time) so that a retried epoch reads
+exactly the same messages at the same time and produces exactly the same outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
+
+__all__ = ["CHECKPOINT_NAMESPACE", "EPOCH_NAMESPACE", "Checkpoint", "CheckpointStore", "EpochPlan"]
+
+CHECKPOINT_NAMESPACE = "samza-nb-checkpoint-v1"
+EPOCH_NAMESPACE = "samza-nb-epoch-v1"
+
+
+@dataclass
+class Checkpoint:
+    seq: int = 0
+    offsets: dict[str, int] = field(default_factory=dict)
+    control: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {"seq": self.seq, "offsets": self.offsets, "control": self.control}, sort_keys=True
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Checkpoint:
+        fields = json.loads(data)
+        return cls(int(fields["seq"]), dict(fields["offsets"]), dict(fields.get("control", {})))
+
+
+@dataclass
+class EpochPlan:
+    seq: int
+    now_ms: int
+    bounds: dict[str, int]
+    drain: bool = False
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {"seq": self.seq, "nowMs": self.now_ms, "bounds": self.bounds, "drain": self.drain},
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> EpochPlan:
+        fields = json.loads(data)
+        return cls(int(fields["seq"]), int(fields["nowMs"]), dict(fields["bounds"]), bool(fields["drain"]))
+
+
+class CheckpointStore:
+    """Per-task checkpoints and pending epoch plans of one job."""
+
+    def __init__(self, store: MetadataStore):
+        self._checkpoints = NamespacedMetadataStore(store, CHECKPOINT_NAMESPACE)
+        self._plans = NamespacedMetadataStore(store, EPOCH_NAMESPACE)
+
+    def read(self, task: str) -> Checkpoint:
+        raw = self._checkpoints.get(task)
+        return Checkpoint.from_json(raw) if raw is not None else Checkpoint()
+
+    def read_all(self) -> dict[str, Checkpoint]:
+        return {task: Checkpoint.from_json(raw) for task, raw in self._checkpoints.all().items()}
+
+    def write(self, task: str, checkpoint: Checkpoint) -> None:
+        self._checkpoints.put(task, checkpoint.to_json())
+
+    def pending_plan(self, task: str, seq: int) -> EpochPlan | None:
+        raw = self._plans.get(task)
+        if raw is None:
+            return None
+        plan = EpochPlan.from_json(raw)
+        return plan if plan.seq == seq else None
+
+    def write_plan(self, task: str, plan: EpochPlan) -> None:
+        self._plans.put(task, plan.to_json())
+
+    def flush(self) -> None:
+        self._checkpoints.flush()
