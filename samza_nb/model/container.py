@@ -175,7 +175,7 @@ class ContainerModel:
         processor_id: str
         if "processor-id" in value and value["processor-id"] is not None:
             raw = value["processor-id"]
-            processor_id = raw if isinstance(raw, str) else json_scalar_text(raw)
+            processor_id = raw if isinstance(raw, str) else _json_scalar_text(raw)
         elif "container-id" in value and value["container-id"] is not None:
             raw = value["container-id"]
             if isinstance(raw, bool) or not (
@@ -205,7 +205,7 @@ class ContainerModel:
         return cls(processor_id, tasks, location if isinstance(location, str) and location else None)
 
 
-def json_scalar_text(value: Any) -> str:
+def _json_scalar_text(value: Any) -> str:
     """The text Jackson's ``asText`` gives for a scalar JSON value."""
     if isinstance(value, bool):
         return "true" if value else "false"

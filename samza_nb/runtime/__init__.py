@@ -1,5 +1,23 @@
-"""The engine: processors run epochs of tasks on Spark (see DESIGN.md, "Execution model")."""
+"""The engine: processors run epochs of tasks on Spark (see DESIGN.md, "Execution model").
 
-from samza_nb.runtime.job import Job, JobStatus, ProcessorStatus, run
+``run`` and ``Job`` are loaded on first use so that importing a runtime submodule (control
+messages, stores) stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["Job", "JobStatus", "ProcessorStatus", "run"]
+
+if TYPE_CHECKING:
+    from samza_nb.runtime.job import Job, JobStatus, ProcessorStatus, run
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from samza_nb.runtime import job
+
+        return getattr(job, name)
+    msg = f"module 'samza_nb.runtime' has no attribute {name!r}"
+    raise AttributeError(msg)

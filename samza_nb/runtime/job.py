@@ -22,6 +22,7 @@ from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.coordination.locality import get_location_id_provider
+from samza_nb.drain import DrainMonitor, cleanup, write_drain_notification
 from samza_nb.errors import ConfigError, JobError, StreamNotFoundError, TaskError
 from samza_nb.grouping import GroupByPartition, GrouperMetadata, get_grouper
 from samza_nb.metadata import EmbeddedMetadataStore, MetadataStore, NamespacedMetadataStore
@@ -38,7 +39,7 @@ from samza_nb.runtime.task import (
     store_names,
 )
 
-__all__ = ["Job", "JobStatus", "ProcessorStatus", "run"]
+__all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "run"]
 
 _UNTIL = ("end-of-stream", "caught-up", "forever")
 _IDLE_SLEEP_S = 0.2
@@ -75,6 +76,66 @@ class JobStatus:
             f"JobStatus(state={self.state!r}, epoch={self.epoch}, processors={len(self.processors)}, "
             f"tasks={len(self.tasks)} ({finished} done))"
         )
+
+
+@dataclass
+class DrainStatesView:
+    """DrainStates of every task, as committed, plus their history epoch by epoch.
+
+    ``rows``: one dict per (task, ssp) with drained, heard (upstream task names), expected and
+    drained_epoch. ``history``: per epoch, the same rows as they stood after that epoch.
+    """
+
+    rows: list[dict[str, Any]]
+    history: list[tuple[int, list[dict[str, Any]]]]
+
+    @classmethod
+    def build(
+        cls,
+        history: list[dict[str, Any]],
+        producer_counts: dict[str, int],
+        task_ssps: dict[str, frozenset[SystemStreamPartition]],
+    ) -> DrainStatesView:
+        drained_at: dict[tuple[str, str], int] = {}
+        snapshots: list[tuple[int, list[dict[str, Any]]]] = []
+        for entry in history:
+            rows = []
+            for task, ssps in sorted(task_ssps.items()):
+                drain = entry["control"].get(task, {}).get("drain", {})
+                for ssp in sorted(ssps):
+                    state = drain.get(str(ssp))
+                    if state is None:
+                        continue
+                    key = (task, str(ssp))
+                    if state["done"] and key not in drained_at:
+                        drained_at[key] = entry["epoch"]
+                    rows.append(
+                        {
+                            "task": task,
+                            "ssp": str(ssp),
+                            "stream": ssp.stream,
+                            "partition": ssp.partition,
+                            "drained": bool(state["done"]),
+                            "heard": list(state["heard"]),
+                            "expected": producer_counts.get(ssp.stream, 0),
+                            "drained_epoch": drained_at.get(key),
+                        }
+                    )
+            snapshots.append((entry["epoch"], rows))
+        return cls(snapshots[-1][1] if snapshots else [], snapshots)
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    @property
+    def all_drained(self) -> bool:
+        return bool(self.rows) and all(row["drained"] for row in self.rows)
+
+    def __repr__(self) -> str:
+        done = sum(1 for row in self.rows if row["drained"])
+        return f"DrainStatesView({done} of {len(self.rows)} SSPs drained, {len(self.history)} epochs)"
 
 
 def _load_plan_cached() -> Callable[[str, bytes], Any]:
@@ -145,6 +206,7 @@ class Job:
         self._operator_counts: dict[str, int] = {}
         self._done_tasks: set[str] = set()
         self._history: list[dict[str, Any]] = []
+        self._monitors: dict[str, DrainMonitor] = {}
         self._create_streams()
         self._task_ssps = self._group_partitions()
         self._checkpoint_cache = {task: self.checkpoints.read(task) for task in self._task_ssps}
@@ -275,8 +337,40 @@ class Job:
         return model
 
     # -- control ---------------------------------------------------------------------------
+    def _start_drain_monitors(self) -> None:
+        """One DrainMonitor per processor, on the job's metadata store (Drain SEP)."""
+        if not self.config.get_bool("job.drain-monitor.enabled"):
+            return
+        interval = self.config.get_int("job.drain-monitor.poll.interval.ms")
+        for processor_id in sorted(self._locations):
+            monitor = DrainMonitor(self.metadata, self.run_id, poll_interval_ms=interval)
+            monitor.register_callback(self._on_drain_notification)
+            self._monitors[processor_id] = monitor
+            monitor.start()
+
+    def _on_drain_notification(self) -> None:
+        self._drain_requested = True
+
+    def _stop_drain_monitors(self) -> None:
+        for monitor in self._monitors.values():
+            monitor.stop()
+
+    def drain(self, wait: bool = False, timeout: float | None = None) -> JobStatus:
+        """Request a drain: writes a drain notification for this run and returns at once
+        (``wait=True`` waits until every task drained and the job stopped)."""
+        write_drain_notification(self.metadata, self.run_id)
+        if wait:
+            return self.wait(timeout)
+        return self.status()
+
+    def drain_states(self) -> DrainStatesView:
+        """Per task and SSP: drained, upstream tasks heard from / expected, the epoch it drained
+        at; ``.history`` replays propagation epoch by epoch."""
+        return DrainStatesView.build(self._history, self._producer_counts, self._task_ssps)
+
     def start(self, background: bool) -> Job:
         self._state = "running"
+        self._start_drain_monitors()
         if background:
             self._thread = threading.Thread(target=self._run_safely, name=f"samza-nb-{self.plan.app_name}", daemon=True)
             self._thread.start()
@@ -288,9 +382,13 @@ class Job:
     def _run_safely(self) -> None:
         try:
             self._loop()
+            if self._state == "drained":
+                cleanup(self.metadata, self.run_id)
         except BaseException as error:  # the job thread must record every failure
             self._error = error
             self._state = "failed"
+        finally:
+            self._stop_drain_monitors()
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -584,6 +682,17 @@ class Job:
             "operators": dict(self._operator_counts),
             "epochs": self.epoch,
         }
+
+    def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
+        """Per task and operator: (input watermark, output watermark) as last committed."""
+        result: dict[str, dict[str, tuple[int, int]]] = {}
+        for task, checkpoint in sorted(self._checkpoint_cache.items()):
+            operators = checkpoint.control.get("operators", {})
+            result[task] = {
+                op_id: (int(state.get("in", -1)), int(state.get("out", -1)))
+                for op_id, state in sorted(operators.items())
+            }
+        return result
 
     def collect(self, output_stream_id: str) -> Any:
         """The messages of an output stream as a DataFrame (partition, offset, key, value,

@@ -294,6 +294,16 @@ class _TaskRun:
         context.drain_states = DrainStates(tracked, counts)
         self.watermarks = WatermarkStates(tracked, counts, clock=lambda: a.now_ms)
         control = a.control
+        if control.get("runId") not in (None, a.run_id):
+            # A new deployment (run id) starts with fresh drain and watermark state; only the
+            # end-of-stream of bounded inputs carries over.
+            control = {
+                "eos": control.get("eos", {}),
+                "operators": {
+                    op_id: {"eos": state.get("eos", False)}
+                    for op_id, state in control.get("operators", {}).items()
+                },
+            }
         context.eos_states.restore(control.get("eos", {}))
         context.drain_states.restore(control.get("drain", {}))
         self.watermarks.restore(control.get("watermarks", {}))
@@ -475,6 +485,7 @@ class _TaskRun:
         context = self.context
         assert context.eos_states is not None and context.drain_states is not None
         return {
+            "runId": self.a.run_id,
             "eos": context.eos_states.snapshot(),
             "drain": context.drain_states.snapshot(),
             "watermarks": self.watermarks.snapshot(),

@@ -1,0 +1,1 @@
+"""Example applications used by ``make demo``, the notebooks and the benchmarks."""

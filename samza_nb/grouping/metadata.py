@@ -1,0 +1,117 @@
+"""GrouperMetadata: what a task grouper may know about the past and the live processors (§1.6)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from samza_nb.errors import GroupingError
+from samza_nb.model import JobModel, LocationId, SystemStreamPartition, TaskMode
+
+__all__ = ["GrouperMetadata"]
+
+
+def _frozen(mapping: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
+    if mapping is None:
+        return MappingProxyType({})
+    if not isinstance(mapping, Mapping):
+        msg = f"GrouperMetadata: {what} must be a mapping, got {type(mapping).__name__}"
+        raise GroupingError(msg)
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class GrouperMetadata:
+    """An immutable holder of four maps.
+
+    - ``processor_locality``: processor id → location of every *live* processor (its order is
+      kept: GroupByContainerIds uses it as the processor order);
+    - ``task_locality``: task name → location where the task last ran;
+    - ``previous_task_to_processor``: task name → processor id of the previous assignment;
+    - ``previous_task_to_ssps``: task name → SSPs of the previous assignment.
+
+    >>> metadata = GrouperMetadata(processor_locality={"p1": "host-a"})
+    >>> dict(metadata.processor_locality)
+    {'p1': 'host-a'}
+    """
+
+    processor_locality: Mapping[str, LocationId] = field(default_factory=dict)
+    task_locality: Mapping[str, LocationId] = field(default_factory=dict)
+    previous_task_to_processor: Mapping[str, str] = field(default_factory=dict)
+    previous_task_to_ssps: Mapping[str, frozenset[SystemStreamPartition]] = field(
+        default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "processor_locality", _frozen(self.processor_locality, "processor_locality")
+        )
+        object.__setattr__(self, "task_locality", _frozen(self.task_locality, "task_locality"))
+        object.__setattr__(
+            self,
+            "previous_task_to_processor",
+            _frozen(self.previous_task_to_processor, "previous_task_to_processor"),
+        )
+        ssps = _frozen(self.previous_task_to_ssps, "previous_task_to_ssps")
+        object.__setattr__(
+            self,
+            "previous_task_to_ssps",
+            MappingProxyType({name: frozenset(value) for name, value in ssps.items()}),
+        )
+
+    def __hash__(self) -> int:
+        return hash(
+            (
+                frozenset(self.processor_locality.items()),
+                frozenset(self.task_locality.items()),
+                frozenset(self.previous_task_to_processor.items()),
+            )
+        )
+
+    @classmethod
+    def from_job_model(
+        cls,
+        previous: JobModel | None,
+        processor_locality: Mapping[str, LocationId],
+        task_locality: Mapping[str, LocationId] | None = None,
+    ) -> GrouperMetadata:
+        """Metadata from the previous job model and the live processors.
+
+        The previous assignment counts **active** tasks only (Samza's JobModelHelper rule), so
+        a standby assignment never looks like a previous active placement. Without a
+        ``task_locality``, a task's location is that of its previous container when known.
+        """
+        if previous is None:
+            return cls(processor_locality=processor_locality, task_locality=task_locality or {})
+        previous_processor = previous.task_to_processor(mode=TaskMode.ACTIVE)
+        if task_locality is None:
+            derived: dict[str, LocationId] = {}
+            for name, processor_id in previous_processor.items():
+                location = previous.containers[processor_id].location_id
+                if location is not None:
+                    derived[name] = location
+            task_locality = derived
+        return cls(
+            processor_locality=processor_locality,
+            task_locality=task_locality,
+            previous_task_to_processor=previous_processor,
+            previous_task_to_ssps=previous.task_to_ssps(),
+        )
+
+    def with_processors(self, processor_locality: Mapping[str, LocationId]) -> GrouperMetadata:
+        """The same history with another set of live processors."""
+        return GrouperMetadata(
+            processor_locality=processor_locality,
+            task_locality=self.task_locality,
+            previous_task_to_processor=self.previous_task_to_processor,
+            previous_task_to_ssps=self.previous_task_to_ssps,
+        )
+
+    def without_processors(self, processor_ids: Iterable[str]) -> GrouperMetadata:
+        """The same history with ``processor_ids`` removed from the live processors."""
+        dead = set(processor_ids)
+        return self.with_processors(
+            {pid: loc for pid, loc in self.processor_locality.items() if pid not in dead}
+        )

@@ -1,0 +1,724 @@
+"""Drawings of an ExecutionPlan: SVG and HTML written by hand, and a text outline.
+
+The SVG is a left-to-right layered DAG. Operators are nodes grouped in one box per stage;
+inputs (and side inputs) sit in the first column, outputs in the last, tables between the
+stages that write and read them; intermediate streams are labelled edges between stages
+("partition_by by-page → 4 partitions"). Layout: blocks (stage boxes, stream and table nodes)
+get columns by longest path over the block graph, and rows by a barycenter pass; inside a stage
+the operators are layered by longest path with a barycenter ordering of each layer.
+
+Every element a live view may want to restyle carries a class and a data attribute:
+``g.samza-stage[data-stage]``, ``g.samza-op[data-op][data-stage]``,
+``g.samza-stream[data-stream]`` (edges that carry a stream, with their label) and
+``g.samza-stream-node[data-stream]`` (input, output and side-input nodes),
+``g.samza-table[data-table]``. :func:`render_svg` takes ``stream_styles``, ``stream_labels``,
+``operator_labels`` and ``stage_labels`` so a widget can colour streams and show counters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape, quoteattr
+
+from samza_nb.plan.operators import (
+    BroadcastOperatorSpec,
+    InputOperatorSpec,
+    OpCode,
+    OperatorSpec,
+    OutputOperatorSpec,
+    PartitionByOperatorSpec,
+    SendToTableOperatorSpec,
+    StreamTableJoinOperatorSpec,
+)
+
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+__all__ = ["StreamStyle", "render_html", "render_svg", "render_text"]
+
+StreamStyle = str | Mapping[str, str]
+"""A colour (the stroke of the stream's edges and node) or SVG attributes for them."""
+
+_NODE_W = 150.0
+_NODE_H = 36.0
+_EXTRA_LINE_H = 13.0
+_LAYER_GAP = 34.0
+_ROW_GAP = 12.0
+_PAD = 12.0
+_TITLE_H = 18.0
+_COL_GAP = 56.0
+_BLOCK_GAP = 26.0
+_CHAR_W = 6.4
+_MARGIN = 14.0
+_FONT = "-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
+
+_OP_COLOURS = {
+    "io": ("#eef1f5", "#6e7781"),
+    "shuffle": ("#fff1e5", "#c9661f"),
+    "stateful": ("#f3eefc", "#8250df"),
+    "stateless": ("#e9f2ff", "#3b7dd8"),
+}
+_STREAM_COLOURS = {
+    "input": ("#e6f4ea", "#2da44e"),
+    "side_input": ("#e6f4ea", "#2da44e"),
+    "output": ("#fff8c5", "#bf8700"),
+}
+_TABLE_COLOURS = ("#fbefff", "#8250df")
+_EDGE_COLOURS = {"intermediate": "#c9661f", "table": "#8250df"}
+_EDGE_DEFAULT = "#8c959f"
+_ATTRIBUTE = re.compile(r"^[a-z][a-z-]*$")
+
+
+def _category(opcode: OpCode) -> str:
+    if opcode in (OpCode.PARTITION_BY, OpCode.BROADCAST):
+        return "shuffle"
+    if opcode in (OpCode.WINDOW, OpCode.JOIN):
+        return "stateful"
+    if opcode in (OpCode.INPUT, OpCode.SEND_TO):
+        return "io"
+    return "stateless"
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def _clip(text: str, width: float) -> str:
+    limit = max(4, int((width - 12) / _CHAR_W))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _partitions(count: int) -> str:
+    return f"{count} partition" if count == 1 else f"{count} partitions"
+
+
+def _suffix(spec: OperatorSpec) -> str:
+    """The user id or counter of an op id (``by-page`` of ``app-1-partition_by-by-page``)."""
+    marker = f"-{spec.opcode.value}-"
+    index = spec.op_id.rfind(marker)
+    return spec.op_id[index + len(marker) :] if index >= 0 else spec.op_id
+
+
+@dataclass(eq=False)
+class _Node:
+    key: str
+    lines: list[str]
+    title: str
+    classes: str
+    data: dict[str, str]
+    fill: str
+    stroke: str
+    w: float = _NODE_W
+    h: float = _NODE_H
+    x: float = 0.0
+    y: float = 0.0
+    block: _Block | None = None
+
+    @property
+    def cy(self) -> float:
+        return self.y + self.h / 2
+
+
+@dataclass(eq=False)
+class _Block:
+    key: str
+    kind: str  # "stage", "stream", "table"
+    order: int
+    nodes: list[_Node] = field(default_factory=list)
+    w: float = _NODE_W
+    h: float = _NODE_H
+    x: float = 0.0
+    y: float = 0.0
+    column: int = 0
+    title: str = ""
+    data: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cy(self) -> float:
+        return self.y + self.h / 2
+
+
+@dataclass(eq=False)
+class _Edge:
+    src: _Node
+    dst: _Node
+    kind: str  # "op", "input", "intermediate", "output", "table", "side_input"
+    stream: str | None = None
+    table: str | None = None
+    label: str | None = None
+
+
+@dataclass
+class _Layout:
+    blocks: list[_Block]
+    nodes: dict[str, _Node]
+    edges: list[_Edge]
+    width: float
+    height: float
+
+
+# -- layout ---------------------------------------------------------------------------------
+def _op_node(plan: ExecutionPlan, spec: OperatorSpec, extra: str | None) -> _Node:
+    if isinstance(spec, InputOperatorSpec):
+        info = plan.streams.get(spec.stream_id)
+        if info is not None and info.kind == "intermediate":
+            producer = plan.operators.get(spec.stream_id)
+            detail = "⇐ " + (producer.short_id if producer is not None else spec.stream_id)
+        else:
+            detail = "⇐ " + spec.stream_id
+    elif isinstance(spec, OutputOperatorSpec):
+        detail = "⇒ " + spec.stream_id
+    elif isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec):
+        table = spec.table.table_id if spec.table is not None else "?"
+        detail = ("⇒ table " if isinstance(spec, SendToTableOperatorSpec) else "⋈ table ") + table
+    else:
+        detail = _suffix(spec)
+        if detail.isdigit():
+            detail = "#" + detail
+    lines = [spec.opcode.value, detail]
+    if extra:
+        lines.append(extra)
+    title = spec.op_id + (f"\n{spec.user_location}" if spec.user_location else "")
+    fill, stroke = _OP_COLOURS[_category(spec.opcode)]
+    return _Node(
+        key=f"op:{spec.op_id}",
+        lines=lines,
+        title=title,
+        classes=f"samza-node samza-op samza-op-{spec.opcode.value}",
+        data={"op": spec.op_id},
+        fill=fill,
+        stroke=stroke,
+    )
+
+
+def _layout_stage(
+    plan: ExecutionPlan,
+    stage_id: int,
+    op_ids: tuple[str, ...],
+    nodes: dict[str, _Node],
+    node_h: float,
+) -> _Block:
+    specs = [plan.operators[op_id] for op_id in op_ids]
+    preds: dict[str, list[str]] = {spec.op_id: [] for spec in specs}
+    for spec in specs:
+        for nxt in spec.next_ops:
+            preds[nxt.op_id].append(spec.op_id)
+    layer: dict[str, int] = {}
+    for spec in specs:  # creation order is topological
+        layer[spec.op_id] = max((layer[p] + 1 for p in preds[spec.op_id]), default=0)
+    last = max(layer.values(), default=0)
+    for spec in specs:
+        # Operators that write streams or tables go to the stage's right edge, so the edges
+        # leaving the stage never cross the stage's other operators.
+        writes = isinstance(
+            spec,
+            PartitionByOperatorSpec | BroadcastOperatorSpec | OutputOperatorSpec | SendToTableOperatorSpec,
+        )
+        if writes and not spec.next_ops:
+            layer[spec.op_id] = last
+    layers: list[list[str]] = [[] for _ in range(last + 1)]
+    for spec in specs:
+        layers[layer[spec.op_id]].append(spec.op_id)
+    succs = {spec.op_id: [n.op_id for n in spec.next_ops] for spec in specs}
+    _barycenter(layers, preds, succs, layer)
+
+    rows = max(len(members) for members in layers)
+    row_h = node_h + _ROW_GAP
+    block = _Block(
+        key=f"stage:{stage_id}",
+        kind="stage",
+        order=stage_id,
+        w=2 * _PAD + (last + 1) * _NODE_W + last * _LAYER_GAP,
+        h=2 * _PAD + _TITLE_H + rows * row_h - _ROW_GAP,
+        data={"stage": str(stage_id)},
+    )
+    for index, members in enumerate(layers):
+        offset = (rows - len(members)) * row_h / 2
+        for row, op_id in enumerate(members):
+            node = nodes[op_id]
+            node.block = block
+            node.h = node_h
+            node.x = _PAD + index * (_NODE_W + _LAYER_GAP)
+            node.y = _PAD + _TITLE_H + offset + row * row_h
+            node.data["stage"] = str(stage_id)
+            block.nodes.append(node)
+    return block
+
+
+def _barycenter(
+    layers: list[list[str]],
+    preds: Mapping[str, list[str]],
+    succs: Mapping[str, list[str]],
+    layer: Mapping[str, int],
+) -> None:
+    """Reorder each layer by the mean centred position of its neighbours (two sweeps)."""
+
+    def positions() -> dict[str, float]:
+        return {
+            op_id: row - (len(members) - 1) / 2
+            for members in layers
+            for row, op_id in enumerate(members)
+        }
+
+    for _ in range(2):
+        for forward in (True, False):
+            indices = range(1, len(layers)) if forward else range(len(layers) - 2, -1, -1)
+            for index in indices:
+                pos = positions()
+                neighbours = preds if forward else succs
+
+                def key(op_id: str, pos: dict[str, float] = pos, nb: Mapping[str, list[str]] = neighbours, i: int = index) -> float:
+                    linked = [pos[n] for n in nb[op_id] if layer[n] != i]
+                    return sum(linked) / len(linked) if linked else pos[op_id]
+
+                layers[index].sort(key=key)
+
+
+def _stream_node(
+    stream_id: str, kind: str, partitions: int, extra: str | None, node_h: float
+) -> _Node:
+    fill, stroke = _STREAM_COLOURS[kind]
+    label = {"input": "input", "output": "output", "side_input": "side input"}[kind]
+    lines = [stream_id, f"{label} · {_partitions(partitions)}"]
+    if extra:
+        lines.append(extra)
+    return _Node(
+        key=f"stream:{stream_id}",
+        lines=lines,
+        title=f"{label} stream {stream_id} ({_partitions(partitions)})",
+        classes=f"samza-node samza-stream-node samza-stream-{kind.replace('_', '-')}",
+        data={"stream": stream_id},
+        fill=fill,
+        stroke=stroke,
+        h=node_h,
+    )
+
+
+def _layout(
+    plan: ExecutionPlan,
+    stream_labels: Mapping[str, str],
+    operator_labels: Mapping[str, str],
+) -> _Layout:
+    extra_lines = bool(stream_labels) or bool(operator_labels)
+    node_h = _NODE_H + (_EXTRA_LINE_H if extra_lines else 0.0)
+    op_nodes = {
+        op_id: _op_node(plan, spec, operator_labels.get(op_id)) for op_id, spec in plan.operators.items()
+    }
+    nodes: dict[str, _Node] = {node.key: node for node in op_nodes.values()}
+    blocks: list[_Block] = []
+
+    def single(node: _Node, kind: str) -> _Block:
+        block = _Block(key=node.key, kind=kind, order=len(blocks), w=node.w, h=node.h)
+        node.block = block
+        block.nodes.append(node)
+        nodes[node.key] = node
+        blocks.append(block)
+        return block
+
+    for stream_id, count in [*plan.inputs.items(), *plan.side_inputs.items()]:
+        kind = plan.streams[stream_id].kind
+        single(_stream_node(stream_id, kind, count, stream_labels.get(stream_id), node_h), "stream")
+    for stage in plan.stages:
+        block = _layout_stage(plan, stage.id, stage.operators, op_nodes, node_h)
+        block.order = len(blocks)
+        blocks.append(block)
+    for table_id in plan.tables:
+        fill, stroke = _TABLE_COLOURS
+        node = _Node(
+            key=f"table:{table_id}",
+            lines=["table", table_id],
+            title=f"table {table_id}",
+            classes="samza-node samza-table",
+            data={"table": table_id},
+            fill=fill,
+            stroke=stroke,
+            h=node_h,
+        )
+        single(node, "table")
+    output_blocks = [
+        single(_stream_node(stream_id, "output", count, stream_labels.get(stream_id), node_h), "stream")
+        for stream_id, count in plan.outputs.items()
+    ]
+
+    edges = _edges(plan, nodes, op_nodes, stream_labels)
+    _assign_columns(blocks, edges, set(map(id, output_blocks)))
+    _place(blocks, edges)
+    width = max((b.x + b.w for b in blocks), default=0.0) + _MARGIN
+    height = max((b.y + b.h for b in blocks), default=0.0) + _MARGIN + 16
+    return _Layout(blocks=blocks, nodes=nodes, edges=edges, width=width, height=height)
+
+
+def _edges(
+    plan: ExecutionPlan,
+    nodes: Mapping[str, _Node],
+    op_nodes: Mapping[str, _Node],
+    stream_labels: Mapping[str, str],
+) -> list[_Edge]:
+    edges: list[_Edge] = []
+    for op_id, spec in plan.operators.items():
+        node = op_nodes[op_id]
+        for nxt in spec.next_ops:
+            edges.append(_Edge(node, op_nodes[nxt.op_id], "op"))
+        if isinstance(spec, InputOperatorSpec) and spec.stream_id in plan.inputs:
+            edges.append(_Edge(nodes[f"stream:{spec.stream_id}"], node, "input", stream=spec.stream_id))
+        elif isinstance(spec, OutputOperatorSpec) and f"stream:{spec.stream_id}" in nodes:
+            edges.append(_Edge(node, nodes[f"stream:{spec.stream_id}"], "output", stream=spec.stream_id))
+        elif isinstance(spec, PartitionByOperatorSpec | BroadcastOperatorSpec):
+            reader = plan.input_operators.get(spec.stream_id)
+            if reader is None:
+                continue
+            label = f"{spec.opcode.value} {_suffix(spec)} → {_partitions(plan.intermediate_streams[spec.stream_id])}"
+            if spec.stream_id in stream_labels:
+                label += f" · {stream_labels[spec.stream_id]}"
+            edges.append(
+                _Edge(node, op_nodes[reader.op_id], "intermediate", stream=spec.stream_id, label=label)
+            )
+        elif isinstance(spec, SendToTableOperatorSpec) and spec.table is not None:
+            table_id = spec.table.table_id
+            edges.append(_Edge(node, nodes[f"table:{table_id}"], "table", table=table_id))
+        elif isinstance(spec, StreamTableJoinOperatorSpec) and spec.table is not None:
+            table_id = spec.table.table_id
+            edges.append(_Edge(nodes[f"table:{table_id}"], node, "table", table=table_id))
+    for stream_id, table_ids in plan.side_input_tables.items():
+        for table_id in table_ids:
+            edges.append(
+                _Edge(nodes[f"stream:{stream_id}"], nodes[f"table:{table_id}"], "side_input", stream=stream_id)
+            )
+    return edges
+
+
+def _block_links(edges: list[_Edge]) -> tuple[dict[int, list[_Block]], dict[int, list[_Block]]]:
+    succs: dict[int, list[_Block]] = {}
+    preds: dict[int, list[_Block]] = {}
+    for edge in edges:
+        a, b = edge.src.block, edge.dst.block
+        if a is None or b is None or a is b:
+            continue
+        if b not in succs.setdefault(id(a), []):
+            succs[id(a)].append(b)
+            preds.setdefault(id(b), []).append(a)
+    return succs, preds
+
+
+def _assign_columns(blocks: list[_Block], edges: list[_Edge], outputs: set[int]) -> None:
+    """Longest-path columns over the block graph, back edges (cycles through a table or a
+    stage reading what it writes) ignored; outputs go to the last column."""
+    succs, _ = _block_links(edges)
+    state: dict[int, int] = {}  # 1 = on the DFS stack, 2 = done
+    forward: dict[int, list[_Block]] = {}
+    order: list[_Block] = []
+    for root in blocks:
+        if id(root) in state:
+            continue
+        stack: list[tuple[_Block, int]] = [(root, 0)]
+        state[id(root)] = 1
+        while stack:
+            block, index = stack[-1]
+            children = succs.get(id(block), [])
+            if index < len(children):
+                stack[-1] = (block, index + 1)
+                child = children[index]
+                if state.get(id(child)) == 1:
+                    continue  # a back edge
+                forward.setdefault(id(block), []).append(child)
+                if id(child) not in state:
+                    state[id(child)] = 1
+                    stack.append((child, 0))
+            else:
+                state[id(block)] = 2
+                order.append(block)
+                stack.pop()
+    for block in blocks:
+        block.column = 0
+    for block in reversed(order):  # reverse post-order: a topological order of forward edges
+        for child in forward.get(id(block), []):
+            child.column = max(child.column, block.column + 1)
+    last = max((b.column for b in blocks if id(b) not in outputs), default=-1) + 1
+    for block in blocks:
+        if id(block) in outputs:
+            block.column = last
+
+
+def _place(blocks: list[_Block], edges: list[_Edge]) -> None:
+    columns: dict[int, list[_Block]] = {}
+    for block in blocks:
+        columns.setdefault(block.column, []).append(block)
+    succs, preds = _block_links(edges)
+    ports: dict[tuple[int, int], list[tuple[_Node, _Node]]] = {}
+    for edge in edges:
+        a, b = edge.src.block, edge.dst.block
+        if a is not None and b is not None and a is not b:
+            ports.setdefault((id(a), id(b)), []).append((edge.src, edge.dst))
+
+    def desired(block: _Block, neighbours: list[_Block], incoming: bool) -> float | None:
+        """Block top that puts its connected nodes level with the neighbours' nodes."""
+        offsets: list[float] = []
+        for other in neighbours:
+            if other.column == block.column or (incoming and other.column > block.column):
+                continue
+            pairs = ports.get((id(other), id(block)) if incoming else (id(block), id(other)), [])
+            for src, dst in pairs:
+                there, here = (src, dst) if incoming else (dst, src)
+                offsets.append(there.block.y + there.cy - here.cy if there.block else there.cy)
+        return sum(offsets) / len(offsets) if offsets else None
+
+    def stack_column(members: list[_Block], incoming: bool) -> None:
+        wanted: list[tuple[float | None, _Block]] = []
+        for block in members:
+            links = preds.get(id(block), []) if incoming else succs.get(id(block), [])
+            wanted.append((desired(block, links, incoming), block))
+        previous = 0.0
+        keyed: list[tuple[float, int, _Block, float | None]] = []
+        for want, block in wanted:  # blocks without a wish keep their place after the previous
+            previous = want if want is not None else previous
+            keyed.append((previous, block.order, block, want))
+        keyed.sort(key=lambda item: (item[0], item[1]))
+        bottom = _MARGIN - _BLOCK_GAP
+        for _, _, block, want in keyed:
+            block.y = max(bottom + _BLOCK_GAP, want if want is not None else -1e9)
+            bottom = block.y + block.h
+
+    for column in sorted(columns):
+        stack_column(columns[column], incoming=True)
+    if len(columns) > 1 and 0 in columns:
+        stack_column(columns[0], incoming=False)  # inputs line up with their readers
+
+    x = _MARGIN
+    for column in sorted(columns):
+        members = columns[column]
+        col_w = max(b.w for b in members)
+        label_room = 0.0
+        for block in members:
+            block.x = x
+            for edge in edges:
+                if edge.label and edge.src.block is block:
+                    label_room = max(label_room, col_w - block.w + len(edge.label) * _CHAR_W + 20)
+        x += col_w + max(_COL_GAP, label_room)
+    for block in blocks:
+        for node in block.nodes:
+            if block.kind == "stage":
+                node.x += block.x
+                node.y += block.y
+            else:
+                node.x, node.y = block.x, block.y
+
+
+# -- SVG ------------------------------------------------------------------------------------
+def _attrs(data: Mapping[str, str]) -> str:
+    return "".join(f" data-{name}={quoteattr(value)}" for name, value in data.items())
+
+
+def _style_attrs(style: StreamStyle | None) -> dict[str, str]:
+    if style is None:
+        return {}
+    if isinstance(style, str):
+        return {"stroke": style}
+    result: dict[str, str] = {}
+    for name, value in style.items():
+        if not _ATTRIBUTE.match(name):
+            msg = f"stream style attribute {name!r} is not an SVG attribute name"
+            raise ValueError(msg)
+        result[name] = str(value)
+    return result
+
+
+def _path(edge: _Edge) -> str:
+    src, dst = edge.src, edge.dst
+    sx, sy = src.x + src.w, src.cy
+    tx, ty = dst.x, dst.cy
+    if src.block is dst.block or src.block is None or dst.block is None:
+        ex, nx = sx, tx
+    else:
+        ex, nx = src.block.x + src.block.w, dst.block.x
+    if nx - ex >= 8:
+        d = max(12.0, (nx - ex) / 2)
+        return (
+            f"M{_fmt(sx)},{_fmt(sy)} H{_fmt(ex)} C{_fmt(ex + d)},{_fmt(sy)} "
+            f"{_fmt(nx - d)},{_fmt(ty)} {_fmt(nx)},{_fmt(ty)} H{_fmt(tx)}"
+        )
+    # A back edge (a stage reading a stream it writes, a table cycle): around underneath.
+    low = max(
+        (b.y + b.h for b in (src.block, dst.block) if b is not None), default=max(sy, ty)
+    ) + 10
+    return (
+        f"M{_fmt(sx)},{_fmt(sy)} H{_fmt(ex + 14)} V{_fmt(low)} H{_fmt(nx - 14)} "
+        f"V{_fmt(ty)} H{_fmt(tx)}"
+    )
+
+
+def _text_lines(node: _Node) -> str:
+    parts = []
+    for index, line in enumerate(node.lines):
+        y = 14 + index * _EXTRA_LINE_H
+        weight = ' font-weight="600"' if index == 0 else ""
+        fill = "#24292f" if index < 2 else "#0550ae"
+        parts.append(
+            f'<text x="{_fmt(node.w / 2)}" y="{_fmt(y)}" text-anchor="middle" fill="{fill}"{weight}>'
+            f"{escape(_clip(line, node.w))}</text>"
+        )
+    return "".join(parts)
+
+
+def render_svg(
+    plan: ExecutionPlan,
+    *,
+    stream_styles: Mapping[str, StreamStyle] | None = None,
+    stream_labels: Mapping[str, str] | None = None,
+    operator_labels: Mapping[str, str] | None = None,
+    stage_labels: Mapping[int, str] | None = None,
+) -> str:
+    """The plan as an SVG document (a string).
+
+    ``stream_styles`` maps stream ids to a colour or to SVG attributes for the stream's edges
+    and node; ``stream_labels`` adds text to a stream (its node, or its edge label for
+    intermediate streams); ``operator_labels`` adds a third line to operator nodes;
+    ``stage_labels`` adds text to stage titles. Use them for live counters.
+    """
+    styles = {sid: _style_attrs(style) for sid, style in (stream_styles or {}).items()}
+    layout = _layout(plan, stream_labels or {}, operator_labels or {})
+    stage_texts = stage_labels or {}
+    out: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="samza-plan" '
+        f'width="{_fmt(layout.width)}" height="{_fmt(layout.height)}" '
+        f'viewBox="0 0 {_fmt(layout.width)} {_fmt(layout.height)}" '
+        f'font-family="{_FONT}" font-size="11" data-app={quoteattr(plan.app_name)} '
+        f"data-job-id={quoteattr(plan.job_id)}>",
+        f"<title>{escape(f'plan of {plan.app_name} (job {plan.job_id})')}</title>",
+        '<defs><marker id="samza-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        'fill="context-stroke"/></marker></defs>',
+    ]
+    for block in layout.blocks:
+        if block.kind != "stage":
+            continue
+        stage_id = int(block.data["stage"])
+        title = f"stage {stage_id} · {len(block.nodes)} op" + ("" if len(block.nodes) == 1 else "s")
+        if stage_id in stage_texts:
+            title += f" · {stage_texts[stage_id]}"
+        out.append(
+            f'<g class="samza-stage"{_attrs(block.data)}>'
+            f'<rect x="{_fmt(block.x)}" y="{_fmt(block.y)}" width="{_fmt(block.w)}" '
+            f'height="{_fmt(block.h)}" rx="8" fill="#f6f8fa" stroke="#afb8c1" stroke-dasharray="4 3"/>'
+            f'<text x="{_fmt(block.x + _PAD)}" y="{_fmt(block.y + _PAD + 8)}" fill="#57606a" '
+            f'font-weight="600">{escape(title)}</text></g>'
+        )
+    for edge in layout.edges:
+        colour = _EDGE_COLOURS.get(edge.kind, _EDGE_DEFAULT)
+        attributes = {"fill": "none", "stroke": colour, "stroke-width": "1.6" if edge.kind == "intermediate" else "1.2"}
+        if edge.kind in ("table", "side_input"):
+            attributes["stroke-dasharray"] = "5 3"
+        if edge.stream is not None:
+            attributes.update(styles.get(edge.stream, {}))
+        attr_text = "".join(f" {name}={quoteattr(value)}" for name, value in attributes.items())
+        path = f'<path d="{_path(edge)}"{attr_text} marker-end="url(#samza-arrow)"/>'
+        label = ""
+        if edge.label is not None and edge.src.block is not None:
+            lx = edge.src.block.x + edge.src.block.w + 6
+            label = (
+                f'<text class="samza-stream-label" x="{_fmt(lx)}" y="{_fmt(edge.src.cy - 5)}" '
+                f'fill="#9a4a0e">{escape(edge.label)}</text>'
+            )
+        if edge.stream is not None:
+            out.append(
+                f'<g class="samza-stream samza-edge samza-edge-{edge.kind.replace("_", "-")}" '
+                f"data-stream={quoteattr(edge.stream)}>{path}{label}</g>"
+            )
+        elif edge.table is not None:
+            out.append(f'<g class="samza-edge samza-edge-table" data-table={quoteattr(edge.table)}>{path}</g>')
+        else:
+            src_op, dst_op = edge.src.data.get("op", ""), edge.dst.data.get("op", "")
+            out.append(
+                f'<g class="samza-edge samza-edge-op" data-from={quoteattr(src_op)} '
+                f"data-to={quoteattr(dst_op)}>{path}</g>"
+            )
+    for key, node in layout.nodes.items():
+        if node.block is None:
+            continue
+        rx = 14 if key.startswith("stream:") else 6
+        stroke_attrs = {"fill": node.fill, "stroke": node.stroke, "stroke-width": "1.2"}
+        if key.startswith("stream:"):
+            stroke_attrs.update(styles.get(key[len("stream:") :], {}))
+            stroke_attrs["fill"] = node.fill if "fill" not in styles.get(key[7:], {}) else stroke_attrs["fill"]
+        rect_attrs = "".join(f" {name}={quoteattr(value)}" for name, value in stroke_attrs.items())
+        out.append(
+            f'<g class="{node.classes}"{_attrs(node.data)} transform="translate({_fmt(node.x)},{_fmt(node.y)})">'
+            f"<title>{escape(node.title)}</title>"
+            f'<rect width="{_fmt(node.w)}" height="{_fmt(node.h)}" rx="{rx}"{rect_attrs}/>'
+            f"{_text_lines(node)}</g>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def render_html(plan: ExecutionPlan, **options: object) -> str:
+    """The SVG of :func:`render_svg` (same options) under a one-line summary, scrollable."""
+    svg = render_svg(plan, **options)  # type: ignore[arg-type]
+    summary = (
+        f"<b>{escape(plan.app_name)}</b> (job {escape(plan.job_id)}): "
+        f"{len(plan.stages)} stage{'s' if len(plan.stages) != 1 else ''}, "
+        f"{len(plan.operators)} operators, {len(plan.inputs)} input"
+        f"{'s' if len(plan.inputs) != 1 else ''}, {len(plan.outputs)} output"
+        f"{'s' if len(plan.outputs) != 1 else ''}, {len(plan.intermediate_streams)} intermediate"
+        f" stream{'s' if len(plan.intermediate_streams) != 1 else ''}"
+    )
+    if plan.window_ms is not None:
+        summary += f", task.window.ms={plan.window_ms}"
+    return (
+        f'<div class="samza-plan-view" data-app={quoteattr(plan.app_name)}>'
+        f'<div style="font-family:{_FONT};font-size:12px;margin:2px 0 6px">{summary}</div>'
+        f'<div style="overflow:auto;max-width:100%">{svg}</div></div>'
+    )
+
+
+# -- text -----------------------------------------------------------------------------------
+def render_text(plan: ExecutionPlan) -> str:
+    """A readable outline for terminals and papermill logs."""
+    lines = [
+        f"ExecutionPlan {plan.app_name!r} (job {plan.job_id}): {len(plan.stages)} "
+        f"stage{'s' if len(plan.stages) != 1 else ''}, {len(plan.operators)} operators"
+    ]
+
+    def stream_line(title: str, stream_ids: Mapping[str, int]) -> None:
+        if not stream_ids:
+            return
+        entries = []
+        for stream_id, count in stream_ids.items():
+            info = plan.streams[stream_id]
+            kind = " broadcast" if info.is_broadcast else ""
+            entries.append(f"{stream_id} [{info.system_name}, {_partitions(count)}{kind}]")
+        lines.append(f"  {title:<13} " + ", ".join(entries))
+
+    stream_line("inputs:", plan.inputs)
+    stream_line("side inputs:", plan.side_inputs)
+    stream_line("intermediate:", plan.intermediate_streams)
+    stream_line("outputs:", plan.outputs)
+    if plan.tables:
+        lines.append(f"  {'tables:':<13} " + ", ".join(plan.tables))
+    if plan.window_ms is not None:
+        lines.append(f"  {'window:':<13} task.window.ms={plan.window_ms}")
+    prefix = f"{plan.app_name}-{plan.job_id}-"
+    for stage in plan.stages:
+        reads = ", ".join(stage.input_streams) or "-"
+        writes = ", ".join(stage.output_streams) or "-"
+        lines.append(f"  stage {stage.id}: reads {reads}; writes {writes}")
+        for op_id in stage.operators:
+            spec = plan.operators[op_id]
+            name = op_id[len(prefix) :] if op_id.startswith(prefix) else op_id
+            targets = [
+                nxt.op_id[len(prefix) :] if nxt.op_id.startswith(prefix) else nxt.op_id
+                for nxt in spec.next_ops
+            ]
+            text = f"    {name}"
+            if isinstance(spec, InputOperatorSpec):
+                text += f" ⇐ {spec.stream_id}"
+            if isinstance(spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec):
+                text += f" ⇒ {spec.stream_id}"
+            if isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec) and spec.table:
+                text += f" ({'⇒' if isinstance(spec, SendToTableOperatorSpec) else '⋈'} table {spec.table.table_id})"
+            if targets:
+                text += " → " + ", ".join(targets)
+            lines.append(text)
+    return "\n".join(lines)

@@ -1,0 +1,149 @@
+"""The one place that builds the SparkSession samza_nb runs on.
+
+``get_spark()`` returns the process's session, creating it on first use: master from the config
+key ``spark.master``, else ``$SAMZA_NB_SPARK_MASTER``, else ``local[*]``; quiet logs (the
+log4j2 file of ``engine/spark``, or ``setLogLevel("ERROR")`` when that folder is not available);
+no web UI unless asked; Arrow on; Python workers reused; everything bound to 127.0.0.1. A JVM
+holds one SparkContext, so asking for another master stops the current session first.
+
+pyspark is imported only when a session is requested: importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from samza_nb.config import Config, environment
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_MASTER", "get_spark", "spark_conf_dir", "stop_spark"]
+
+log = logging.getLogger("samza_nb.runtime.spark")
+
+DEFAULT_MASTER = "local[*]"
+DEFAULT_APP_NAME = "samza_nb"
+
+# Settings every session gets unless the config says otherwise. They mirror
+# engine/spark/spark-defaults.conf so that an installed package without the checkout's engine/
+# folder behaves the same.
+_ESSENTIALS: dict[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.python.worker.reuse": "true",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    # Executors (standalone workers included) must run this interpreter: it has samza_nb.
+    "spark.pyspark.python": sys.executable,
+    "spark.pyspark.driver.python": sys.executable,
+}
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+
+
+def spark_conf_dir() -> Path | None:
+    """``$SAMZA_NB_SPARK_CONF_DIR``, else ``engine/spark`` of the checkout, when it has a log4j2 file."""
+    configured = environment("SAMZA_NB_SPARK_CONF_DIR")
+    candidate = (
+        Path(configured) if configured else Path(__file__).resolve().parents[2] / "engine" / "spark"
+    )
+    return candidate if (candidate / "log4j2.properties").is_file() else None
+
+
+def _master(config: Config) -> str:
+    # Config.get_str would fall back to the documented default and hide the environment variable.
+    if "spark.master" in config:
+        return config["spark.master"]
+    return environment("SAMZA_NB_SPARK_MASTER") or DEFAULT_MASTER
+
+
+def _alive(session: SparkSession | None) -> bool:
+    return session is not None and getattr(session.sparkContext, "_jsc", None) is not None
+
+
+def get_spark(
+    config: Config | Mapping[str, Any] | None = None,
+    *,
+    app_name: str | None = None,
+    ui: bool = False,
+) -> SparkSession:
+    """The shared SparkSession for ``config``'s master (created on first call, then reused).
+
+    Other ``spark.*`` keys of ``config`` are passed to Spark when the session is created.
+    """
+    global _session
+    config = Config.of(config)
+    master = _master(config)
+    with _lock:
+        current = _session if _alive(_session) else _active_session()
+        if current is not None:
+            if current.sparkContext.master == master:
+                _session = current
+                return current
+            log.info(
+                "stopping the Spark session on %s to start one on %s (one per JVM)",
+                current.sparkContext.master,
+                master,
+            )
+            current.stop()
+        _session = _build(config, master, app_name, ui)
+        return _session
+
+
+def _active_session() -> SparkSession | None:
+    """A session someone else created in this process (for example a notebook cell)."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    return active if _alive(active) else None
+
+
+def _build(config: Config, master: str, app_name: str | None, ui: bool) -> SparkSession:
+    conf_dir = spark_conf_dir()
+    # spark-submit (which pyspark uses to launch the JVM) reads log4j2.properties and
+    # spark-defaults.conf from SPARK_CONF_DIR; a folder the user chose is left alone.
+    use_conf_dir = conf_dir is not None and "SPARK_CONF_DIR" not in os.environ
+    if use_conf_dir:
+        os.environ["SPARK_CONF_DIR"] = str(conf_dir)
+    # Spark reads SPARK_LOCAL_IP for its block manager and would warn about a loopback hostname.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    from pyspark.sql import SparkSession
+
+    name = app_name or config.get("spark.app.name") or config.get("app.name") or DEFAULT_APP_NAME
+    builder = SparkSession.builder.master(master).appName(name)
+    settings = dict(_ESSENTIALS)
+    settings["spark.ui.enabled"] = "true" if ui else "false"
+    settings.update(
+        {
+            key: value
+            for key, value in config.items()
+            if key.startswith("spark.") and key not in ("spark.master", "spark.app.name")
+        }
+    )
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if not use_conf_dir:
+        session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def stop_spark() -> None:
+    """Stop the shared session (and its JVM-side context); a no-op when none runs."""
+    global _session
+    with _lock:
+        current = _session if _alive(_session) else _active_session()
+        _session = None
+        if current is not None:
+            current.stop()

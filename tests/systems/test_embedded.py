@@ -1,0 +1,102 @@
+"""The embedded system: a durable, batched, multi-process partitioned log."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from samza_nb.errors import StreamNotFoundError, StreamSystemError
+from samza_nb.systems import EmbeddedSystem, MessageKind, Record, murmur2, partition_for_key
+
+
+def test_murmur2_matches_kafka_vectors() -> None:
+    # Kafka's UtilsTest.testMurmur2 vectors.
+    assert murmur2(b"21") == -973932308
+    assert murmur2(b"foobar") == -790332482
+    assert murmur2(b"a-little-bit-long-string") == -985981536
+    assert murmur2(b"a-little-bit-longer-string") == -1486304829
+    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
+    assert murmur2(b"abc") == 479470107
+    assert partition_for_key(None, 4) == 0
+
+
+def test_write_requires_create_stream(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    with pytest.raises(StreamNotFoundError, match=r"create_stream\('clicks'"):
+        system.write("clicks", [1])
+
+
+def test_offsets_count_messages_and_batches_read_back(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    assert system.create_stream("s", 2)
+    assert not system.create_stream("s", 2)
+    with pytest.raises(StreamSystemError, match="already exists"):
+        system.create_stream("s", 3)
+    system.write("s", range(10), partition=1)
+    system.write("s", range(10, 15), partition=1)
+    assert system.newest_offsets("s") == {0: 0, 1: 15}
+    middle = system.read_records("s", 1, 8, 4)
+    assert [offset for offset, _ in middle] == [8, 9, 10, 11]
+    assert [int(record.value) for _, record in middle] == [8, 9, 10, 11]
+
+
+def test_keyed_writes_use_murmur2_and_round_robin(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("s", 4)
+    system.write("s", [{"k": "a"}, {"k": "b"}, {"k": None}], key_fn=lambda v: v["k"])
+    frame = system.read("s")
+    placed = dict(zip(frame["key"], frame["partition"], strict=True))
+    assert placed["a"] == partition_for_key(b'"a"', 4)
+    assert placed["b"] == partition_for_key(b'"b"', 4)
+    assert placed[None] == 0
+    system.create_stream("rr", 3)
+    system.write("rr", range(6))
+    assert sorted(system.newest_offsets("rr").values()) == [2, 2, 2]
+
+
+def test_idempotent_appends_and_retention(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("s", 1)
+    records = [Record(MessageKind.USER, None, b"x", None)] * 3
+    assert system.append("s", 0, records, producer="task", producer_seq=0)
+    assert not system.append("s", 0, records, producer="task", producer_seq=0)
+    assert system.append("s", 0, records, producer="task", producer_seq=1)
+    assert system.newest_offsets("s") == {0: 6}
+    assert system.delete_before("s", 0, 4) == 3
+    assert system.oldest_offsets("s") == {0: 3}
+    assert [offset for offset, _ in system.read_records("s", 0, 0, 100)] == [3, 4, 5]
+
+
+def test_watermarks_and_end_of_stream_are_stored_in_band(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("s", 2)
+    system.write("s", ["a"], partition=0, timestamps=[5])
+    system.write_watermark("s", 0, 7)
+    system.end_stream("s")
+    kinds = [record.kind for _, record in system.read_records("s", 0, 0, 10)]
+    assert kinds == [MessageKind.USER, MessageKind.WATERMARK, MessageKind.END_OF_STREAM]
+    frame = system.read("s")
+    assert list(frame["value"]) == ["a"] and list(frame["timestamp"]) == [5]
+
+
+def _append_many(path: str, worker: int, count: int) -> None:
+    system = EmbeddedSystem("embedded", path=path)
+    for i in range(count):
+        system.write("shared", [{"worker": worker, "i": i}], partition=i % 2)
+
+
+def test_two_processes_append_concurrently_without_loss(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("shared", 2)
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_append_many, args=(str(tmp_path), w, 200)) for w in range(2)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+        assert process.exitcode == 0
+    frame = system.read("shared")
+    assert len(frame) == 400
+    assert sorted(frame["offset"][frame["partition"] == 0]) == list(range(200))
