@@ -35,41 +35,46 @@ class FlowNetwork:
         return self._capacity[edge ^ 1]
 
     def max_flow(self, source: int, sink: int) -> int:
+        """Push the maximum flow from ``source`` to ``sink`` and return its value."""
         total = 0
-        head, capacity, adjacent = self._head, self._capacity, self._adjacent
         while True:
-            level = [-1] * len(adjacent)
-            level[source] = 0
-            queue = deque([source])
-            while queue:
-                node = queue.popleft()
-                for edge in adjacent[node]:
-                    target = head[edge]
-                    if capacity[edge] > 0 and level[target] < 0:
-                        level[target] = level[node] + 1
-                        queue.append(target)
+            level = self._levels(source)
             if level[sink] < 0:
                 return total
-            cursor = [0] * len(adjacent)
-
-            def push(node: int, limit: int) -> int:
-                if node == sink:
-                    return limit
-                edges = adjacent[node]
-                while cursor[node] < len(edges):
-                    edge = edges[cursor[node]]
-                    target = head[edge]
-                    if capacity[edge] > 0 and level[target] == level[node] + 1:
-                        pushed = push(target, min(limit, capacity[edge]))
-                        if pushed:
-                            capacity[edge] -= pushed
-                            capacity[edge ^ 1] += pushed
-                            return pushed
-                    cursor[node] += 1
-                return 0
-
+            cursor = [0] * len(self._adjacent)
             while True:
-                pushed = push(source, 1 << 62)
+                pushed = self._push(source, sink, 1 << 62, level, cursor)
                 if not pushed:
                     break
                 total += pushed
+
+    def _levels(self, source: int) -> list[int]:
+        head, capacity, adjacent = self._head, self._capacity, self._adjacent
+        level = [-1] * len(adjacent)
+        level[source] = 0
+        queue = deque([source])
+        while queue:
+            node = queue.popleft()
+            for edge in adjacent[node]:
+                target = head[edge]
+                if capacity[edge] > 0 and level[target] < 0:
+                    level[target] = level[node] + 1
+                    queue.append(target)
+        return level
+
+    def _push(self, node: int, sink: int, limit: int, level: list[int], cursor: list[int]) -> int:
+        if node == sink:
+            return limit
+        head, capacity = self._head, self._capacity
+        edges = self._adjacent[node]
+        while cursor[node] < len(edges):
+            edge = edges[cursor[node]]
+            target = head[edge]
+            if capacity[edge] > 0 and level[target] == level[node] + 1:
+                pushed = self._push(target, sink, min(limit, capacity[edge]), level, cursor)
+                if pushed:
+                    capacity[edge] -= pushed
+                    capacity[edge ^ 1] += pushed
+                    return pushed
+            cursor[node] += 1
+        return 0

@@ -251,7 +251,7 @@ def assign_host_affinity(
         released.extend(name for name in mine if name in leaving)
 
     # Released tasks go to free slots at their previous location first, then anywhere.
-    room = {pid: capacity[pid] - len(assignment[pid]) for pid in processors}
+    free = {pid: capacity[pid] - len(assignment[pid]) for pid in processors}
     by_location: dict[LocationId, list[str]] = {}
     anywhere: list[str] = []
     for name in java_sorted(released):
@@ -266,16 +266,16 @@ def assign_host_affinity(
             continue
         index = 0
         for pid in at_location[loc]:
-            while room[pid] and index < len(waiting):
+            while free[pid] and index < len(waiting):
                 assignment[pid].append(waiting[index])
-                room[pid] -= 1
+                free[pid] -= 1
                 index += 1
         anywhere.extend(waiting[index:])
     index = 0
     anywhere = java_sorted(anywhere)
     for pid in processors:
-        while room[pid] and index < len(anywhere):
+        while free[pid] and index < len(anywhere):
             assignment[pid].append(anywhere[index])
-            room[pid] -= 1
+            free[pid] -= 1
             index += 1
     return assignment

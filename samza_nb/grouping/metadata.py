@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -30,7 +30,8 @@ class GrouperMetadata:
       kept: GroupByContainerIds uses it as the processor order);
     - ``task_locality``: task name → location where the task last ran;
     - ``previous_task_to_processor``: task name → processor id of the previous assignment;
-    - ``previous_task_to_ssps``: task name → SSPs of the previous assignment.
+    - ``previous_task_to_ssps``: task name → SSPs of the previous assignment (stored as
+      frozensets).
 
     >>> metadata = GrouperMetadata(processor_locality={"p1": "host-a"})
     >>> dict(metadata.processor_locality)
@@ -40,7 +41,7 @@ class GrouperMetadata:
     processor_locality: Mapping[str, LocationId] = field(default_factory=dict)
     task_locality: Mapping[str, LocationId] = field(default_factory=dict)
     previous_task_to_processor: Mapping[str, str] = field(default_factory=dict)
-    previous_task_to_ssps: Mapping[str, frozenset[SystemStreamPartition]] = field(
+    previous_task_to_ssps: Mapping[str, Collection[SystemStreamPartition]] = field(
         default_factory=dict
     )
 

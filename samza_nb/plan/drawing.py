@@ -462,7 +462,8 @@ def _place(blocks: list[_Block], edges: list[_Edge]) -> None:
             pairs = ports.get((id(other), id(block)) if incoming else (id(block), id(other)), [])
             for src, dst in pairs:
                 there, here = (src, dst) if incoming else (dst, src)
-                offsets.append(there.block.y + there.cy - here.cy if there.block else there.cy)
+                # Node coordinates are still relative to their blocks here.
+                offsets.append(other.y + there.cy - here.cy)
         return sum(offsets) / len(offsets) if offsets else None
 
     def stack_column(members: list[_Block], incoming: bool) -> None:
@@ -641,7 +642,6 @@ def render_svg(
         stroke_attrs = {"fill": node.fill, "stroke": node.stroke, "stroke-width": "1.2"}
         if key.startswith("stream:"):
             stroke_attrs.update(styles.get(key[len("stream:") :], {}))
-            stroke_attrs["fill"] = node.fill if "fill" not in styles.get(key[7:], {}) else stroke_attrs["fill"]
         rect_attrs = "".join(f" {name}={quoteattr(value)}" for name, value in stroke_attrs.items())
         out.append(
             f'<g class="{node.classes}"{_attrs(node.data)} transform="translate({_fmt(node.x)},{_fmt(node.y)})">'

@@ -438,6 +438,8 @@ class _Planner:
             if serde is None:
                 serde = input_ops[stream_id].serde
             assert serde is not None
+            # The planner owns these copies: the reading operator learns its stream's system.
+            input_ops[stream_id].system_name = system.name
             streams[stream_id] = StreamInfo(
                 stream_id=stream_id,
                 kind="intermediate",

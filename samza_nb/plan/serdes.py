@@ -162,8 +162,7 @@ def resolve_kv_serde(serde: Any, *, where: str = "") -> KVSerde:
         return kv()
     if isinstance(serde, KVSerde):
         return serde
-    place = f" for {where}" if where else ""
-    msg = f"{where or 'this operator'} needs a KV serde (serdes.kv(key, value)), got {serde!r}{place}"
+    msg = f"{where or 'this operator'} needs a KV serde (serdes.kv(key, value)), got {serde!r}"
     raise PlanError(msg)
 
 

@@ -117,6 +117,9 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
         os.environ["SPARK_CONF_DIR"] = str(conf_dir)
     # Spark reads SPARK_LOCAL_IP for its block manager and would warn about a loopback hostname.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # SparkContext takes its workers' interpreter from PYSPARK_PYTHON, not from the conf key:
+    # without it local workers would run the system python3, which lacks samza_nb's deps.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from pyspark.sql import SparkSession
 

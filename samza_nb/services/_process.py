@@ -85,12 +85,11 @@ def _start_time(pid: int) -> int | None:
 def _reap(pid: int) -> None:
     """Collect the exit status of our own child so it does not linger as a zombie."""
     child = _CHILDREN.get(pid)
-    if child is not None and child.poll() is not None:
-        _CHILDREN.pop(pid, None)
+    if child is not None:
+        child.poll()  # Keeps the exit code on the Popen for error messages.
         return
-    if child is None:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 def is_alive(record: ProcessRecord) -> bool:
@@ -144,6 +143,9 @@ def spawn(
     """Start ``argv`` detached in a new session, output appended to ``log_file``."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     cwd.mkdir(parents=True, exist_ok=True)
+    # One log per start, so a failure's last lines are about this start; keep the previous one.
+    if log_file.exists():
+        os.replace(log_file, log_file.with_name(log_file.name + ".1"))
     with open(log_file, "ab") as log:
         header = f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting {role}: {' '.join(argv)}\n"
         log.write(header.encode())
@@ -239,9 +241,9 @@ def wait_healthy(
                 code = _exit_code(record)
                 how = f"exited with code {code}" if code is not None else "exited"
                 tail = log_tail(record.log_file)
-                msg = (
-                    f"{service}: {record.role} {how} while starting; see its log "
-                    f"{record.log_file}" + (f"\n--- last lines ---\n{tail}" if tail else "")
+                who = service if record.role == service else f"{service}: {record.role}"
+                msg = f"{who} {how} while starting; see its log {record.log_file}" + (
+                    f"\n--- last lines ---\n{tail}" if tail else ""
                 )
                 raise ServiceError(msg, service=service, log_file=record.log_file)
         with contextlib.suppress(OSError):

@@ -1,0 +1,130 @@
+"""The MetadataStore contract (SAMZA.md §7.1, SEP host affinity): string keys, byte values.
+
+The project stores JSON in every value; nothing is ever pickled into a metadata store.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from types import TracebackType
+
+from samza_nb.errors import MetadataStoreError
+
+__all__ = ["MetadataStore", "namespace_suffix", "namespaced_key", "parse_namespaced_key"]
+
+
+def namespaced_key(namespace: str, key: str) -> str:
+    """Samza's namespaced key: the JSON ``{"key":<key>,"namespace":<namespace>}``.
+
+    >>> namespaced_key("set-config", "job.name")
+    '{"key":"job.name","namespace":"set-config"}'
+    """
+    return json.dumps({"key": key, "namespace": namespace}, separators=(",", ":"), ensure_ascii=False)
+
+
+def namespace_suffix(namespace: str) -> str:
+    """The text every namespaced key of ``namespace`` ends with (for indexed scans)."""
+    return ',"namespace":' + json.dumps(namespace, ensure_ascii=False) + "}"
+
+
+def parse_namespaced_key(text: str) -> tuple[str, str] | None:
+    """``(namespace, key)`` of a namespaced key, or None for any other key.
+
+    >>> parse_namespaced_key('{"key":"job.name","namespace":"set-config"}')
+    ('set-config', 'job.name')
+    """
+    if not text.startswith('{"key":'):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    key, namespace = value.get("key"), value.get("namespace")
+    if isinstance(key, str) and isinstance(namespace, str):
+        return namespace, key
+    return None
+
+
+def check_key(key: object, store: str) -> str:
+    """``key`` if it is a non-empty string, else MetadataStoreError naming ``store``."""
+    if not isinstance(key, str) or not key:
+        msg = f"{store}: keys must be non-empty strings, got {key!r}"
+        raise MetadataStoreError(msg)
+    return key
+
+
+def check_value(key: str, value: object, store: str) -> bytes:
+    """``value`` as bytes, else MetadataStoreError naming the key and ``store``."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    msg = (
+        f"{store}: the value of {key!r} must be bytes (encode JSON first), "
+        f"got {type(value).__name__}"
+    )
+    raise MetadataStoreError(msg)
+
+
+class MetadataStore(ABC):
+    """A small durable key → bytes store shared by the processors of a job.
+
+    Stores are context managers (``with EmbeddedMetadataStore(path) as store: …``) that close
+    on exit. ``put_all`` writes several entries; stores that can make it atomic do.
+    """
+
+    @abstractmethod
+    def get(self, key: str) -> bytes | None:
+        """The value of ``key``, or None."""
+
+    @abstractmethod
+    def put(self, key: str, value: bytes) -> None:
+        """Set ``key`` to ``value`` (last write wins)."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove ``key``; removing a missing key does nothing."""
+
+    @abstractmethod
+    def all(self) -> dict[str, bytes]:
+        """A snapshot of every entry."""
+
+    def put_all(self, entries: Mapping[str, bytes]) -> None:
+        """Write several entries (one after the other unless the store overrides it)."""
+        for key, value in entries.items():
+            self.put(key, value)
+
+    def entries_in_namespace(self, namespace: str) -> dict[str, bytes]:
+        """Entries whose key is a namespaced key of ``namespace``, keyed by the plain key.
+
+        Stores with an index override this; the default scans :meth:`all`.
+        """
+        suffix = namespace_suffix(namespace)
+        result: dict[str, bytes] = {}
+        for raw, value in self.all().items():
+            if raw.endswith(suffix):
+                parsed = parse_namespaced_key(raw)
+                if parsed is not None and parsed[0] == namespace:
+                    result[parsed[1]] = value
+        return result
+
+    def flush(self) -> None:  # noqa: B027 - most stores write through; flushing is optional
+        """Make earlier writes durable (a no-op for stores that write through)."""
+
+    def close(self) -> None:  # noqa: B027 - stores without resources have nothing to close
+        """Release the store's resources."""
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

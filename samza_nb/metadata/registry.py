@@ -1,0 +1,89 @@
+"""Metadata stores by name (``metadata.store.factory``); an unknown name lists the known ones.
+
+"embedded" and "in-memory" are built in; the ZooKeeper, Kafka and Azure stores register here
+in later issues.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from samza_nb.config import Config
+from samza_nb.errors import ConfigError
+from samza_nb.metadata.base import MetadataStore
+from samza_nb.metadata.embedded import EmbeddedMetadataStore
+from samza_nb.metadata.in_memory import InMemoryMetadataStore
+
+__all__ = ["get_metadata_store", "metadata_store_names", "register_metadata_store"]
+
+#: ``factory(config, **options)`` builds a store.
+MetadataStoreFactory = Callable[..., MetadataStore]
+
+#: The file name of the embedded store inside ``job.home``.
+EMBEDDED_FILE_NAME = "metadata.sqlite3"
+
+
+def _embedded(config: Config, path: str | Path | None = None, **options: Any) -> MetadataStore:
+    if path is None:
+        home = config.get_str("job.home")
+        if not home:
+            msg = (
+                "the embedded metadata store needs a path: pass path=... or set job.home "
+                f"(the store is then {{job.home}}/{EMBEDDED_FILE_NAME})"
+            )
+            raise ConfigError(msg)
+        path = Path(home).expanduser() / EMBEDDED_FILE_NAME
+    return EmbeddedMetadataStore(path, **options)
+
+
+def _in_memory(config: Config, name: str | None = None) -> MetadataStore:
+    return InMemoryMetadataStore() if name is None else InMemoryMetadataStore.shared(name)
+
+
+_STORES: dict[str, MetadataStoreFactory] = {"embedded": _embedded, "in-memory": _in_memory}
+
+
+def metadata_store_names() -> list[str]:
+    """The registered metadata store names."""
+    return sorted(_STORES)
+
+
+def register_metadata_store(name: str, factory: MetadataStoreFactory) -> None:
+    """Register a backend; ``factory(config, **options)`` builds the store."""
+    if not isinstance(name, str) or not name:
+        msg = f"metadata store name must be a non-empty string, got {name!r}"
+        raise ConfigError(msg)
+    _STORES[name] = factory
+
+
+def get_metadata_store(
+    name: str | None = None, config: Config | Mapping[str, Any] | None = None, **options: Any
+) -> MetadataStore:
+    """A metadata store by name (default: ``metadata.store.factory`` of ``config``).
+
+    ``embedded`` takes ``path=`` (else ``{job.home}/metadata.sqlite3``), ``timeout=`` and
+    ``retries=``; ``in-memory`` takes ``name=`` to share one store in the process.
+
+    >>> get_metadata_store("in-memory")
+    InMemoryMetadataStore(0 entries)
+    >>> get_metadata_store("zookeper")
+    Traceback (most recent call last):
+    ...
+    samza_nb.errors.ConfigError: unknown metadata store 'zookeper'; known: embedded, in-memory
+    """
+    resolved = Config.of(config)
+    store_name = name or resolved.get_str("metadata.store.factory") or "embedded"
+    factory = _STORES.get(store_name)
+    if factory is None:
+        close = difflib.get_close_matches(store_name, list(_STORES), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        msg = f"unknown metadata store {store_name!r}; {hint}known: {', '.join(sorted(_STORES))}"
+        raise ConfigError(msg)
+    try:
+        return factory(resolved, **options)
+    except TypeError as error:
+        msg = f"metadata store {store_name!r}: bad options {sorted(options)}: {error}"
+        raise ConfigError(msg) from error

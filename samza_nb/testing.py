@@ -1,0 +1,224 @@
+"""Test helpers and the samza_nb pytest plugin (registered through the ``pytest11`` entry point).
+
+Fixtures:
+
+- ``spark``: the session-wide SparkSession (``local[2]``) from
+  :func:`samza_nb.runtime.spark.get_spark`, stopped at the end of the session.
+- ``service_env``: the addresses of the engine-room services (the env file written by
+  ``samza-nb services up``). Missing services skip the test locally but fail it under CI
+  (``$CI`` set), where they must have been started.
+- ``zk_connect``: a ZooKeeper connect string with a fresh chroot per test, deleted afterwards.
+- ``kafka_bootstrap`` and ``kafka_topic_prefix``: the broker address and a per-test prefix;
+  topics (and consumer groups) named with the prefix are deleted afterwards.
+- ``azure_connection_string`` and ``azure_container``: a per-test blob container, deleted
+  afterwards.
+- ``spark_standalone``: the ``spark://`` URL of a local master with two workers, started for the
+  session (and stopped at its end unless it already ran before).
+
+Importing this module must stay cheap: pytest loads it for every run in an environment where
+samza_nb is installed. pyspark, kazoo, azure and confluent_kafka are imported inside fixtures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+from samza_nb import services
+from samza_nb.errors import ServiceError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "KAFKA_TEST_CONSUMER_CONFIG",
+    "azure_connection_string",
+    "azure_container",
+    "kafka_bootstrap",
+    "kafka_topic_prefix",
+    "load_service_env",
+    "service_env",
+    "spark",
+    "spark_standalone",
+    "unique_name",
+    "zk_connect",
+]
+
+#: Consumer settings that keep group joins and rebalances short against the test broker.
+KAFKA_TEST_CONSUMER_CONFIG: dict[str, Any] = {
+    "session.timeout.ms": 6000,
+    "auto.offset.reset": "earliest",
+}
+
+_MARKERS = (
+    "services: needs the engine-room services (ZooKeeper, Azurite, Kafka broker)",
+    "spark: needs a SparkSession",
+    "slow: starts extra processes or JVMs",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the markers the fixtures' users put on tests (safe under --strict-markers)."""
+    for marker in _MARKERS:
+        config.addinivalue_line("markers", marker)
+
+
+def unique_name(prefix: str = "samza-nb-test") -> str:
+    """``<prefix>-<12 hex digits>``: lowercase and hyphenated, valid as a topic, znode or container."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def _missing(message: str) -> NoReturn:
+    """Skip locally, fail under CI: there the services must have been started."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{message} (CI is set, so services are required)", pytrace=False)
+    pytest.skip(message)
+
+
+def load_service_env() -> dict[str, str]:
+    """The service addresses for tests: :func:`samza_nb.services.read_service_env`, with a
+    missing env file turned into a skip (locally) or a failure (under CI)."""
+    try:
+        return services.read_service_env()
+    except ServiceError as error:
+        _missing(f"{error} (or run `make test`, which starts them)")
+
+
+def _require(env: dict[str, str], key: str, service: str) -> str:
+    value = env.get(key)
+    if not value:
+        message = (
+            f"{service} is not running: {key} is not in the services env file; "
+            f"start it with `samza-nb services up {service}`"
+        )
+        _missing(message)
+    return value
+
+
+# -- Spark ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The shared ``local[2]`` SparkSession of the test session."""
+    from samza_nb.runtime.spark import get_spark, stop_spark
+
+    # Few shuffle partitions: test data is tiny and 200 (Spark's default) costs seconds per query.
+    session = get_spark(
+        {
+            "spark.master": "local[2]",
+            "spark.app.name": "samza-nb-tests",
+            "spark.sql.shuffle.partitions": "4",
+        }
+    )
+    yield session
+    stop_spark()
+
+
+@pytest.fixture(scope="session")
+def spark_standalone() -> Iterator[str]:
+    """The URL of a local standalone master with two one-core workers.
+
+    A JVM holds one SparkContext: building a session on this master in the test process replaces
+    the shared ``spark`` session, so prefer running the job in a subprocess.
+    """
+    already_running = services.status(["spark"])[0].state == "running"
+    (info,) = services.up(["spark"], timeout=120)
+    yield info.env["SAMZA_NB_SPARK_MASTER_URL"]
+    if not already_running:
+        services.down(["spark"])
+
+
+# -- the engine-room services --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def service_env() -> dict[str, str]:
+    """Addresses of the running services (keys as in docs/services.md)."""
+    return load_service_env()
+
+
+@pytest.fixture
+def zk_connect(service_env: dict[str, str]) -> Iterator[str]:
+    """``host:port/samza-nb-test-<id>``: a chroot of its own, removed after the test."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError
+
+    base = _require(service_env, "SAMZA_NB_ZK_CONNECT", "zookeeper")
+    hosts, _, root = base.partition("/")
+    chroot = "/".join(part for part in (root.strip("/"), unique_name()) if part)
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=15.0)
+    try:
+        client.ensure_path(f"/{chroot}")
+        yield f"{hosts}/{chroot}"
+        with contextlib.suppress(NoNodeError):
+            client.delete(f"/{chroot}", recursive=True)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(service_env: dict[str, str]) -> str:
+    """The Kafka bootstrap address (the Tansu test broker, or a real Kafka when configured)."""
+    return _require(service_env, "SAMZA_NB_KAFKA_BOOTSTRAP", "kafka")
+
+
+@pytest.fixture
+def kafka_topic_prefix(kafka_bootstrap: str) -> Iterator[str]:
+    """``samza-nb-test-<id>-``: name topics and consumer groups with it; they are deleted after."""
+    from confluent_kafka.admin import AdminClient
+
+    prefix = unique_name() + "-"
+    yield prefix
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topics = [name for name in admin.list_topics(timeout=10).topics if name.startswith(prefix)]
+    if topics:
+        for future in admin.delete_topics(topics, operation_timeout=10).values():
+            future.result(timeout=15)
+    _delete_groups(admin, prefix)
+
+
+def _delete_groups(admin: Any, prefix: str) -> None:
+    """Best effort: not every Kafka-protocol broker lists or deletes consumer groups."""
+    from confluent_kafka import KafkaException
+
+    try:
+        listed = admin.list_consumer_groups(request_timeout=10).result(timeout=15)
+        groups = [group.group_id for group in listed.valid if group.group_id.startswith(prefix)]
+        if groups:
+            for future in admin.delete_consumer_groups(groups, request_timeout=10).values():
+                future.result(timeout=15)
+    except KafkaException as error:
+        warnings.warn(f"could not delete consumer groups {prefix}*: {error}", stacklevel=2)
+
+
+@pytest.fixture(scope="session")
+def azure_connection_string(service_env: dict[str, str]) -> str:
+    """The storage connection string (Azurite's development account, or the configured one)."""
+    return _require(service_env, "SAMZA_NB_AZURE_CONNECTION_STRING", "azurite")
+
+
+@pytest.fixture
+def azure_container(azure_connection_string: str) -> Iterator[str]:
+    """A blob container of the test's own, deleted with its blobs afterwards."""
+    from azure.core.exceptions import ResourceNotFoundError
+    from azure.storage.blob import BlobServiceClient
+
+    name = unique_name()
+    with BlobServiceClient.from_connection_string(azure_connection_string) as client:
+        client.create_container(name)
+        yield name
+        with contextlib.suppress(ResourceNotFoundError):
+            client.delete_container(name)
+
+
+# -- In-memory sources and sinks, and the hand-driven clock ---------------------------------------
+# Added by the engine issue next to the runtime they drive (see DESIGN.md, "Semantics decided").

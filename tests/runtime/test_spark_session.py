@@ -1,0 +1,50 @@
+"""The shared SparkSession built by samza_nb.runtime.spark."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from samza_nb.config import Config
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+
+def test_a_tiny_rdd_job_runs(spark: SparkSession) -> None:
+    squares = spark.sparkContext.parallelize(range(100), 4).map(lambda x: x * x)
+    assert squares.sum() == sum(x * x for x in range(100))
+    assert squares.getNumPartitions() == 4
+
+
+def test_the_session_is_shared_and_configured(spark: SparkSession) -> None:
+    from samza_nb.runtime.spark import get_spark
+
+    assert get_spark(Config({"spark.master": "local[2]"})) is spark
+    conf = spark.sparkContext.getConf()
+    assert spark.sparkContext.master == "local[2]"
+    assert conf.get("spark.ui.enabled") == "false"
+    assert conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
+    assert conf.get("spark.python.worker.reuse") == "true"
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+
+
+def test_arrow_round_trip(spark: SparkSession) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"page": ["a", "b", "a"], "views": [1, 2, 3]})
+    result = spark.createDataFrame(frame).groupBy("page").sum("views").toPandas()
+    assert dict(zip(result["page"], result["sum(views)"], strict=True)) == {"a": 4, "b": 2}
+
+
+def test_master_comes_from_config_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from samza_nb.runtime import spark as runtime_spark
+
+    monkeypatch.setenv("SAMZA_NB_SPARK_MASTER", "local[1]")
+    assert runtime_spark._master(Config({})) == "local[1]"
+    assert runtime_spark._master(Config({"spark.master": "local[2]"})) == "local[2]"
+    monkeypatch.delenv("SAMZA_NB_SPARK_MASTER")
+    assert runtime_spark._master(Config({})) == runtime_spark.DEFAULT_MASTER == "local[*]"

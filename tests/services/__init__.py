@@ -1,0 +1,1 @@
+"""Tests of the engine-room services (a package, so names like test_zookeeper.py stay unique)."""
