@@ -47,11 +47,14 @@ def _build(operators: int, seed: int = 7) -> StreamApplication:
             keyed = source.partition_by(lambda m: m, op_id=f"p{shuffles}")
             shuffles += 1
             other = rng.choice(streams).partition_by(lambda m: m, op_id=f"p{shuffles}")
-            stream = keyed.join(other, lambda a, b: a, ttl=timedelta(seconds=5), op_id=f"j{shuffles}")
+            stream = keyed.join(
+                other, lambda a, b: a, ttl=timedelta(seconds=5), op_id=f"j{shuffles}"
+            )
         elif kind < 0.76:
             shuffles += 1
             stream = source.partition_by(lambda m: m, op_id=f"p{shuffles}").window(
-                Windows.keyed_tumbling(lambda kv: kv.key, timedelta(seconds=10)), op_id=f"w{shuffles}"
+                Windows.keyed_tumbling(lambda kv: kv.key, timedelta(seconds=10)),
+                op_id=f"w{shuffles}",
             )
             stream = stream.map(lambda pane: KV(pane.key.key, pane.message))
         elif kind < 0.84:
@@ -98,8 +101,12 @@ def main() -> None:
         f"{len(plan.intermediate_streams)} intermediate streams, {len(render_svg(plan)) // 1024} KiB SVG"
     )
     print(f"baseline  build specs through the API   {build_s * 1000:8.2f} ms")
-    print(f"plan      app.plan()                    {plan_s * 1000:8.2f} ms  ({plan_s / build_s:5.1f}x baseline)")
-    print(f"draw      render_svg(plan)              {svg_s * 1000:8.2f} ms  ({svg_s / build_s:5.1f}x baseline)")
+    print(
+        f"plan      app.plan()                    {plan_s * 1000:8.2f} ms  ({plan_s / build_s:5.1f}x baseline)"
+    )
+    print(
+        f"draw      render_svg(plan)              {svg_s * 1000:8.2f} ms  ({svg_s / build_s:5.1f}x baseline)"
+    )
     print(f"draw      render_html(plan)             {html_s * 1000:8.2f} ms")
     print(f"text      render_text(plan)             {text_s * 1000:8.2f} ms")
     print(

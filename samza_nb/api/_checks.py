@@ -71,7 +71,5 @@ def check_function(fn: Any, *, what: str, operator: str, arity: int, hint: str =
         name = getattr(fn, "__name__", type(fn).__name__)
         noun = "argument" if arity == 1 else "arguments"
         shape = f" ({hint})" if hint else ""
-        msg = (
-            f"{operator}: {what} {name}{signature} must accept {arity} positional {noun}{shape}"
-        )
+        msg = f"{operator}: {what} {name}{signature} must accept {arity} positional {noun}{shape}"
         raise PlanError(msg) from None

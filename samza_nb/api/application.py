@@ -162,7 +162,11 @@ class StreamApplication:
         return op_id
 
     def _check_stream_id_free(self, stream_id: str, name: str) -> None:
-        if stream_id in self._inputs or stream_id in self._outputs or stream_id in self._side_inputs:
+        if (
+            stream_id in self._inputs
+            or stream_id in self._outputs
+            or stream_id in self._side_inputs
+        ):
             msg = (
                 f"{name}: its intermediate stream id {stream_id!r} is already a declared stream "
                 "of the app; choose another op_id"

@@ -149,7 +149,9 @@ class MessageStream:
         return f"MessageStream({self._op_id!r})"
 
     # -- internals -------------------------------------------------------------------------
-    def _begin(self, opcode: OpCode, user_id: str | None, location: str | None, *, required: bool = False) -> tuple[str, str]:
+    def _begin(
+        self, opcode: OpCode, user_id: str | None, location: str | None, *, required: bool = False
+    ) -> tuple[str, str]:
         """Validate this call's op id and return (op id, "opcode 'op id' (at file:line)")."""
         if self._terminal:
             msg = (
@@ -162,7 +164,9 @@ class MessageStream:
         )
         return op_id, f"{opcode.value} {op_id!r}{_at(location)}"
 
-    def _add(self, spec: OperatorSpec, location: str | None, *, upstream: Iterable[MessageStream] = ()) -> OperatorSpec:
+    def _add(
+        self, spec: OperatorSpec, location: str | None, *, upstream: Iterable[MessageStream] = ()
+    ) -> OperatorSpec:
         self._app._commit(spec, location)
         self._spec.register_next(spec)
         for other in upstream:
@@ -305,7 +309,9 @@ class MessageStream:
         self._add(spec, location)
         return self._read_intermediate(full_id, kv_serde, location)
 
-    def broadcast(self, *, op_id: str | None = None, serde: Serde | str | None = None) -> MessageStream:
+    def broadcast(
+        self, *, op_id: str | None = None, serde: Serde | str | None = None
+    ) -> MessageStream:
         """Send every message to every downstream task, through a one-partition intermediate
         stream whose id is this operator's id. ``op_id`` is required; ``serde`` defaults to
         JSON (use ``serdes.kv(...)`` to keep KV messages as KVs)."""
@@ -346,7 +352,9 @@ class MessageStream:
                 f"Windows.keyed_session, got {describe(window)}"
             )
             raise PlanError(msg)
-        spec = self._add(WindowOperatorSpec(op_id=full_id, opcode=OpCode.WINDOW, window=window), location)
+        spec = self._add(
+            WindowOperatorSpec(op_id=full_id, opcode=OpCode.WINDOW, window=window), location
+        )
         return MessageStream(self._app, spec)
 
     def join(
@@ -382,11 +390,15 @@ class MessageStream:
         if other._terminal:
             msg = f"{name}: stream {other.op_id!r} comes from sink(), which ends the stream"
             raise PlanError(msg)
-        check_function(join_fn, what="join_fn", operator=name, arity=2, hint="this message, other message")
+        check_function(
+            join_fn, what="join_fn", operator=name, arity=2, hint="this message, other message"
+        )
         if key_fn is not None:
             check_function(key_fn, what="key_fn", operator=name, arity=1, hint="the message")
         if other_key_fn is not None:
-            check_function(other_key_fn, what="other_key_fn", operator=name, arity=1, hint="the message")
+            check_function(
+                other_key_fn, what="other_key_fn", operator=name, arity=1, hint="the message"
+            )
         ttl_ms = duration_ms(ttl, what=f"{name}: ttl")
         spec = JoinOperatorSpec(
             op_id=full_id,

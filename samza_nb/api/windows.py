@@ -46,7 +46,9 @@ class Triggers:
         CountTrigger(count=3)
         """
         if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
-            msg = f"Triggers.count{_at(user_location())} needs a positive int, got {describe(count)}"
+            msg = (
+                f"Triggers.count{_at(user_location())} needs a positive int, got {describe(count)}"
+            )
             raise PlanError(msg)
         return CountTrigger(count)
 
@@ -114,7 +116,9 @@ def _window(
         check_function(initial, what="initial", operator=name, arity=0, hint="no arguments")
         check_function(fold, what="fold", operator=name, arity=2, hint="message, aggregate")
     default: Trigger = (
-        TimeTrigger(size_ms) if window_type is WindowType.TUMBLING else TimeSinceLastMessageTrigger(size_ms)
+        TimeTrigger(size_ms)
+        if window_type is WindowType.TUMBLING
+        else TimeSinceLastMessageTrigger(size_ms)
     )
     spec = WindowSpec(
         window_type=window_type,
@@ -126,7 +130,9 @@ def _window(
     )
     if early_trigger is not None:
         if not isinstance(early_trigger, Trigger):
-            msg = f"{name}: early_trigger must be a Triggers.* trigger, got {describe(early_trigger)}"
+            msg = (
+                f"{name}: early_trigger must be a Triggers.* trigger, got {describe(early_trigger)}"
+            )
             raise PlanError(msg)
         spec = spec.set_early_trigger(early_trigger)
     if accumulation_mode is not None:

@@ -215,7 +215,10 @@ def _layout_stage(
         # leaving the stage never cross the stage's other operators.
         writes = isinstance(
             spec,
-            PartitionByOperatorSpec | BroadcastOperatorSpec | OutputOperatorSpec | SendToTableOperatorSpec,
+            PartitionByOperatorSpec
+            | BroadcastOperatorSpec
+            | OutputOperatorSpec
+            | SendToTableOperatorSpec,
         )
         if writes and not spec.next_ops:
             layer[spec.op_id] = last
@@ -270,7 +273,12 @@ def _barycenter(
                 pos = positions()
                 neighbours = preds if forward else succs
 
-                def key(op_id: str, pos: dict[str, float] = pos, nb: Mapping[str, list[str]] = neighbours, i: int = index) -> float:
+                def key(
+                    op_id: str,
+                    pos: dict[str, float] = pos,
+                    nb: Mapping[str, list[str]] = neighbours,
+                    i: int = index,
+                ) -> float:
                     linked = [pos[n] for n in nb[op_id] if layer[n] != i]
                     return sum(linked) / len(linked) if linked else pos[op_id]
 
@@ -305,7 +313,8 @@ def _layout(
     extra_lines = bool(stream_labels) or bool(operator_labels)
     node_h = _NODE_H + (_EXTRA_LINE_H if extra_lines else 0.0)
     op_nodes = {
-        op_id: _op_node(plan, spec, operator_labels.get(op_id)) for op_id, spec in plan.operators.items()
+        op_id: _op_node(plan, spec, operator_labels.get(op_id))
+        for op_id, spec in plan.operators.items()
     }
     nodes: dict[str, _Node] = {node.key: node for node in op_nodes.values()}
     blocks: list[_Block] = []
@@ -339,7 +348,9 @@ def _layout(
         )
         single(node, "table")
     output_blocks = [
-        single(_stream_node(stream_id, "output", count, stream_labels.get(stream_id), node_h), "stream")
+        single(
+            _stream_node(stream_id, "output", count, stream_labels.get(stream_id), node_h), "stream"
+        )
         for stream_id, count in plan.outputs.items()
     ]
 
@@ -363,9 +374,13 @@ def _edges(
         for nxt in spec.next_ops:
             edges.append(_Edge(node, op_nodes[nxt.op_id], "op"))
         if isinstance(spec, InputOperatorSpec) and spec.stream_id in plan.inputs:
-            edges.append(_Edge(nodes[f"stream:{spec.stream_id}"], node, "input", stream=spec.stream_id))
+            edges.append(
+                _Edge(nodes[f"stream:{spec.stream_id}"], node, "input", stream=spec.stream_id)
+            )
         elif isinstance(spec, OutputOperatorSpec) and f"stream:{spec.stream_id}" in nodes:
-            edges.append(_Edge(node, nodes[f"stream:{spec.stream_id}"], "output", stream=spec.stream_id))
+            edges.append(
+                _Edge(node, nodes[f"stream:{spec.stream_id}"], "output", stream=spec.stream_id)
+            )
         elif isinstance(spec, PartitionByOperatorSpec | BroadcastOperatorSpec):
             reader = plan.input_operators.get(spec.stream_id)
             if reader is None:
@@ -374,7 +389,9 @@ def _edges(
             if spec.stream_id in stream_labels:
                 label += f" · {stream_labels[spec.stream_id]}"
             edges.append(
-                _Edge(node, op_nodes[reader.op_id], "intermediate", stream=spec.stream_id, label=label)
+                _Edge(
+                    node, op_nodes[reader.op_id], "intermediate", stream=spec.stream_id, label=label
+                )
             )
         elif isinstance(spec, SendToTableOperatorSpec) and spec.table is not None:
             table_id = spec.table.table_id
@@ -385,7 +402,12 @@ def _edges(
     for stream_id, table_ids in plan.side_input_tables.items():
         for table_id in table_ids:
             edges.append(
-                _Edge(nodes[f"stream:{stream_id}"], nodes[f"table:{table_id}"], "side_input", stream=stream_id)
+                _Edge(
+                    nodes[f"stream:{stream_id}"],
+                    nodes[f"table:{table_id}"],
+                    "side_input",
+                    stream=stream_id,
+                )
             )
     return edges
 
@@ -541,9 +563,9 @@ def _path(edge: _Edge) -> str:
             f"{_fmt(nx - d)},{_fmt(ty)} {_fmt(nx)},{_fmt(ty)} H{_fmt(tx)}"
         )
     # A back edge (a stage reading a stream it writes, a table cycle): around underneath.
-    low = max(
-        (b.y + b.h for b in (src.block, dst.block) if b is not None), default=max(sy, ty)
-    ) + 10
+    low = (
+        max((b.y + b.h for b in (src.block, dst.block) if b is not None), default=max(sy, ty)) + 10
+    )
     return (
         f"M{_fmt(sx)},{_fmt(sy)} H{_fmt(ex + 14)} V{_fmt(low)} H{_fmt(nx - 14)} "
         f"V{_fmt(ty)} H{_fmt(tx)}"
@@ -608,7 +630,11 @@ def render_svg(
         )
     for edge in layout.edges:
         colour = _EDGE_COLOURS.get(edge.kind, _EDGE_DEFAULT)
-        attributes = {"fill": "none", "stroke": colour, "stroke-width": "1.6" if edge.kind == "intermediate" else "1.2"}
+        attributes = {
+            "fill": "none",
+            "stroke": colour,
+            "stroke-width": "1.6" if edge.kind == "intermediate" else "1.2",
+        }
         if edge.kind in ("table", "side_input"):
             attributes["stroke-dasharray"] = "5 3"
         if edge.stream is not None:
@@ -628,7 +654,9 @@ def render_svg(
                 f"data-stream={quoteattr(edge.stream)}>{path}{label}</g>"
             )
         elif edge.table is not None:
-            out.append(f'<g class="samza-edge samza-edge-table" data-table={quoteattr(edge.table)}>{path}</g>')
+            out.append(
+                f'<g class="samza-edge samza-edge-table" data-table={quoteattr(edge.table)}>{path}</g>'
+            )
         else:
             src_op, dst_op = edge.src.data.get("op", ""), edge.dst.data.get("op", "")
             out.append(
@@ -714,9 +742,14 @@ def render_text(plan: ExecutionPlan) -> str:
             text = f"    {name}"
             if isinstance(spec, InputOperatorSpec):
                 text += f" ⇐ {spec.stream_id}"
-            if isinstance(spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec):
+            if isinstance(
+                spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec
+            ):
                 text += f" ⇒ {spec.stream_id}"
-            if isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec) and spec.table:
+            if (
+                isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec)
+                and spec.table
+            ):
                 text += f" ({'⇒' if isinstance(spec, SendToTableOperatorSpec) else '⋈'} table {spec.table.table_id})"
             if targets:
                 text += " → " + ", ".join(targets)

@@ -172,14 +172,20 @@ class ExecutionPlan:
             graph.add_node(f"table:{table_id}", kind="table", id=table_id)
         for op_id, spec in self.operators.items():
             graph.add_node(
-                op_id, kind="operator", id=op_id, opcode=spec.opcode.value, stage=self._stage_of[op_id]
+                op_id,
+                kind="operator",
+                id=op_id,
+                opcode=spec.opcode.value,
+                stage=self._stage_of[op_id],
             )
         for op_id, spec in self.operators.items():
             for nxt in spec.next_ops:
                 graph.add_edge(op_id, nxt.op_id)
             if isinstance(spec, InputOperatorSpec):
                 graph.add_edge(f"stream:{spec.stream_id}", op_id)
-            elif isinstance(spec, PartitionByOperatorSpec | BroadcastOperatorSpec | OutputOperatorSpec):
+            elif isinstance(
+                spec, PartitionByOperatorSpec | BroadcastOperatorSpec | OutputOperatorSpec
+            ):
                 graph.add_edge(op_id, f"stream:{spec.stream_id}")
                 if spec.stream_id in self.intermediate_streams:
                     graph.nodes[f"stream:{spec.stream_id}"]["stage"] = self._stage_of[op_id]
@@ -213,7 +219,8 @@ class ExecutionPlan:
                 for stage in self.stages
             ],
             "operators": [
-                _operator_dict(spec, self._stage_of[op_id]) for op_id, spec in self.operators.items()
+                _operator_dict(spec, self._stage_of[op_id])
+                for op_id, spec in self.operators.items()
             ],
             "joins": {op_id: list(streams) for op_id, streams in self.join_streams.items()},
         }

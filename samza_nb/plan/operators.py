@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol
 
 from samza_nb.plan.serdes import KVSerde, Serde
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class OpCode(str, Enum):
+class OpCode(StrEnum):
     """Samza's operator codes (lower-case names appear in op ids)."""
 
     INPUT = "input"

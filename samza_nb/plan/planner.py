@@ -143,7 +143,10 @@ class _Planner:
         side_input_tables: dict[str, tuple[str, ...]] = {}
         for table_id, decl in graph.tables.items():
             for side in decl.side_inputs:
-                side_input_tables[side.stream_id] = (*side_input_tables.get(side.stream_id, ()), table_id)
+                side_input_tables[side.stream_id] = (
+                    *side_input_tables.get(side.stream_id, ()),
+                    table_id,
+                )
 
         return ExecutionPlan(
             app_name=graph.app_name,
@@ -216,7 +219,11 @@ class _Planner:
             and spec.table is not None
         }
         for spec in operators:
-            if isinstance(spec, InputOperatorSpec) and not spec.is_intermediate and not spec.next_ops:
+            if (
+                isinstance(spec, InputOperatorSpec)
+                and not spec.is_intermediate
+                and not spec.next_ops
+            ):
                 msg = (
                     f"app {graph.app_name!r}: input {spec.stream_id!r}{_where(spec)} is declared "
                     "but no operator reads it"
@@ -326,7 +333,9 @@ class _Planner:
                 )
                 raise PlanError(msg)
         else:
-            declared = [counts[s] for s in self.graph.inputs] + [counts[s] for s in self.graph.outputs]
+            declared = [counts[s] for s in self.graph.inputs] + [
+                counts[s] for s in self.graph.outputs
+            ]
             partitions = max(declared, default=0)
             if self.batch:
                 partitions = min(partitions, MAX_INFERRED_PARTITIONS)
@@ -558,7 +567,9 @@ def _stages(operators: list[OperatorSpec]) -> tuple[list[Stage], dict[str, int]]
             stage_of[spec.op_id] = index
             if isinstance(spec, InputOperatorSpec):
                 inputs.append(spec.stream_id)
-            elif isinstance(spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec):
+            elif isinstance(
+                spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec
+            ):
                 if spec.stream_id not in outputs:
                     outputs.append(spec.stream_id)
             elif isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec):

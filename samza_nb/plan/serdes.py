@@ -8,6 +8,7 @@ wherever a serde is. Nothing is ever pickled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -133,7 +134,7 @@ def kv(key_serde: Serde | str | None = None, value_serde: Serde | str | None = N
     return KVSerde(resolve_serde(key_serde or "json"), resolve_serde(value_serde or "json"))
 
 
-_SHORTHANDS = {"json": json, "string": string, "bytes": bytes_}
+_SHORTHANDS: dict[str, Callable[[], Serde]] = {"json": json, "string": string, "bytes": bytes_}
 
 
 def resolve_serde(serde: Any, *, where: str = "") -> Serde:

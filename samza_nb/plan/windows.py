@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from samza_nb.errors import PlanError
@@ -36,14 +36,14 @@ K = TypeVar("K")
 M = TypeVar("M")
 
 
-class AccumulationMode(str, Enum):
+class AccumulationMode(StrEnum):
     """What a window keeps after an early firing (unset behaves as ACCUMULATING, as in Samza)."""
 
     ACCUMULATING = "ACCUMULATING"
     DISCARDING = "DISCARDING"
 
 
-class FiringType(str, Enum):
+class FiringType(StrEnum):
     """Why a pane was emitted: an early trigger, the default trigger, or a late one."""
 
     EARLY = "EARLY"
@@ -51,7 +51,7 @@ class FiringType(str, Enum):
     LATE = "LATE"
 
 
-class WindowType(str, Enum):
+class WindowType(StrEnum):
     TUMBLING = "TUMBLING"
     SESSION = "SESSION"
 

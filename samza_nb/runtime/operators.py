@@ -79,6 +79,8 @@ def to_storable(value: Any) -> Any:
     named tuples)."""
     if isinstance(value, KV):
         return {"__kv__": [to_storable(value.key), to_storable(value.value)]}
+    if isinstance(value, list):
+        return [to_storable(item) for item in value]
     return value
 
 
@@ -86,6 +88,8 @@ def from_storable(value: Any) -> Any:
     if isinstance(value, dict) and len(value) == 1 and "__kv__" in value:
         key, inner = value["__kv__"]
         return KV(from_storable(key), from_storable(inner))
+    if isinstance(value, list):
+        return [from_storable(item) for item in value]
     return value
 
 

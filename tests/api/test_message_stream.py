@@ -46,7 +46,10 @@ def test_input_operator(views: MessageStream) -> None:
     spec = views.spec
     assert isinstance(spec, InputOperatorSpec)
     assert (spec.op_id, spec.opcode, spec.stream_id, spec.system_name) == (
-        "ops-1-input-0", OpCode.INPUT, "views", "embedded",
+        "ops-1-input-0",
+        OpCode.INPUT,
+        "views",
+        "embedded",
     )
     assert spec.serde == serdes.json() and not spec.is_intermediate
 
@@ -60,7 +63,9 @@ def test_input_operator(views: MessageStream) -> None:
         ("sink", SinkOperatorSpec, OpCode.SINK),
     ],
 )
-def test_stateless_operators(views: MessageStream, method: str, spec_type: type, opcode: OpCode) -> None:
+def test_stateless_operators(
+    views: MessageStream, method: str, spec_type: type, opcode: OpCode
+) -> None:
     def fn(message: object) -> object:
         return message
 
@@ -76,7 +81,10 @@ def test_user_location_is_the_callers_line(views: MessageStream) -> None:
     mapped = views.map(lambda m: m)
     location = mapped.spec.user_location
     assert location is not None and location.endswith(f"test_message_stream.py:{_line() - 2}")
-    assert views.spec.user_location is not None and "test_message_stream.py" in views.spec.user_location
+    assert (
+        views.spec.user_location is not None
+        and "test_message_stream.py" in views.spec.user_location
+    )
 
 
 def _line() -> int:
@@ -125,7 +133,9 @@ def test_merge(views: MessageStream, app: StreamApplication, system: EmbeddedSys
     assert third.spec.next_ops == [all_three.spec]
 
 
-def test_stream_stream_join(views: MessageStream, app: StreamApplication, system: EmbeddedSystem) -> None:
+def test_stream_stream_join(
+    views: MessageStream, app: StreamApplication, system: EmbeddedSystem
+) -> None:
     clicks = app.input(system.input("clicks", partitions=4))
     joined = views.join(clicks, lambda v, c: (v, c), ttl=timedelta(minutes=2), op_id="vc")
     spec = joined.spec
@@ -151,7 +161,9 @@ def test_tables(views: MessageStream, app: StreamApplication) -> None:
     assert spec.op_id == "ops-1-join-3"
 
 
-def test_send_to_output_passes_messages_on(views: MessageStream, app: StreamApplication, system: EmbeddedSystem) -> None:
+def test_send_to_output_passes_messages_on(
+    views: MessageStream, app: StreamApplication, system: EmbeddedSystem
+) -> None:
     out = app.output(system.output("out", partitions=2, serde=serdes.kv("string", "json")))
     assert (out.stream_id, out.partitions, out.system_name) == ("out", 2, "embedded")
     sent = views.send_to(out)

@@ -60,7 +60,9 @@ def test_early_trigger_and_accumulation_mode() -> None:
 
 def test_triggers() -> None:
     assert Triggers.count(3) == CountTrigger(3)
-    assert Triggers.time_since_first_message(timedelta(seconds=1)) == TimeSinceFirstMessageTrigger(1000)
+    assert Triggers.time_since_first_message(timedelta(seconds=1)) == TimeSinceFirstMessageTrigger(
+        1000
+    )
     assert Triggers.time_since_last_message(20) == TimeSinceLastMessageTrigger(20)
     both = Triggers.any(Triggers.count(2), Triggers.time_since_last_message(10))
     assert both == AnyTrigger((CountTrigger(2), TimeSinceLastMessageTrigger(10)))

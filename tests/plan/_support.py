@@ -42,4 +42,3 @@ class Streams:
 
     def output(self, stream_id: str) -> Any:
         return self.system.output(stream_id, partitions=self.COUNTS[stream_id])
-

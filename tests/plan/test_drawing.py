@@ -79,11 +79,15 @@ def test_svg_parses_and_shows_every_operator_and_stream(streams: Streams) -> Non
     plan = _page_views(streams)
     root = ET.fromstring(render_svg(plan))
     assert root.tag == f"{SVG}svg"
-    ops = {g.get("data-op") for g in root.iter(f"{SVG}g") if "samza-op" in g.get("class", "").split()}
+    ops = {
+        g.get("data-op") for g in root.iter(f"{SVG}g") if "samza-op" in g.get("class", "").split()
+    }
     assert ops == set(plan.operators)
     drawn_streams = {g.get("data-stream") for g in root.iter(f"{SVG}g") if g.get("data-stream")}
     assert drawn_streams == set(plan.streams)
-    stages = {g.get("data-stage") for g in root.iter(f"{SVG}g") if "samza-stage" in g.get("class", "")}
+    stages = {
+        g.get("data-stage") for g in root.iter(f"{SVG}g") if "samza-stage" in g.get("class", "")
+    }
     assert stages == {str(stage.id) for stage in plan.stages}
     tables = {g.get("data-table") for g in root.iter(f"{SVG}g") if g.get("data-table")}
     assert tables == {"profiles"}
@@ -107,7 +111,10 @@ def test_live_styles_and_labels(streams: Streams) -> None:
     intermediate = next(iter(plan.intermediate_streams))
     svg = render_svg(
         plan,
-        stream_styles={intermediate: "#ff0000", "input1": {"stroke": "#00ff00", "stroke-width": "3"}},
+        stream_styles={
+            intermediate: "#ff0000",
+            "input1": {"stroke": "#00ff00", "stroke-width": "3"},
+        },
         stream_labels={intermediate: "1,024 msgs", "output1": "12 written"},
         operator_labels={"page-views-1-window-count": "3 panes"},
         stage_labels={0: "epoch 4"},
@@ -149,7 +156,9 @@ def test_large_plans_lay_out_without_overlaps(size: int) -> None:
             rect = g.find(f"{SVG}rect")
             assert rect is not None
             x, y = float(rect.get("x", 0)), float(rect.get("y", 0))
-            stage_boxes.append((x, y, x + float(rect.get("width", 0)), y + float(rect.get("height", 0))))
+            stage_boxes.append(
+                (x, y, x + float(rect.get("width", 0)), y + float(rect.get("height", 0)))
+            )
     for i, a in enumerate(stage_boxes):
         for b in stage_boxes[i + 1 :]:
             assert not _overlap(a, b)
@@ -193,7 +202,12 @@ def test_to_json_describes_the_plan(streams: Streams) -> None:
     assert streams_by_id["page-views-1-partition_by-by-page"]["producer_streams"] == ["input1"]
     assert streams_by_id["input3"]["kind"] == "side_input"
     assert data["tables"] == [
-        {"table_id": "profiles", "key_serde": "json", "value_serde": "json", "side_inputs": ["input3"]}
+        {
+            "table_id": "profiles",
+            "key_serde": "json",
+            "value_serde": "json",
+            "side_inputs": ["input3"],
+        }
     ]
 
 

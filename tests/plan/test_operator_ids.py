@@ -28,8 +28,9 @@ def test_job_graph_json_generator_example(streams: Streams) -> None:
     output = app.output(streams.output("output1"))
     keyed = page_views.partition_by(lambda m: m["country"], op_id="keyed-by-country")
     counted = keyed.window(
-        Windows.keyed_tumbling(lambda kv: kv.key, timedelta(seconds=10), initial=lambda: 0,
-                               fold=lambda m, n: n + 1),
+        Windows.keyed_tumbling(
+            lambda kv: kv.key, timedelta(seconds=10), initial=lambda: 0, fold=lambda m, n: n + 1
+        ),
         op_id="count-by-country",
     )
     mapped = counted.map(lambda pane: KV(pane.key.key, pane.message))
@@ -58,9 +59,7 @@ def test_outputs_take_no_id_and_user_ids_consume_the_counter(streams: Streams) -
     app = StreamApplication("app", job_id="7")
     first = app.input(streams.input("input1"))
     app.output(streams.output("output1"))
-    joined = first.map(lambda m: m).join(
-        first.filter(bool), lambda a, b: a, ttl=1000, op_id="j"
-    )
+    joined = first.map(lambda m: m).join(first.filter(bool), lambda a, b: a, ttl=1000, op_id="j")
     assert joined.op_id == "app-7-join-j"
     assert first.flat_map(lambda m: [m]).op_id == "app-7-flat_map-4"
 

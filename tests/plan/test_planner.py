@@ -6,7 +6,15 @@ from datetime import timedelta
 
 import pytest
 
-from samza_nb.api import KV, LocalTable, MessageStream, PlanWarning, StreamApplication, Windows, serdes
+from samza_nb.api import (
+    KV,
+    LocalTable,
+    MessageStream,
+    PlanWarning,
+    StreamApplication,
+    Windows,
+    serdes,
+)
 from samza_nb.errors import ConfigError, PlanError
 from samza_nb.plan.operators import InputOperatorSpec, MapOperatorSpec
 from samza_nb.plan.planner import MAX_INFERRED_PARTITIONS
@@ -125,8 +133,10 @@ def test_stream_table_join_through_send_to_edges(streams: Streams) -> None:
     out = app.output(streams.output("output1"))
     table = app.table(LocalTable("t"))
     app.input(streams.input("input2")).partition_by(_key, op_id="p1").send_to(table)
-    joined = app.input(streams.input("input1")).partition_by(_key, op_id="p2").join_table(
-        table, lambda m, kv: m
+    joined = (
+        app.input(streams.input("input1"))
+        .partition_by(_key, op_id="p2")
+        .join_table(table, lambda m, kv: m)
     )
     _join(joined, app.input(streams.input("input3")), "j").send_to(out)
     plan = app.plan()
@@ -158,7 +168,9 @@ def test_stream_table_join_with_side_input(streams: Streams) -> None:
 def test_direct_join_of_differently_partitioned_inputs_fails(streams: Streams) -> None:
     app = StreamApplication("test-app")
     _join(app.input(streams.input("input1")), app.input(streams.input("input3")), "j").sink(print)
-    with pytest.raises(PlanError, match=r"'input3' for the join 'test-app-1-join-j'.*Expected: 64, Actual: 32"):
+    with pytest.raises(
+        PlanError, match=r"'input3' for the join 'test-app-1-join-j'.*Expected: 64, Actual: 32"
+    ):
         app.plan()
 
 
@@ -253,7 +265,9 @@ def test_batch_mode_run_id_suffixes_physical_names(streams: Streams) -> None:
     plan = app.plan()
     info = plan.streams["test-app-1-partition_by-p1"]
     assert info.physical_name == "test-app-1-partition_by-p1-r42"
-    assert plan.config["streams.test-app-1-partition_by-p1.samza.physical.name"] == info.physical_name
+    assert (
+        plan.config["streams.test-app-1-partition_by-p1.samza.physical.name"] == info.physical_name
+    )
 
 
 def test_default_system_from_config(tmp_path) -> None:
@@ -279,7 +293,9 @@ def test_task_window_ms_is_the_gcd_of_windows_and_join_ttls(streams: Streams) ->
     p1 = app.input(streams.input("input1")).partition_by(_key, op_id="p1")
     p2 = app.input(streams.input("input2")).partition_by(_key, op_id="p2")
     p1.window(Windows.tumbling(8), op_id="w8").sink(print)
-    p2.window(Windows.keyed_session(lambda kv: kv.key, timedelta(milliseconds=16)), op_id="w16").sink(print)
+    p2.window(
+        Windows.keyed_session(lambda kv: kv.key, timedelta(milliseconds=16)), op_id="w16"
+    ).sink(print)
     p1.join(p2, lambda a, b: a, ttl=1600, op_id="j1").sink(print)
     p2.join(p1, lambda a, b: a, ttl=timedelta(milliseconds=252), op_id="j2").sink(print)
     plan = app.plan()

@@ -44,7 +44,9 @@ def test_op_id_is_required(streams: Streams, call, opcode: str) -> None:
 
 def test_bad_op_id_characters(streams: Streams) -> None:
     _, source = _app(streams)
-    with pytest.raises(PlanError, match=r"operator id 'by page' of partition_by \(at .*test_validation"):
+    with pytest.raises(
+        PlanError, match=r"operator id 'by page' of partition_by \(at .*test_validation"
+    ):
         source.partition_by(lambda m: m, op_id="by page")
 
 
@@ -57,7 +59,9 @@ def test_op_id_must_be_a_string(streams: Streams) -> None:
 def test_duplicate_op_id_names_the_id(streams: Streams) -> None:
     _, source = _app(streams)
     source.window(Windows.tumbling(10), op_id="w")
-    with pytest.raises(PlanError, match=r"duplicate operator ID 'v-1-window-w' at window \(at .*test_validation"):
+    with pytest.raises(
+        PlanError, match=r"duplicate operator ID 'v-1-window-w' at window \(at .*test_validation"
+    ):
         source.window(Windows.tumbling(20), op_id="w")
 
 
@@ -73,14 +77,18 @@ def test_intermediate_stream_id_clashing_with_a_declared_stream(tmp_path) -> Non
     app = StreamApplication("v")
     app.output(FakeDescriptor(system, "v-1-partition_by-p", partitions=1))
     source = app.input(FakeDescriptor(system, "in", partitions=1))
-    with pytest.raises(PlanError, match="partition_by 'v-1-partition_by-p'.*already a declared stream"):
+    with pytest.raises(
+        PlanError, match="partition_by 'v-1-partition_by-p'.*already a declared stream"
+    ):
         source.partition_by(lambda m: m, op_id="p")
 
 
 # -- joins -----------------------------------------------------------------------------------
 def test_join_with_itself(streams: Streams) -> None:
     _, source = _app(streams)
-    with pytest.raises(PlanError, match=r"join 'v-1-join-self' \(at .*\): cannot join a MessageStream with itself"):
+    with pytest.raises(
+        PlanError, match=r"join 'v-1-join-self' \(at .*\): cannot join a MessageStream with itself"
+    ):
         source.join(source, lambda a, b: a, ttl=100, op_id="self")
 
 
@@ -137,9 +145,21 @@ def test_streams_of_another_app(streams: Streams) -> None:
         (lambda s: s.flat_map(lambda: []), "flat_map 'v-1-flat_map-1'", "must accept 1 positional"),
         (lambda s: s.sink(None), "sink 'v-1-sink-1'", "fn must be a function"),
         (lambda s: s.partition_by(None, op_id="p"), "partition_by 'v-1-partition_by-p'", "key_fn"),
-        (lambda s: s.partition_by(len, lambda a, b: a, op_id="p"), "partition_by 'v-1-partition_by-p'", "value_fn"),
-        (lambda s: s.join(s.map(len), lambda a: a, ttl=1, op_id="j"), "join 'v-1-join-j'", "join_fn"),
-        (lambda s: s.join(s.map(len), lambda a, b: a, ttl=1, op_id="j", key_fn=1), "join 'v-1-join-j'", "key_fn"),
+        (
+            lambda s: s.partition_by(len, lambda a, b: a, op_id="p"),
+            "partition_by 'v-1-partition_by-p'",
+            "value_fn",
+        ),
+        (
+            lambda s: s.join(s.map(len), lambda a: a, ttl=1, op_id="j"),
+            "join 'v-1-join-j'",
+            "join_fn",
+        ),
+        (
+            lambda s: s.join(s.map(len), lambda a, b: a, ttl=1, op_id="j", key_fn=1),
+            "join 'v-1-join-j'",
+            "key_fn",
+        ),
     ],
 )
 def test_bad_functions(streams: Streams, call, name: str, what: str) -> None:
@@ -151,7 +171,10 @@ def test_bad_functions(streams: Streams, call, name: str, what: str) -> None:
 
 
 def test_bad_window_fold(streams: Streams) -> None:
-    with pytest.raises(PlanError, match=r"Windows.tumbling \(at .*\): fold .*2 positional arguments \(message, aggregate\)"):
+    with pytest.raises(
+        PlanError,
+        match=r"Windows.tumbling \(at .*\): fold .*2 positional arguments \(message, aggregate\)",
+    ):
         Windows.tumbling(1000, initial=lambda: 0, fold=lambda n: n)
     with pytest.raises(PlanError, match="both initial= and fold="):
         Windows.tumbling(1000, initial=lambda: 0)
@@ -159,7 +182,9 @@ def test_bad_window_fold(streams: Streams) -> None:
 
 def test_window_needs_a_window_spec(streams: Streams) -> None:
     _, source = _app(streams)
-    with pytest.raises(PlanError, match=r"window 'v-1-window-w' \(at .*\): window must be built with Windows"):
+    with pytest.raises(
+        PlanError, match=r"window 'v-1-window-w' \(at .*\): window must be built with Windows"
+    ):
         source.window(1000, op_id="w")  # type: ignore[arg-type]
 
 
@@ -232,7 +257,9 @@ def test_missing_stream_without_partitions() -> None:
     system = FakeSystem(name="kafka")
     app = StreamApplication("v")
     app.input(FakeDescriptor(system, "clicks")).sink(print)
-    with pytest.raises(PlanError, match=r"input stream 'clicks' does not exist in system 'kafka'.*partitions=N"):
+    with pytest.raises(
+        PlanError, match=r"input stream 'clicks' does not exist in system 'kafka'.*partitions=N"
+    ):
         app.plan()
 
 
@@ -253,7 +280,9 @@ def test_batch_mode_with_host_affinity(streams: Streams) -> None:
 def test_unknown_default_system(streams: Streams) -> None:
     app, source = _app(streams)
     source.partition_by(lambda m: m, op_id="p").sink(print)
-    with pytest.raises(PlanError, match=r"job.default.system='kafka'.*partition_by 'v-1-partition_by-p'"):
+    with pytest.raises(
+        PlanError, match=r"job.default.system='kafka'.*partition_by 'v-1-partition_by-p'"
+    ):
         app.plan({"job.default.system": "kafka"})
 
 
