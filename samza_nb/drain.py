@@ -14,7 +14,7 @@ import threading
 import uuid as uuid_module
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from samza_nb.errors import DrainError
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
@@ -38,7 +38,7 @@ CONFIG_NAMESPACE = "set-config"
 _log = logging.getLogger(__name__)
 
 
-class DrainMode(str, Enum):
+class DrainMode(StrEnum):
     """Only DEFAULT: drain intermediate streams and Samza-managed state, then stop."""
 
     DEFAULT = "DEFAULT"
@@ -142,7 +142,7 @@ def cleanup_all(store: MetadataStore) -> int:
     return len(keys)
 
 
-class DrainMonitorState(str, Enum):
+class DrainMonitorState(StrEnum):
     INIT = "INIT"
     RUNNING = "RUNNING"
     STOPPED = "STOPPED"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Mapping
+from html import escape
 from typing import Any
-from xml.sax.saxutils import escape
 
 from samza_nb.api._checks import check_function, describe, user_location
 from samza_nb.api.stream import MessageStream, OutputStream, Table
@@ -195,6 +195,11 @@ class StreamApplication:
             example = "system.output('name')" if role == "output" else "system.input('name')"
             msg = f"{call}{_at(location)} takes a descriptor such as {example}, got {describe(descriptor)}"
             raise PlanError(msg) from None
+        if partitions is not None and (
+            not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0
+        ):
+            msg = f"{role} stream {stream_id!r}{_at(location)}: partitions must be a positive int, got {partitions!r}"
+            raise PlanError(msg)
         if not callable(getattr(system, "partition_count", None)):
             msg = f"{call}{_at(location)}: system {system_name!r} has no partition_count(stream_id) method"
             raise PlanError(msg)

@@ -246,7 +246,7 @@ def _producer_count(counts: Mapping[Any, int], ssp: SystemStreamPartition) -> in
     system_stream = SystemStream(ssp.system, ssp.stream)
     if system_stream in counts:
         return int(counts[system_stream])
-    return int(counts.get(ssp.stream, 0))  # type: ignore[call-overload]
+    return int(counts.get(ssp.stream, 0))
 
 
 class _WatermarkState:

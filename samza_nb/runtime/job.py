@@ -331,8 +331,9 @@ class Job:
                 container.processor_id, container.tasks, location
             )
         model = JobModel(self.config, placed)
+        encoded = model.to_json()
         NamespacedMetadataStore(self.metadata, _JOB_MODEL_NAMESPACE).put(
-            "latest", model.to_json().encode() if isinstance(model.to_json(), str) else model.to_json()
+            "latest", encoded.encode() if isinstance(encoded, str) else encoded
         )
         return model
 

@@ -630,7 +630,7 @@ def build_operator_graph(
         if existing is not None:
             return existing
         factory = _IMPLS.get(type(spec), OperatorImpl)
-        impl = factory(spec, context)  # type: ignore[arg-type]
+        impl = factory(spec, context)
         impls[spec.op_id] = impl
         if isinstance(spec, PartitionByOperatorSpec | BroadcastOperatorSpec):
             # A shuffle ends the stage: its consumers hang off the intermediate stream's input.

@@ -136,7 +136,7 @@ class TaskStore:
         value = self._dirty.get(key, _MISSING)
         if value is not _MISSING:
             return value  # type: ignore[return-value]
-        return self._rdict().get(key)  # type: ignore[no-any-return]
+        return self._rdict().get(key)
 
     def put(self, key: bytes, value: bytes) -> None:
         self._dirty[key] = value
@@ -147,7 +147,8 @@ class TaskStore:
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every live entry (flushed and pending), in key order of the flushed part first."""
         seen: set[bytes] = set()
-        for key, value in self._rdict().items():
+        for raw_key, value in self._rdict().items():
+            key = bytes(raw_key)  # type: ignore[arg-type]  # raw mode: keys are bytes
             if key == _META_KEY:
                 continue
             seen.add(key)

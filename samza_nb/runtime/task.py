@@ -40,7 +40,7 @@ from samza_nb.runtime.control import (
     control_from_payload,
     control_to_payload,
 )
-from samza_nb.runtime.operators import OperatorImpl, UserFunctionError, build_operator_graph
+from samza_nb.runtime.operators import UserFunctionError, build_operator_graph
 from samza_nb.runtime.stores import ChangelogRef, TaskStore, store_path
 from samza_nb.systems.base import MessageKind
 from samza_nb.systems.partitioning import partition_for_key

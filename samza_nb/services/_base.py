@@ -75,7 +75,7 @@ class ServiceInfo:
     """What ``up``/``status`` report about one service. ``env`` may hold secrets: never print it."""
 
     name: str
-    state: str  # "running", "started", "stopped", "external" or "unhealthy"
+    state: str  # "running", "started", "stopped", "not running", "external" or "unhealthy"
     address: str = ""
     pids: tuple[int, ...] = ()
     log_files: tuple[str, ...] = ()
@@ -117,12 +117,11 @@ class Service(ABC):
         """Fetch what the service needs to run; the default needs nothing."""
 
     @abstractmethod
-    def _launch(self, timeout: float) -> tuple[list[ProcessRecord], dict[str, Any]]:
-        """Spawn the processes and wait until healthy; return them and the state to record.
+    def _launch(self, timeout: float) -> dict[str, Any]:
+        """Spawn the processes (through :meth:`_track`), wait until healthy, return the state.
 
         The state holds at least ``env`` (env-file entries) and ``address`` (printable, no
-        secrets). On failure the caller stops whatever processes were recorded so far via
-        :attr:`_spawned`.
+        secrets). On failure the caller stops every process tracked so far.
         """
 
     @abstractmethod
@@ -163,9 +162,12 @@ class Service(ABC):
         os.replace(tmp, self.state_file)
 
     def _info(
-        self, state_name: str, state: Mapping[str, Any], seconds: float | None = None
+        self,
+        state_name: str,
+        state: Mapping[str, Any],
+        records: list[ProcessRecord],
+        seconds: float | None = None,
     ) -> ServiceInfo:
-        records = self._records(state)
         return ServiceInfo(
             name=self.name,
             state=state_name,
@@ -195,12 +197,13 @@ class Service(ABC):
         if not state or not records:
             return ServiceInfo(self.name, "stopped")
         if not all(is_alive(record) for record in records):
-            return self._info("unhealthy" if any(map(is_alive, records)) else "stopped", state)
+            alive = "unhealthy" if any(map(is_alive, records)) else "stopped"
+            return self._info(alive, state, records)
         try:
             healthy = self._healthy(state)
         except OSError:
             healthy = False
-        return self._info("running" if healthy else "unhealthy", state)
+        return self._info("running" if healthy else "unhealthy", state, records)
 
     def start(self, timeout: float = 60.0) -> ServiceInfo:
         """Start the service unless it already runs healthy (or a real one is configured)."""
@@ -218,17 +221,16 @@ class Service(ABC):
         began = time.monotonic()
         self._spawned = []
         try:
-            records, state = self._launch(timeout)
+            state = self._launch(timeout)
         except BaseException:
             stop_processes(self.name, self._spawned)
             self.state_file.unlink(missing_ok=True)
             raise
+        records = list(self._spawned)
         self._write_state(records, state)
         seconds = time.monotonic() - began
         log.info("%s started in %.1f s at %s", self.name, seconds, state.get("address", ""))
-        return self._info(
-            "started", {**state, "processes": [r.to_json() for r in records]}, seconds
-        )
+        return self._info("started", state, records, seconds)
 
     def stop(self) -> bool:
         """Stop every recorded process (and its process group); True when something ran."""
@@ -237,15 +239,12 @@ class Service(ABC):
         ran = any(is_alive(record) for record in records)
         stop_processes(self.name, records)
         self.state_file.unlink(missing_ok=True)
-        self._cleanup()
-        return ran
-
-    def _cleanup(self) -> None:
-        """Remove data that must not outlive a run (subclasses name their data folders)."""
         for folder in self._data_dirs():
             shutil.rmtree(folder, ignore_errors=True)
+        return ran
 
     def _data_dirs(self) -> list[Path]:
+        """Folders of data that must not outlive a run; removed by :meth:`stop`."""
         return []
 
     # -- helpers for subclasses ---------------------------------------------------------------

@@ -116,7 +116,7 @@ class Azurite(Service):
     def _data_dirs(self) -> list[Path]:
         return [self.directory / "data"]
 
-    def _launch(self, timeout: float) -> tuple[list[ProcessRecord], dict[str, Any]]:
+    def _launch(self, timeout: float) -> dict[str, Any]:
         node = shutil.which("node")
         if node is None:
             msg = "node is needed to run azurite (install Node.js 20)"
@@ -141,7 +141,7 @@ class Azurite(Service):
         self._wait_ports([record], [blob, queue, table], timeout)
         blob_endpoint = f"http://127.0.0.1:{blob}/{DEV_ACCOUNT_NAME}"
         table_endpoint = f"http://127.0.0.1:{table}/{DEV_ACCOUNT_NAME}"
-        return [record], {
+        return {
             "address": f"blob {blob_endpoint}, table {table_endpoint}",
             "ports": [blob, queue, table],
             "env": {

@@ -59,7 +59,7 @@ class KafkaBroker(Service):
         copy.chmod(copy.stat().st_mode | stat.S_IXUSR)
         return copy
 
-    def _launch(self, timeout: float) -> tuple[list[ProcessRecord], dict[str, Any]]:
+    def _launch(self, timeout: float) -> dict[str, Any]:
         (port,) = free_ports(1)
         url = f"tcp://127.0.0.1:{port}"
         argv = [
@@ -86,7 +86,7 @@ class KafkaBroker(Service):
         )
         self._wait_ports([record], [port], timeout)
         bootstrap = f"127.0.0.1:{port}"
-        return [record], {
+        return {
             "address": bootstrap,
             "port": port,
             "env": {"SAMZA_NB_KAFKA_BOOTSTRAP": bootstrap},

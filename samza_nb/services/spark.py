@@ -79,7 +79,7 @@ class SparkStandalone(Service):
             env["SPARK_CONF_DIR"] = str(conf_dir)
         return env
 
-    def _launch(self, timeout: float) -> tuple[list[ProcessRecord], dict[str, Any]]:
+    def _launch(self, timeout: float) -> dict[str, Any]:
         spark_home = pyspark_home(self.name)
         spark_class = str(spark_home / "bin" / "spark-class")
         env = self._environment(spark_home)
@@ -119,7 +119,7 @@ class SparkStandalone(Service):
                 )
             )  # fmt: skip
         wait_healthy(self.name, records, lambda: alive_workers(webui) >= WORKERS, timeout=timeout)
-        return records, {
+        return {
             "address": f"{master_url} ({WORKERS} workers, UI http://127.0.0.1:{webui})",
             "port": port,
             "webui_port": webui,

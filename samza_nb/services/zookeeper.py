@@ -91,7 +91,7 @@ class ZooKeeper(Service):
     def _data_dirs(self) -> list[Path]:
         return [self.directory / "data"]
 
-    def _launch(self, timeout: float) -> tuple[list[ProcessRecord], dict[str, Any]]:
+    def _launch(self, timeout: float) -> dict[str, Any]:
         java = java_binary(self.name)
         jars = pyspark_home(self.name) / "jars"
         data_dir = self.directory / "data"
@@ -123,7 +123,7 @@ class ZooKeeper(Service):
             timeout=timeout,
         )
         connect = f"127.0.0.1:{port}"
-        return [record], {"address": connect, "port": port, "env": {"SAMZA_NB_ZK_CONNECT": connect}}
+        return {"address": connect, "port": port, "env": {"SAMZA_NB_ZK_CONNECT": connect}}
 
     def _healthy(self, state: Mapping[str, Any]) -> bool:
         return zookeeper_session_ok("127.0.0.1", int(state["port"]))

@@ -109,5 +109,5 @@ class StreamSystem(ABC):
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         """Delete messages before ``offset`` (retention); returns how many were deleted."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook; most systems hold nothing
         """Release connections held by this process."""

@@ -253,6 +253,12 @@ def test_merge_takes_streams(streams: Streams) -> None:
 
 
 # -- planning ----------------------------------------------------------------------------------
+def test_bad_partition_count_in_a_descriptor() -> None:
+    app = StreamApplication("v")
+    with pytest.raises(PlanError, match="input stream 'clicks'.*positive int, got 0"):
+        app.input(FakeDescriptor(FakeSystem(), "clicks", partitions=0))
+
+
 def test_missing_stream_without_partitions() -> None:
     system = FakeSystem(name="kafka")
     app = StreamApplication("v")
