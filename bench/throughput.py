@@ -113,14 +113,14 @@ def main() -> None:
     lines = [json.dumps(event).encode() for event in events]
     for part in range(PARTITIONS):
         (folder / f"part-{part}.jsonl").write_bytes(b"\n".join(lines[part::PARTITIONS]) + b"\n")
-    spark = get_spark({"spark.master": "local[2]"})
+    spark = get_spark()  # the session run() uses too (local[*]: both cores here)
     rdd_run(spark, folder)  # warm up the Python workers once, as a notebook session would be
     seconds_a, totals_a = samza_nb_run(system)
     seconds_b, totals_b = rdd_run(spark, folder)
     seconds_c, totals_c = python_run(lines)
     assert totals_a == totals_b == totals_c, "the three runs disagree"
     rate = {name: args.events / s for name, s in (("a", seconds_a), ("b", seconds_b), ("c", seconds_c))}
-    print(f"events: {args.events:,} on {PARTITIONS} partitions, local[2]")
+    print(f"events: {args.events:,} on {PARTITIONS} partitions, local[*]")
     print(f"(a) samza_nb embedded : {seconds_a:7.2f} s  {rate['a']:>12,.0f} events/s")
     print(f"(b) PySpark RDD       : {seconds_b:7.2f} s  {rate['b']:>12,.0f} events/s")
     print(f"(c) plain Python loop : {seconds_c:7.2f} s  {rate['c']:>12,.0f} events/s")

@@ -65,8 +65,8 @@ def expand_partitions(
 
     For every non-broadcast SSP of ``grouped``: if its stream existed before with another
     partition count, its previous task is that of ``mapper(ssp, old, new)``; otherwise that of
-    the SSP itself. The SSP moves there when the task differs. Tasks left without SSPs are
-    dropped. Brand-new streams keep the grouper's assignment.
+    the SSP itself. The SSP moves there when the task differs. Tasks left without SSPs (or
+    with broadcast SSPs only) are dropped. Brand-new streams keep the grouper's assignment.
 
     >>> from samza_nb.model import SystemStreamPartition as SSP
     >>> current = {f"Partition {p}": [SSP("kafka", "PVE", p)] for p in range(4)}
@@ -114,4 +114,10 @@ def expand_partitions(
             raise GroupingError(msg)
         current[source].discard(ssp)
         current[target].add(ssp)
-    return {name: frozenset(current[name]) for name in java_sorted(current) if current[name]}
+    # A task left with broadcast partitions only is dropped too (Samza keeps it, although its
+    # groupers never create such a task).
+    return {
+        name: frozenset(current[name])
+        for name in java_sorted(current)
+        if any(ssp not in broadcast for ssp in current[name])
+    }

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from samza_nb.services._base import Service
-from samza_nb.services._process import ProcessRecord, free_ports, log_tail, port_open, spawn
+from samza_nb.services._process import free_ports, log_tail, port_open, spawn
 
 __all__ = [
     "AZURITE_VERSION",

