@@ -139,7 +139,9 @@ class TaskAssignmentManager:
                 if pid is None:
                     deleted.append(name)
                     continue
-                entries[namespaced_key(TASK_CONTAINER_NAMESPACE, name)] = _encode("containerId", pid)
+                entries[namespaced_key(TASK_CONTAINER_NAMESPACE, name)] = _encode(
+                    "containerId", pid
+                )
                 entries[namespaced_key(TASK_MODE_NAMESPACE, name)] = _encode(
                     "taskMode", TaskMode.parse(mode).value
                 )
@@ -228,9 +230,7 @@ class LocalityManager:
                 result[key] = value
         return {name: result[name] for name in java_sorted(result)}
 
-    def _write(
-        self, namespace: str, field: str, mapping: Mapping[str, LocationId | None]
-    ) -> None:
+    def _write(self, namespace: str, field: str, mapping: Mapping[str, LocationId | None]) -> None:
         entries: dict[str, bytes] = {}
         for key, location in mapping.items():
             if location is None:
@@ -297,7 +297,9 @@ def update_task_assignments(
             entries[namespaced_key(TASK_CONTAINER_NAMESPACE, name)] = _encode(
                 "containerId", container.processor_id
             )
-            entries[namespaced_key(TASK_MODE_NAMESPACE, name)] = _encode("taskMode", task.mode.value)
+            entries[namespaced_key(TASK_MODE_NAMESPACE, name)] = _encode(
+                "taskMode", task.mode.value
+            )
             if write_locality and container.location_id is not None:
                 entries[namespaced_key(TASK_LOCALITY_NAMESPACE, name)] = _encode(
                     "locationId", container.location_id
@@ -327,7 +329,9 @@ def grouper_metadata_from_store(
     tasks = TaskAssignmentManager(store)
     previous = tasks.read_active_task_assignment()
     task_to_ssps: dict[str, set[SystemStreamPartition]] = {}
-    for ssp, names in TaskPartitionAssignmentManager(store).read_task_partition_assignments().items():
+    for ssp, names in (
+        TaskPartitionAssignmentManager(store).read_task_partition_assignments().items()
+    ):
         for name in names:
             if name in previous:
                 task_to_ssps.setdefault(name, set()).add(ssp)

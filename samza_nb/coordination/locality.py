@@ -102,7 +102,10 @@ def _reverse_lookup(address: str, timeout: float) -> str:
 def _outbound_address() -> str | None:
     # Connecting a UDP socket sends nothing; it only asks the kernel which local address
     # would route to the target, i.e. the primary non-loopback interface.
-    for family, target in ((socket.AF_INET, ("10.255.255.255", 1)), (socket.AF_INET6, ("fd00::1", 1))):
+    for family, target in (
+        (socket.AF_INET, ("10.255.255.255", 1)),
+        (socket.AF_INET6, ("fd00::1", 1)),
+    ):
         try:
             with socket.socket(family, socket.SOCK_DGRAM) as probe:
                 probe.connect(target)

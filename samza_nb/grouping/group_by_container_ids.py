@@ -25,7 +25,8 @@ class GroupByContainerIds(TaskNameGrouper):
     goes to the first processor at its previous location still under q, then the rest fill
     processors under q in id order, then one each round robin from the smallest id. Previous
     processor ids are not used (the SEP order is :class:`HostAffinityGrouper`). Iterating tasks
-    and processors in sorted order settles Samza's hash-order ambiguity (Appendix A #1).
+    and processors in sorted order settles Samza's hash-order ambiguity (Appendix A #1). Given
+    ``processor_ids`` restrict the processors of ``metadata.processor_locality`` to those ids.
 
     >>> from samza_nb.model import TaskModel
     >>> tasks = [TaskModel(f"Partition {i}", changelog_partition=i) for i in range(5)]
@@ -44,7 +45,9 @@ class GroupByContainerIds(TaskNameGrouper):
         host_affinity: bool = False,
     ) -> None:
         if isinstance(container_count, bool) or not isinstance(container_count, int):
-            msg = f"GroupByContainerIds: container count must be an integer, got {container_count!r}"
+            msg = (
+                f"GroupByContainerIds: container count must be an integer, got {container_count!r}"
+            )
             raise GroupingError(msg)
         if processor_ids is not None:
             if isinstance(processor_ids, str):
@@ -56,7 +59,9 @@ class GroupByContainerIds(TaskNameGrouper):
             processor_ids = list(processor_ids)
             for pid in processor_ids:
                 if not isinstance(pid, str) or not pid:
-                    msg = f"GroupByContainerIds: processor ids must be non-empty strings, got {pid!r}"
+                    msg = (
+                        f"GroupByContainerIds: processor ids must be non-empty strings, got {pid!r}"
+                    )
                     raise GroupingError(msg)
             if len(set(processor_ids)) != len(processor_ids):
                 msg = f"GroupByContainerIds: processor ids repeat: {processor_ids!r}"
@@ -104,7 +109,8 @@ class GroupByContainerIds(TaskNameGrouper):
         for index, task in enumerate(by_name.values()):
             groups[index % len(ids)].append(task)
         return frozenset(
-            ContainerModel(pid, group, locality.get(pid)) for pid, group in zip(ids, groups, strict=True)
+            ContainerModel(pid, group, locality.get(pid))
+            for pid, group in zip(ids, groups, strict=True)
         )
 
     def _group_by_locality(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -222,7 +223,9 @@ class _Placer:
             self.heaps.setdefault(self.group[pid], []).append((loads[pid], self.order[pid], pid))
         for heap in self.heaps.values():
             heapq.heapify(heap)
-        group_order = {group: index for index, group in enumerate(sorted(self.heaps, key=java_sort_key))}
+        group_order = {
+            group: index for index, group in enumerate(sorted(self.heaps, key=java_sort_key))
+        }
         self.groups = [(heap[0][0], group_order[g], g) for g, heap in self.heaps.items()]
         heapq.heapify(self.groups)
 
@@ -273,21 +276,26 @@ def _place_copies(
     metadata: GrouperMetadata,
     live: Mapping[str, LocationId],
     target: int,
+    movable: dict[str, list[tuple[_Copy, bool]]],
 ) -> list[_Copy]:
     """Place ``copies``: previous processor, then previous location, then least loaded.
 
     Stickiness only holds while the processor stays under ``target`` total tasks, so history
-    cannot unbalance the result. Returns the copies that had nowhere to go.
+    cannot unbalance the result. Each placed copy is recorded in ``movable`` (with whether it
+    returned to its previous place) for :func:`_rebalance`. Returns the copies that had nowhere
+    to go.
     """
     unplaced: list[_Copy] = []
     for copy in copies:
         forbidden = {placer.group[pid] for pid in holders[copy.active]}
         chosen: str | None = None
+        sticky = True
         previous = metadata.previous_task_to_processor.get(copy.name)
         if (
-            previous in live
-            and placer.group[previous] not in forbidden  # type: ignore[index]
-            and placer.loads[previous] < target  # type: ignore[index]
+            previous is not None
+            and previous in live
+            and placer.group[previous] not in forbidden
+            and placer.loads[previous] < target
         ):
             chosen = previous
         if chosen is None:
@@ -297,6 +305,7 @@ def _place_copies(
                 if candidate is not None and placer.loads[candidate] < target:
                     chosen = candidate
         if chosen is None:
+            sticky = False
             chosen = placer.least_loaded(forbidden)
         if chosen is None:
             unplaced.append(copy)
@@ -304,7 +313,95 @@ def _place_copies(
         placer.add(chosen)
         holders[copy.active].add(chosen)
         placement[chosen].append(_standby_of(models[copy.active], copy.replica))
+        movable[chosen].append((copy, sticky))
     return unplaced
+
+
+def _rebalance(
+    movable: dict[str, list[tuple[_Copy, bool]]],
+    holders: dict[str, set[str]],
+    placement: dict[str, list[TaskModel]],
+    group: Mapping[str, str],
+    loads: dict[str, int],
+) -> None:
+    """Lower the largest load by chains of standby moves until no chain exists.
+
+    A chain starts at a processor with the largest load M and ends at one with at most M − 2;
+    every intermediate processor gives one copy and receives one, so only the ends change.
+    When no chain exists, let S be the processors reachable from the most loaded ones: every
+    movable copy in S may only go to processors of S, so any placement keeps at least as many
+    tasks in S, all of S is at M − 1 or M, and M cannot be lowered. (Checked at each move: a
+    chain that would put two copies of one task in one group — possible only with three or more
+    copies — is not applied.) Copies that returned to their previous place move last.
+    """
+    for copies in movable.values():
+        copies.sort(key=lambda entry: entry[1])
+    processors = list(loads)
+    while True:
+        highest = max(loads.values())
+        sources = [pid for pid in processors if loads[pid] == highest]
+        if highest - min(loads.values()) <= 1:
+            return
+        parent: dict[str, tuple[str, _Copy]] = {}
+        visited = set(sources)
+        unvisited = [pid for pid in processors if pid not in visited]
+        queue = deque(sources)
+        found: str | None = None
+        while queue and found is None:
+            pid = queue.popleft()
+            for copy, _sticky in movable[pid]:
+                forbidden = {group[h] for h in holders[copy.active] if h != pid}
+                remaining: list[str] = []
+                for other in unvisited:
+                    if found is not None or group[other] in forbidden:
+                        remaining.append(other)
+                        continue
+                    parent[other] = (pid, copy)
+                    visited.add(other)
+                    if loads[other] <= highest - 2:
+                        found = other
+                    else:
+                        queue.append(other)
+                unvisited = remaining
+                if found is not None:
+                    break
+        if found is None:
+            return
+        chain: list[tuple[str, str, _Copy]] = []
+        node = found
+        while node in parent:
+            source, copy = parent[node]
+            chain.append((source, node, copy))
+            node = source
+        if not _apply_chain(chain, movable, holders, placement, group):
+            return
+        loads[node] -= 1
+        loads[found] += 1
+
+
+def _apply_chain(
+    chain: list[tuple[str, str, _Copy]],
+    movable: dict[str, list[tuple[_Copy, bool]]],
+    holders: dict[str, set[str]],
+    placement: dict[str, list[TaskModel]],
+    group: Mapping[str, str],
+) -> bool:
+    # Validate against the holders as they will be, step by step, before changing anything.
+    simulated = {copy.active: set(holders[copy.active]) for _, _, copy in chain}
+    for source, target, copy in chain:
+        others = simulated[copy.active] - {source}
+        if group[target] in {group[h] for h in others}:
+            return False
+        simulated[copy.active] = others | {target}
+    for source, target, copy in chain:
+        holders[copy.active] = (holders[copy.active] - {source}) | {target}
+        name = copy.name
+        moved = next(task for task in placement[source] if task.name == name)
+        placement[source] = [task for task in placement[source] if task.name != name]
+        placement[target].append(moved)
+        movable[source] = [entry for entry in movable[source] if entry[0] != copy]
+        movable[target].insert(0, (copy, False))
+    return True
 
 
 def _distinct_groups(live: Mapping[str, LocationId], check_location: bool) -> int:
@@ -324,8 +421,9 @@ def assign_with_standbys(
     the RF − 1 standby copies of a task then goes to its previous processor, else a processor
     at its previous location, else the least-loaded processor (active + standby tasks), always
     avoiding processors — and, with ``check_location``, locations — that hold another copy of
-    the same task. Standbys are spread greedily, so total loads are even but not guaranteed
-    to be within 1 of each other (bench/grouping.py reports the spread).
+    the same task. Chains of standby moves then lower the most loaded processors until the
+    largest total load is as small as the invariant allows for these actives (see
+    ``_rebalance``); on regular clusters loads end within 1 of each other (bench/grouping.py).
 
     >>> from samza_nb.model import TaskModel
     >>> metadata = GrouperMetadata(processor_locality={"p1": "a", "p2": "b"})
@@ -358,7 +456,11 @@ def assign_with_standbys(
         msg = (
             f"assign_with_standbys: replication factor {replication_factor} needs "
             f"{replication_factor} distinct {where}, but the live processors have {groups}"
-            + ("; pass check_location=False to only keep copies on distinct processors" if check_location else "")
+            + (
+                "; pass check_location=False to only keep copies on distinct processors"
+                if check_location
+                else ""
+            )
         )
         raise GroupingError(msg)
     processors = java_sorted(live)
@@ -376,10 +478,14 @@ def assign_with_standbys(
     placer = _Placer(processors, live, check_location, loads)
     copies = [_Copy(name, replica) for name in by_name for replica in range(replication_factor - 1)]
     target = math.ceil(len(by_name) * replication_factor / len(processors))
-    unplaced = _place_copies(copies, placer, holders, placement, by_name, metadata, live, target)
+    movable: dict[str, list[tuple[_Copy, bool]]] = {pid: [] for pid in processors}
+    unplaced = _place_copies(
+        copies, placer, holders, placement, by_name, metadata, live, target, movable
+    )
     if unplaced:  # Cannot happen once the group count check passed; kept as a guard.
         msg = f"assign_with_standbys: no processor may hold {unplaced[0].name!r}"
         raise GroupingError(msg)
+    _rebalance(movable, holders, placement, placer.group, loads)
     return frozenset(ContainerModel(pid, placement[pid], live[pid]) for pid in processors)
 
 
@@ -506,7 +612,9 @@ def failover(
     placer = _Placer(processors, live, check_location, loads)
     total = sum(loads.values()) + len(copies)
     target = math.ceil(total / len(processors))
-    _place_copies(copies, placer, holders, placement, actives, metadata, live, target)
+    movable: dict[str, list[tuple[_Copy, bool]]] = {pid: [] for pid in processors}
+    _place_copies(copies, placer, holders, placement, actives, metadata, live, target, movable)
+    _rebalance(movable, holders, placement, placer.group, loads)
     return JobModel(
         job_model.config,
         [ContainerModel(pid, placement[pid], locality.get(pid)) for pid in processors],
@@ -532,7 +640,9 @@ def check_standby_invariants(
     >>> check_standby_invariants(bad)
     ["task 't': active and standby 'Standby-t-0' share processor 'p1'"]
     """
-    values = list(containers.containers.values() if isinstance(containers, JobModel) else containers)
+    values = list(
+        containers.containers.values() if isinstance(containers, JobModel) else containers
+    )
     locations: dict[str, LocationId] = {
         c.processor_id: c.location_id for c in values if c.location_id is not None
     }
@@ -545,7 +655,9 @@ def check_standby_invariants(
         pid = container.processor_id
         for name, task in container.tasks.items():
             if name in seen:
-                problems.append(f"task {name!r} is assigned twice (processors {seen[name]!r} and {pid!r})")
+                problems.append(
+                    f"task {name!r} is assigned twice (processors {seen[name]!r} and {pid!r})"
+                )
                 continue
             seen[name] = pid
             if task.mode is TaskMode.ACTIVE:

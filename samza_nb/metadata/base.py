@@ -21,7 +21,9 @@ def namespaced_key(namespace: str, key: str) -> str:
     >>> namespaced_key("set-config", "job.name")
     '{"key":"job.name","namespace":"set-config"}'
     """
-    return json.dumps({"key": key, "namespace": namespace}, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        {"key": key, "namespace": namespace}, separators=(",", ":"), ensure_ascii=False
+    )
 
 
 def namespace_suffix(namespace: str) -> str:

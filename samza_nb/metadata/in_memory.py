@@ -53,7 +53,9 @@ class InMemoryMetadataStore(MetadataStore):
 
     def put_all(self, entries: Mapping[str, bytes]) -> None:
         checked = {
-            check_key(key, "InMemoryMetadataStore"): check_value(key, value, "InMemoryMetadataStore")
+            check_key(key, "InMemoryMetadataStore"): check_value(
+                key, value, "InMemoryMetadataStore"
+            )
             for key, value in entries.items()
         }
         with self._lock:

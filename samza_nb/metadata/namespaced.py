@@ -33,7 +33,9 @@ class NamespacedMetadataStore(MetadataStore):
             msg = f"NamespacedMetadataStore needs a MetadataStore, got {type(store).__name__}"
             raise MetadataStoreError(msg)
         if not isinstance(namespace, str) or not namespace:
-            msg = f"NamespacedMetadataStore: namespace must be a non-empty string, got {namespace!r}"
+            msg = (
+                f"NamespacedMetadataStore: namespace must be a non-empty string, got {namespace!r}"
+            )
             raise MetadataStoreError(msg)
         self.store = store
         self.namespace = namespace

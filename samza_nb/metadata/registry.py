@@ -39,8 +39,8 @@ def _embedded(config: Config, path: str | Path | None = None, **options: Any) ->
     return EmbeddedMetadataStore(path, **options)
 
 
-def _in_memory(config: Config, name: str | None = None) -> MetadataStore:
-    return InMemoryMetadataStore() if name is None else InMemoryMetadataStore.shared(name)
+def _in_memory(config: Config, shared: str | None = None) -> MetadataStore:
+    return InMemoryMetadataStore() if shared is None else InMemoryMetadataStore.shared(shared)
 
 
 _STORES: dict[str, MetadataStoreFactory] = {"embedded": _embedded, "in-memory": _in_memory}
@@ -65,7 +65,7 @@ def get_metadata_store(
     """A metadata store by name (default: ``metadata.store.factory`` of ``config``).
 
     ``embedded`` takes ``path=`` (else ``{job.home}/metadata.sqlite3``), ``timeout=`` and
-    ``retries=``; ``in-memory`` takes ``name=`` to share one store in the process.
+    ``retries=``; ``in-memory`` takes ``shared="name"`` to share one store in the process.
 
     >>> get_metadata_store("in-memory")
     InMemoryMetadataStore(0 entries)

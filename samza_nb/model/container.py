@@ -53,7 +53,9 @@ class ContainerModel:
         if isinstance(tasks, Mapping):
             for key, task in tasks.items():
                 if not isinstance(task, TaskModel):
-                    msg = f"ContainerModel {processor_id!r}: expected TaskModel values, got {task!r}"
+                    msg = (
+                        f"ContainerModel {processor_id!r}: expected TaskModel values, got {task!r}"
+                    )
                     raise ModelError(msg)
                 if key != task.name:
                     msg = (
@@ -197,12 +199,12 @@ class ContainerModel:
         tasks = [TaskModel.from_json(task, name=name) for name, task in raw_tasks.items()]
         for name, task in zip(raw_tasks, tasks, strict=True):
             if task.name != name:
-                msg = (
-                    f"JobModel JSON: {where}: task stored under {name!r} is named {task.name!r}"
-                )
+                msg = f"JobModel JSON: {where}: task stored under {name!r} is named {task.name!r}"
                 raise ModelError(msg)
         location = value.get("location-id")
-        return cls(processor_id, tasks, location if isinstance(location, str) and location else None)
+        return cls(
+            processor_id, tasks, location if isinstance(location, str) and location else None
+        )
 
 
 def _json_scalar_text(value: Any) -> str:

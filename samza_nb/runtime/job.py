@@ -448,6 +448,16 @@ class Job:
         if self._spark is None:
             from samza_nb.runtime.spark import get_spark
 
+            if "spark.master" not in self.config:
+                # Reuse the notebook's (or test suite's) session whatever its master: stopping
+                # it would break every handle the user holds.
+                from pyspark.sql import SparkSession
+
+                # The active session is thread-local; the one instantiated in this process is not.
+                active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+                if active is not None and getattr(active.sparkContext, "_jsc", None) is not None:
+                    self._spark = active
+                    return active
             self._spark = get_spark(self.config)
         return self._spark
 

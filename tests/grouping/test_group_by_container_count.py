@@ -22,7 +22,9 @@ def test_empty_tasks_fail() -> None:
 
 
 def test_fewer_tasks_than_containers_fail_with_both_counts() -> None:
-    with pytest.raises(GroupingError, match=r"container count \(2\) is larger than task count \(1\)"):
+    with pytest.raises(
+        GroupingError, match=r"container count \(2\) is larger than task count \(1\)"
+    ):
         GroupByContainerCount(2).group(task_models(1))
 
 
@@ -76,7 +78,9 @@ def test_balancer_same_count_keeps_previous() -> None:
 
 
 def test_balancer_keeps_a_deliberately_unbalanced_custom_assignment() -> None:
-    previous = {f"Partition {i}": "0" for i in range(6)} | {f"Partition {i}": "1" for i in (6, 7, 8)}
+    previous = {f"Partition {i}": "0" for i in range(6)} | {
+        f"Partition {i}": "1" for i in (6, 7, 8)
+    }
     containers = GroupByContainerCount(2).group(
         task_models(9), GrouperMetadata(previous_task_to_processor=previous)
     )
@@ -101,13 +105,17 @@ def test_balancer_with_one_container_on_either_side_is_round_robin(old: int, new
 
 def test_balancer_without_previous_assignment_is_round_robin() -> None:
     tasks = task_models(3)
-    assert GroupByContainerCount(1).group(tasks, GrouperMetadata()) == GroupByContainerCount(1).group(tasks)
+    assert GroupByContainerCount(1).group(tasks, GrouperMetadata()) == GroupByContainerCount(
+        1
+    ).group(tasks)
 
 
 @pytest.mark.parametrize("previous_count", [2, 4])
 def test_task_count_change_is_round_robin(previous_count: int) -> None:
     tasks = task_models(3)
-    previous = GroupByContainerCount(2 if previous_count == 2 else 3).group(task_models(previous_count))
+    previous = GroupByContainerCount(2 if previous_count == 2 else 3).group(
+        task_models(previous_count)
+    )
     grouper = GroupByContainerCount(1)
     assert grouper.group(tasks, _previous(previous)) == grouper.group(tasks)
 
@@ -123,7 +131,9 @@ def test_previous_with_non_numeric_ids_is_round_robin() -> None:
     tasks = task_models(4)
     previous = {f"Partition {i}": ("a" if i % 2 else "b") for i in range(4)}
     grouper = GroupByContainerCount(3)
-    assert grouper.group(tasks, GrouperMetadata(previous_task_to_processor=previous)) == grouper.group(tasks)
+    assert grouper.group(
+        tasks, GrouperMetadata(previous_task_to_processor=previous)
+    ) == grouper.group(tasks)
 
 
 def test_previous_of_same_size_naming_other_tasks_is_round_robin() -> None:
@@ -131,7 +141,9 @@ def test_previous_of_same_size_naming_other_tasks_is_round_robin() -> None:
     tasks = task_models(4)
     previous = {f"Other {i}": str(i % 2) for i in range(4)}
     grouper = GroupByContainerCount(3)
-    assert grouper.group(tasks, GrouperMetadata(previous_task_to_processor=previous)) == grouper.group(tasks)
+    assert grouper.group(
+        tasks, GrouperMetadata(previous_task_to_processor=previous)
+    ) == grouper.group(tasks)
 
 
 def test_result_does_not_depend_on_input_order() -> None:

@@ -71,7 +71,9 @@ def test_uses_task_locality() -> None:
 
 def test_single_processor_gets_everything() -> None:
     metadata = GrouperMetadata(processor_locality={P1: L1}, task_locality={T1: L1, T2: L2, T3: L3})
-    assert by_id(GroupByContainerIds(host_affinity=True).group(TASKS, metadata)) == {P1: {T1, T2, T3}}
+    assert by_id(GroupByContainerIds(host_affinity=True).group(TASKS, metadata)) == {
+        P1: {T1, T2, T3}
+    }
 
 
 def test_partial_task_locality() -> None:

@@ -52,7 +52,9 @@ def _brute_force(names: list[str], metadata: GrouperMetadata) -> tuple[int, int]
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, max_tasks: int = 6, max_processors: int = 3) -> tuple[list[str], GrouperMetadata]:
+def scenarios(
+    draw: st.DrawFn, max_tasks: int = 6, max_processors: int = 3
+) -> tuple[list[str], GrouperMetadata]:
     task_count = draw(st.integers(1, max_tasks))
     processor_count = draw(st.integers(1, max_processors))
     locations = [f"host-{i}" for i in range(draw(st.integers(1, 3)))]
@@ -68,7 +70,8 @@ def scenarios(draw: st.DrawFn, max_tasks: int = 6, max_processors: int = 3) -> t
     task_locality = {
         n: loc
         for n in names
-        if (loc := draw(st.one_of(st.none(), st.sampled_from([*locations, "host-gone"])))) is not None
+        if (loc := draw(st.one_of(st.none(), st.sampled_from([*locations, "host-gone"]))))
+        is not None
     }
     return names, GrouperMetadata(
         processor_locality=processor_locality,
@@ -97,9 +100,13 @@ def test_balanced_complete_and_minimal(scenario: tuple[list[str], GrouperMetadat
     assert sorted(placed) == sorted(names)
     result = assignment(containers)
     moved = sum(
-        1 for name, previous in metadata.previous_task_to_processor.items() if result[name] != previous
+        1
+        for name, previous in metadata.previous_task_to_processor.items()
+        if result[name] != previous
     )
-    assert moved == min_moves(metadata.previous_task_to_processor, metadata.processor_locality, names)
+    assert moved == min_moves(
+        metadata.previous_task_to_processor, metadata.processor_locality, names
+    )
     for container in containers:
         assert container.location_id == metadata.processor_locality[container.processor_id]
 
@@ -172,7 +179,9 @@ def test_orphaned_task_goes_to_its_previous_location() -> None:
 def test_added_processor_takes_only_the_surplus() -> None:
     tasks = task_models(12)
     three = {"a": "h1", "b": "h2", "c": "h3"}
-    before = assignment(HostAffinityGrouper().group(tasks, GrouperMetadata(processor_locality=three)))
+    before = assignment(
+        HostAffinityGrouper().group(tasks, GrouperMetadata(processor_locality=three))
+    )
     four = three | {"d": "h4"}
     metadata = GrouperMetadata(processor_locality=four, previous_task_to_processor=before)
     after = assignment(HostAffinityGrouper().group(tasks, metadata))
@@ -216,7 +225,9 @@ def test_needs_processor_locality_and_tasks() -> None:
 def test_one_dead_processor_in_a_larger_cluster_moves_only_its_tasks() -> None:
     processors = {f"processor-{i:02d}": f"host-{i % 5}" for i in range(20)}
     tasks = task_models(200)
-    before = assignment(HostAffinityGrouper().group(tasks, GrouperMetadata(processor_locality=processors)))
+    before = assignment(
+        HostAffinityGrouper().group(tasks, GrouperMetadata(processor_locality=processors))
+    )
     dead = "processor-07"
     metadata = GrouperMetadata(
         processor_locality={p: h for p, h in processors.items() if p != dead},

@@ -19,8 +19,16 @@ from samza_nb.grouping import (
 )
 from samza_nb.model import SystemStreamPartition as SSP
 
-AA0, AA1, AA2 = SSP("SystemA", "StreamA", 0), SSP("SystemA", "StreamA", 1), SSP("SystemA", "StreamA", 2)
-AB1, AB2, AC0 = SSP("SystemA", "StreamB", 1), SSP("SystemA", "StreamB", 2), SSP("SystemA", "StreamB", 0)
+AA0, AA1, AA2 = (
+    SSP("SystemA", "StreamA", 0),
+    SSP("SystemA", "StreamA", 1),
+    SSP("SystemA", "StreamA", 2),
+)
+AB1, AB2, AC0 = (
+    SSP("SystemA", "StreamB", 1),
+    SSP("SystemA", "StreamB", 2),
+    SSP("SystemA", "StreamB", 0),
+)
 ALL = {AA0, AA1, AA2, AB1, AB2, AC0}
 BROADCAST = "SystemA.StreamA#0, SystemA.StreamB#1"
 

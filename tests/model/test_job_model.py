@@ -50,9 +50,13 @@ def test_serialized_example_from_samza_md() -> None:
     ssp = SystemStreamPartition("kafka", "PVE", 3)
     active = TaskModel("Partition 3", [ssp], 3)
     standby = TaskModel("Standby-Partition 3-0", [ssp], 3, TaskMode.STANDBY)
-    model = JobModel({"job.name": "x"}, [ContainerModel("0", [active]), ContainerModel("0-0", [standby])])
+    model = JobModel(
+        {"job.name": "x"}, [ContainerModel("0", [active]), ContainerModel("0-0", [standby])]
+    )
     text = model.to_json()
-    assert text.startswith('{"config":{"job.name":"x"},"containers":{"0":{"processor-id":"0","tasks"')
+    assert text.startswith(
+        '{"config":{"job.name":"x"},"containers":{"0":{"processor-id":"0","tasks"'
+    )
     assert '{"system":"kafka","partition":3,"stream":"PVE","keyBucket":-1}' in text
     assert text.endswith('"max-change-log-stream-partitions":4}')
     assert JobModel.from_json(text) == model
@@ -132,7 +136,9 @@ def test_max_changelog_partitions() -> None:
 def test_lookup_helpers() -> None:
     active = TaskModel("Partition 0", [SystemStreamPartition("k", "s", 0)], 0)
     standby = TaskModel("Standby-Partition 0-0", active.ssps, 0, TaskMode.STANDBY)
-    model = JobModel({}, [ContainerModel("p1", [active], "a"), ContainerModel("p2", [standby], "b")])
+    model = JobModel(
+        {}, [ContainerModel("p1", [active], "a"), ContainerModel("p2", [standby], "b")]
+    )
     assert model.container_of("Partition 0") == model.containers["p1"]
     assert model.processor_of("Standby-Partition 0-0") == "p2"
     assert model.processor_of("nope") is None
@@ -156,7 +162,9 @@ def test_job_model_is_immutable_and_checks_consistency() -> None:
         JobModel({}, {"2": ContainerModel("1")})
     with pytest.raises(ModelError, match="twice"):
         JobModel({}, [ContainerModel("1"), ContainerModel("1")])
-    twice = JobModel({}, [ContainerModel("1", [TaskModel("t")]), ContainerModel("2", [TaskModel("t")])])
+    twice = JobModel(
+        {}, [ContainerModel("1", [TaskModel("t")]), ContainerModel("2", [TaskModel("t")])]
+    )
     with pytest.raises(ModelError, match="two containers"):
         twice.task_models()
     assert hash(model) == hash(JobModel.from_json(model.to_json()))

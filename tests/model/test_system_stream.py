@@ -35,7 +35,10 @@ def test_equality_includes_key_bucket_and_hash_is_stable() -> None:
 
 def test_str_is_samzas_form() -> None:
     assert str(SystemStreamPartition("kafka", "PVE", 0)) == "SystemStreamPartition [kafka, PVE, 0]"
-    assert str(SystemStreamPartition("kafka", "PVE", 0, 1)) == "SystemStreamPartition [kafka, PVE, 0, 1]"
+    assert (
+        str(SystemStreamPartition("kafka", "PVE", 0, 1))
+        == "SystemStreamPartition [kafka, PVE, 0, 1]"
+    )
     assert str(SystemStream("kafka", "PVE")) == "SystemStream [system=kafka, stream=PVE]"
 
 
@@ -43,7 +46,9 @@ def test_json_round_trip_and_pre_elasticity_form() -> None:
     ssp = SystemStreamPartition("foo", "bar", 1)
     assert ssp.to_json() == {"system": "foo", "partition": 1, "stream": "bar", "keyBucket": -1}
     assert list(ssp.to_json()) == ["system", "partition", "stream", "keyBucket"]
-    assert SystemStreamPartition.from_json({"system": "foo", "stream": "bar", "partition": 1}) == ssp
+    assert (
+        SystemStreamPartition.from_json({"system": "foo", "stream": "bar", "partition": 1}) == ssp
+    )
     with_bucket = {"system": "foo", "stream": "bar", "partition": 1, "keyBucket": 1}
     assert SystemStreamPartition.from_json(with_bucket) == SystemStreamPartition("foo", "bar", 1, 1)
 
