@@ -82,18 +82,19 @@ class GrouperMetadata:
 
         The previous assignment counts **active** tasks only (Samza's JobModelHelper rule), so
         a standby assignment never looks like a previous active placement. Without a
-        ``task_locality``, a task's location is that of its previous container when known.
+        ``task_locality``, every task's location (standby tasks included, so they can return
+        to it) is that of its previous container when known.
         """
         if previous is None:
             return cls(processor_locality=processor_locality, task_locality=task_locality or {})
         previous_processor = previous.task_to_processor(mode=TaskMode.ACTIVE)
         if task_locality is None:
-            derived: dict[str, LocationId] = {}
-            for name, processor_id in previous_processor.items():
-                location = previous.containers[processor_id].location_id
-                if location is not None:
-                    derived[name] = location
-            task_locality = derived
+            task_locality = {
+                name: container.location_id
+                for container in previous.containers.values()
+                if container.location_id is not None
+                for name in container.tasks
+            }
         return cls(
             processor_locality=processor_locality,
             task_locality=task_locality,
