@@ -26,7 +26,7 @@ import copy
 import math
 import warnings
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from samza_nb.config import Config
@@ -265,21 +265,9 @@ class _Planner:
             spec.op_id: {} for spec in operators if isinstance(spec, _Join)
         }
         for stream_id, start in input_ops.items():
-            seen: set[int] = set()
-            stack: list[OperatorSpec] = [start]
-            while stack:
-                spec = stack.pop()
-                if id(spec) in seen:
-                    continue
-                seen.add(id(spec))
+            for spec in _within_stage(start, table_joins):
                 if isinstance(spec, _Join):
                     joins[spec.op_id][stream_id] = None
-                if isinstance(spec, _Shuffle):
-                    continue
-                following = list(spec.next_ops)
-                if isinstance(spec, SendToTableOperatorSpec) and spec.table is not None:
-                    following.extend(table_joins.get(spec.table.table_id, ()))
-                stack.extend(reversed(following))
         side_inputs = {
             table_id: [side.stream_id for side in decl.side_inputs]
             for table_id, decl in self.graph.tables.items()
@@ -596,18 +584,33 @@ def _producers(
     input operator through ``next_ops``, stopping at the first partition_by/broadcast."""
     feeding: dict[str, set[str]] = {stream_id: set() for stream_id in shuffles}
     for stream_id, start in input_ops.items():
-        seen: set[int] = set()
-        stack: list[OperatorSpec] = [start]
-        while stack:
-            spec = stack.pop()
-            if id(spec) in seen:
-                continue
-            seen.add(id(spec))
+        for spec in _within_stage(start):
             if isinstance(spec, _Shuffle):
                 feeding[spec.stream_id].add(stream_id)
-                continue
-            stack.extend(spec.next_ops)
     return {stream_id: frozenset(sources) for stream_id, sources in feeding.items()}
+
+
+def _within_stage(
+    start: OperatorSpec,
+    table_joins: Mapping[str, list[StreamTableJoinOperatorSpec]] | None = None,
+) -> Iterator[OperatorSpec]:
+    """Every operator reachable from ``start`` without crossing a shuffle (the shuffle itself
+    is yielded, not followed). With ``table_joins``, send_to(table) also leads to every
+    stream-table join on that table (SAMZA.md §11.4 step 4)."""
+    seen: set[int] = set()
+    stack: list[OperatorSpec] = [start]
+    while stack:
+        spec = stack.pop()
+        if id(spec) in seen:
+            continue
+        seen.add(id(spec))
+        yield spec
+        if isinstance(spec, _Shuffle):
+            continue
+        following = list(spec.next_ops)
+        if table_joins and isinstance(spec, SendToTableOperatorSpec) and spec.table is not None:
+            following.extend(table_joins.get(spec.table.table_id, ()))
+        stack.extend(reversed(following))
 
 
 def _window_ms(operators: Iterable[OperatorSpec]) -> int | None:

@@ -520,23 +520,23 @@ class Job:
     ) -> EpochAssignment:
         checkpoint = self._checkpoint_cache.get(task) or Checkpoint()
         ssps = sorted((ssp.stream, ssp.partition) for ssp in self._task_ssps[task])
-        plan = self.checkpoints.pending_plan(task, checkpoint.seq)
-        if plan is None:
-            limit = self.config.get_int("task.max.epoch.messages")
-            bounds = {}
-            for stream_id, partition in ssps:
-                key = ssp_key(stream_id, partition)
-                start = checkpoint.offsets.get(key, self._default_offset(stream_id, key, newest))
-                fetch = not (self._drain_requested and self.plan.streams[stream_id].kind == "input")
-                bounds[key] = min(newest.get(key, start), start + limit) if fetch else start
-            plan = EpochPlan(checkpoint.seq, now, bounds, self._drain_requested)
-            self.checkpoints.write_plan(task, plan)
         start_offsets = {
             ssp_key(s, p): checkpoint.offsets.get(
                 ssp_key(s, p), self._default_offset(s, ssp_key(s, p), newest)
             )
             for s, p in ssps
         }
+        plan = self.checkpoints.pending_plan(task, checkpoint.seq)
+        if plan is None:
+            limit = self.config.get_int("task.max.epoch.messages")
+            bounds = {}
+            for stream_id, partition in ssps:
+                key = ssp_key(stream_id, partition)
+                start = start_offsets[key]
+                fetch = not (self._drain_requested and self.plan.streams[stream_id].kind == "input")
+                bounds[key] = min(newest.get(key, start), start + limit) if fetch else start
+            plan = EpochPlan(checkpoint.seq, now, bounds, self._drain_requested)
+            self.checkpoints.write_plan(task, plan)
         container = model.containers[processor_id]
         return EpochAssignment(
             task_name=task,
@@ -636,29 +636,35 @@ class Job:
                 self.plan.streams[stream_id].system.delete_before(stream_id, int(partition), offset)
 
     def _caught_up(self) -> bool:
+        return not any(
+            lag for (task, _ssp), lag in self._ssp_lags().items() if task not in self._done_tasks
+        )
+
+    def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
+        """Per (task, SSP) of consumed streams: messages between checkpoint and newest offset."""
         newest = self._newest_offsets()
+        lags = {}
         for task, ssps in self._task_ssps.items():
-            if task in self._done_tasks:
-                continue
             checkpoint = self._checkpoint_cache.get(task) or Checkpoint()
             for ssp in ssps:
                 key = ssp_key(ssp.stream, ssp.partition)
-                if checkpoint.offsets.get(key, 0) < newest.get(key, 0):
-                    return False
-        return True
+                lags[(task, ssp)] = max(0, newest.get(key, 0) - checkpoint.offsets.get(key, 0))
+        return lags
 
     # -- views -----------------------------------------------------------------------------
     def status(self) -> JobStatus:
         model = self.job_model
-        newest = self._newest_offsets()
-        tasks = {}
-        for task, ssps in sorted(self._task_ssps.items()):
-            checkpoint = self._checkpoint_cache.get(task) or Checkpoint()
-            lag = sum(
-                max(0, newest.get(ssp_key(s.stream, s.partition), 0) - checkpoint.offsets.get(ssp_key(s.stream, s.partition), 0))
-                for s in ssps
-            )
-            tasks[task] = {"epochs": checkpoint.seq, "lag": lag, "done": task in self._done_tasks}
+        lag_by_task: dict[str, int] = {}
+        for (task, _ssp), lag in self._ssp_lags().items():
+            lag_by_task[task] = lag_by_task.get(task, 0) + lag
+        tasks = {
+            task: {
+                "epochs": (self._checkpoint_cache.get(task) or Checkpoint()).seq,
+                "lag": lag_by_task.get(task, 0),
+                "done": task in self._done_tasks,
+            }
+            for task in sorted(self._task_ssps)
+        }
         processors = {
             pid: ProcessorStatus(
                 pid,
@@ -673,19 +679,14 @@ class Job:
 
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores."""
-        newest = self._newest_offsets()
+        lag_by_stream: dict[str, int] = {}
+        for (_task, ssp), lag in self._ssp_lags().items():
+            lag_by_stream[ssp.stream] = lag_by_stream.get(ssp.stream, 0) + lag
         streams: dict[str, dict[str, int]] = {}
         for stream_id, info in self.plan.streams.items():
             entry = dict(self._stream_metrics.get(stream_id, {"in": 0, "out": 0}))
             if info.kind != "output":
-                lag = 0
-                for task, ssps in self._task_ssps.items():
-                    checkpoint = self._checkpoint_cache.get(task) or Checkpoint()
-                    for ssp in ssps:
-                        if ssp.stream == stream_id:
-                            key = ssp_key(ssp.stream, ssp.partition)
-                            lag += max(0, newest.get(key, 0) - checkpoint.offsets.get(key, 0))
-                entry["lag"] = lag
+                entry["lag"] = lag_by_stream.get(stream_id, 0)
             streams[stream_id] = entry
         return {
             "tasks": {task: dict(values) for task, values in sorted(self._metrics.items())},
