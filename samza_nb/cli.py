@@ -5,19 +5,40 @@ Each subcommand is a small function that adds its parser to the shared subparser
 (:class:`~samza_nb.errors.SamzaNbError`) print one line (plus the service log's last lines)
 and exit 1; bugs keep their traceback.
 
+    samza-nb run module:app [--config file.properties] [--set k=v ...] [--until ...]
+    samza-nb plan module:app [--config file.properties] [--format text|json|svg]
+    samza-nb drain module:app [--config file.properties] | --job-home DIR  [--wait]
     samza-nb services install|up [NAMES...]|down [NAMES...]|status [NAMES...]
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from samza_nb import services
-from samza_nb.errors import SamzaNbError
+from samza_nb.config import Config, parse_properties
+from samza_nb.errors import ConfigError, DrainError, SamzaNbError
 
-__all__ = ["COMMANDS", "add_services_command", "build_parser", "main"]
+if TYPE_CHECKING:
+    from samza_nb.api import ExecutionPlan, StreamApplication
+    from samza_nb.runtime import Job
+
+__all__ = [
+    "COMMANDS",
+    "add_drain_command",
+    "add_plan_command",
+    "add_run_command",
+    "add_services_command",
+    "build_parser",
+    "main",
+]
 
 
 def _print_infos(infos: Sequence[services.ServiceInfo]) -> None:
@@ -70,9 +91,210 @@ def add_services_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     parser.set_defaults(handler=_services)
 
 
-#: Every subcommand: a function adding its parser to the subparsers. Add ``run``, ``plan`` and
-#: ``drain`` here as they are written (one small function each, like add_services_command).
+# -- applications: run, plan, drain ---------------------------------------------------------
+def _config(args: argparse.Namespace) -> Config:
+    """``--config file.properties`` with ``--set key=value`` overrides on top."""
+    entries: dict[str, str] = {}
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            msg = f"--config {args.config}: no such file"
+            raise ConfigError(msg)
+        entries.update(parse_properties(path.read_text(encoding="utf-8"), source=str(path)))
+    for assignment in args.set or ():
+        key, equals, value = assignment.partition("=")
+        if not equals or not key.strip():
+            msg = f"--set {assignment!r} must be written key=value"
+            raise ConfigError(msg)
+        entries[key.strip()] = value.strip()
+    return Config(entries)
+
+
+def _application(args: argparse.Namespace) -> StreamApplication:
+    from samza_nb.api.loading import load_application
+
+    # The application's module is found relative to where the command runs, like `python -m`.
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    return load_application(args.app)
+
+
+def _add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("app", metavar="MODULE:APP", help="e.g. my_jobs.pages:app (an app or a function building one)")
+    parser.add_argument("--config", metavar="FILE", help="a Samza-style .properties file")
+    parser.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="a config entry over the file (repeatable)"
+    )
+
+
+def _until(text: str) -> str | int:
+    if text.isdigit():
+        return int(text)
+    return text
+
+
+def _progress_line(job: Job, started: float) -> str:
+    metrics = job.metrics()
+    streams = metrics["streams"]
+    read = sum(values.get("in", 0) for sid, values in streams.items() if job.plan.streams[sid].kind == "input")
+    written = sum(values.get("out", 0) for sid, values in streams.items() if job.plan.streams[sid].kind == "output")
+    lag = sum(values.get("lag", 0) for values in streams.values())
+    seconds = time.perf_counter() - started
+    rate = read / seconds if seconds > 0 else 0.0
+    return (
+        f"epoch {job.epoch:>4}  read {read:>10,}  written {written:>10,}  lag {lag:>8,}  "
+        f"{rate:>10,.0f} msg/s  {job.status().state}"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from samza_nb.runtime import run
+
+    app = _application(args)
+    config = _config(args)
+    print(repr(app.plan(config)))
+    job = run(
+        app, config, processors=args.processors, grouper=args.grouper, until=_until(args.until), background=True
+    )
+    print(f"run id {job.run_id}; metadata store {job.home}")
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM stops the job the same way Ctrl-C does: after the current epoch commits.
+        signal.signal(signal.SIGTERM, lambda *_: job.stop())
+    started = time.perf_counter()
+    last_epoch = -1
+    try:
+        while not job.status().done:
+            time.sleep(args.progress_interval)
+            if job.epoch != last_epoch:
+                last_epoch = job.epoch
+                print(_progress_line(job, started), flush=True)
+    except KeyboardInterrupt:
+        print("stopping after the current epoch ...", file=sys.stderr)
+        job.stop()
+    status = job.wait()
+    print(_progress_line(job, started))
+    for stream_id, info in sorted(job.plan.streams.items()):
+        if info.kind == "output":
+            print(f"output {stream_id}: {job.metrics()['streams'][stream_id].get('out', 0):,} messages")
+    tasks = job.metrics()["tasks"].values()
+    restores = sum(task["restores"] for task in tasks)
+    restored = sum(task["restored_records"] for task in tasks)
+    print(f"store restores from changelogs: {restores} ({restored:,} records)")
+    print(f"job {status.state} after {status.epoch} epochs")
+    return 0
+
+
+def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``samza-nb run module:app [--config file.properties]``."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run an application on Spark until its inputs end (or --until)",
+        description=(
+            "Plan and run a StreamApplication on Spark (spark.master from the config, else local). "
+            "Prints a progress line per epoch; Ctrl-C or SIGTERM stops after the current epoch "
+            "commits. Drain it from another shell with `samza-nb drain`."
+        ),
+    )
+    _add_app_arguments(parser)
+    parser.add_argument("--processors", type=int, default=1, help="logical processors (default 1)")
+    parser.add_argument("--grouper", default="group-by-container-count", help="task grouper name")
+    parser.add_argument(
+        "--until",
+        default="end-of-stream",
+        help="end-of-stream (default), caught-up, forever or a number of epochs",
+    )
+    parser.add_argument("--progress-interval", type=float, default=1.0, help=argparse.SUPPRESS)
+    parser.set_defaults(handler=_run)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    plan: ExecutionPlan = _application(args).plan(_config(args))
+    if args.format == "json":
+        print(plan.to_json())
+    elif args.format == "svg":
+        print(plan._repr_svg_())
+    else:
+        print(repr(plan))
+    return 0
+
+
+def add_plan_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``samza-nb plan module:app``."""
+    parser = subparsers.add_parser(
+        "plan",
+        help="print an application's stages, streams and operators without running it",
+        description="Plan a StreamApplication: stages split at every partition_by/broadcast.",
+    )
+    _add_app_arguments(parser)
+    parser.add_argument("--format", choices=["text", "json", "svg"], default="text")
+    parser.set_defaults(handler=_plan)
+
+
+def _metadata_store_of(args: argparse.Namespace) -> Any:
+    from samza_nb.metadata import EmbeddedMetadataStore
+    from samza_nb.runtime import metadata_store_path
+
+    if args.job_home:
+        path = Path(args.job_home) / "metadata.sqlite3"
+    elif args.app:
+        path = metadata_store_path(_application(args).plan(_config(args)))
+    else:
+        msg = "name the job: MODULE:APP (with its --config) or --job-home DIR"
+        raise ConfigError(msg)
+    if not path.is_file():
+        msg = f"no metadata store at {path}: has this job run yet?"
+        raise DrainError(msg)
+    return EmbeddedMetadataStore(path)
+
+
+def _drain(args: argparse.Namespace) -> int:
+    from samza_nb.drain import read_drain_notifications, read_run_id, write_drain_notification
+
+    store = _metadata_store_of(args)
+    try:
+        run_id = args.run_id or read_run_id(store)
+        notification_uuid = write_drain_notification(store, run_id)
+        print(f"drain requested for run {run_id} (notification {notification_uuid})")
+        if not args.wait:
+            return 0
+        # The job removes its run's notifications once every processor has stopped.
+        deadline = time.monotonic() + args.timeout
+        while any(n.uuid == notification_uuid for n in read_drain_notifications(store)):
+            if time.monotonic() > deadline:
+                msg = f"run {run_id} has not finished draining after {args.timeout:.0f} s; is it running?"
+                raise DrainError(msg)
+            time.sleep(0.5)
+        print(f"run {run_id} drained and stopped")
+        return 0
+    finally:
+        store.close()
+
+
+def add_drain_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``samza-nb drain`` against a job's metadata store."""
+    parser = subparsers.add_parser(
+        "drain",
+        help="stop a running job gracefully: finish what it read, flush windows, then stop",
+        description=(
+            "Write a drain notification (namespace samza-drain-v1) for the job's run id into its "
+            "metadata store; every processor's DrainMonitor picks it up (Drain SEP)."
+        ),
+    )
+    parser.add_argument("app", nargs="?", metavar="MODULE:APP", help="the job's application")
+    parser.add_argument("--config", metavar="FILE", help="the .properties file the job runs with")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="a config entry over the file")
+    parser.add_argument("--job-home", metavar="DIR", help="the job's folder (holds metadata.sqlite3)")
+    parser.add_argument("--run-id", help="the run to drain (default: the job's current run id)")
+    parser.add_argument("--wait", action="store_true", help="wait until the job has drained and stopped")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds --wait may take")
+    parser.set_defaults(handler=_drain)
+
+
+#: Every subcommand: a function adding its parser to the shared subparsers.
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    add_run_command,
+    add_plan_command,
+    add_drain_command,
     add_services_command,
 ]
 

@@ -20,6 +20,7 @@ from samza_nb.errors import DrainError
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 
 __all__ = [
+    "CONFIG_NAMESPACE",
     "DRAIN_NAMESPACE",
     "DrainMode",
     "DrainMonitor",

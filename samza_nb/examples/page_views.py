@@ -1,11 +1,19 @@
 """The quickstart: count US page views per page in tumbling windows.
 
 page-views -> filter(country == US) -> partition_by(page) -> keyed tumbling count -> page-counts
+
+From a shell, over the default embedded system (``$SAMZA_NB_HOME``)::
+
+    python -m samza_nb.examples.page_views --events 100000   # write the input
+    samza-nb plan samza_nb.examples.page_views:app
+    samza-nb run samza_nb.examples.page_views:app
 """
 
 from __future__ import annotations
 
+import argparse
 import random
+import sys
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -13,7 +21,7 @@ from typing import Any
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.systems import EmbeddedSystem
 
-__all__ = ["build_app", "expected_counts", "generate_page_views", "write_page_views"]
+__all__ = ["app", "build_app", "expected_counts", "generate_page_views", "write_page_views"]
 
 COUNTRIES = ("US", "US", "US", "DE", "IN", "BR")
 
@@ -69,3 +77,27 @@ def build_app(
         .send_to(counts)
     )
     return app
+
+
+def app() -> StreamApplication:
+    """The quickstart over the default embedded system (what ``samza-nb run`` loads)."""
+    return build_app(EmbeddedSystem("embedded"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write generated page views to the embedded system.")
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--path", default=None, help="embedded system folder (default $SAMZA_NB_HOME/embedded)")
+    parser.add_argument("--no-end", action="store_true", help="leave the stream open (unbounded)")
+    args = parser.parse_args(argv)
+    system = EmbeddedSystem("embedded", path=args.path)
+    events = generate_page_views(args.events, seed=args.seed)
+    write_page_views(system, events, end=not args.no_end)
+    us = sum(expected_counts(events).values())
+    print(f"wrote {len(events):,} page views ({us:,} from the US) to {system.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

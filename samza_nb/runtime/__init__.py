@@ -8,10 +8,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Job", "JobStatus", "ProcessorStatus", "run"]
+__all__ = [
+    "DrainStatesView",
+    "Job",
+    "JobStatus",
+    "ProcessorStatus",
+    "job_home",
+    "metadata_store_path",
+    "run",
+]
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job, JobStatus, ProcessorStatus, run
+    from samza_nb.runtime.job import (
+        DrainStatesView,
+        Job,
+        JobStatus,
+        ProcessorStatus,
+        job_home,
+        metadata_store_path,
+        run,
+    )
 
 
 def __getattr__(name: str) -> Any:

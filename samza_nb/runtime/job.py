@@ -22,11 +22,12 @@ from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.coordination.locality import get_location_id_provider
-from samza_nb.drain import DrainMonitor, cleanup, write_drain_notification
+from samza_nb.drain import CONFIG_NAMESPACE, DrainMonitor, cleanup, write_drain_notification
 from samza_nb.errors import ConfigError, JobError, StreamNotFoundError, TaskError
 from samza_nb.grouping import GroupByPartition, GrouperMetadata, get_grouper
 from samza_nb.metadata import EmbeddedMetadataStore, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
+from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
 from samza_nb.runtime.task import (
@@ -39,11 +40,18 @@ from samza_nb.runtime.task import (
     store_names,
 )
 
-__all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "run"]
+__all__ = [
+    "DrainStatesView",
+    "Job",
+    "JobStatus",
+    "ProcessorStatus",
+    "job_home",
+    "metadata_store_path",
+    "run",
+]
 
 _UNTIL = ("end-of-stream", "caught-up", "forever")
 _IDLE_SLEEP_S = 0.2
-_CONFIG_NAMESPACE = "set-config"
 _JOB_MODEL_NAMESPACE = "samza-nb-job-model-v1"
 
 
@@ -194,7 +202,7 @@ class Job:
         self._drain_requested = False
         self.system = default_system(self.plan)
         self.home = self._job_home()
-        self.metadata: MetadataStore = EmbeddedMetadataStore(self.home / "metadata.sqlite3")
+        self.metadata: MetadataStore = EmbeddedMetadataStore(metadata_store_path(self.plan))
         self.checkpoints = CheckpointStore(self.metadata)
         self.store_root = str(self.home / "stores")
         self.run_id = self._resolve_run_id()
@@ -224,14 +232,11 @@ class Job:
 
     # -- setup -----------------------------------------------------------------------------
     def _job_home(self) -> Path:
-        configured = self.config.get_str("job.home")
-        if configured:
-            return Path(configured).expanduser()
-        return Path(self.system.path) / "jobs" / f"{self.plan.app_name}-{self.plan.job_id}"
+        return job_home(self.plan)
 
     def _resolve_run_id(self) -> str:
         run_id = self.config.get_str("app.run.id") or uuid.uuid4().hex
-        store = NamespacedMetadataStore(self.metadata, _CONFIG_NAMESPACE)
+        store = NamespacedMetadataStore(self.metadata, CONFIG_NAMESPACE)
         store.put("app.run.id", run_id.encode())
         store.flush()
         return run_id
@@ -720,6 +725,20 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.plan.app_name!r}, state={self._state!r}, epoch={self.epoch})"
+
+
+def job_home(plan: ExecutionPlan) -> Path:
+    """The folder of a job's metadata store and state: ``job.home``, else
+    ``{system path}/jobs/{app}-{job id}`` in the job's default system."""
+    configured = plan.config.get_str("job.home")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(default_system(plan).path) / "jobs" / f"{plan.app_name}-{plan.job_id}"
+
+
+def metadata_store_path(plan: ExecutionPlan) -> Path:
+    """The job's embedded metadata store (checkpoints, run id, drain notifications)."""
+    return job_home(plan) / "metadata.sqlite3"
 
 
 def run(

@@ -1,0 +1,62 @@
+"""Finding an application by name: ``package.module:attribute`` (the CLI and the magics).
+
+The attribute may be a :class:`StreamApplication` or a function of no arguments that builds one
+(so a module can defer creating its systems until it is run).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from samza_nb.api.application import StreamApplication
+from samza_nb.errors import ConfigError
+
+__all__ = ["as_application", "load_application"]
+
+
+def as_application(value: Any, name: str) -> StreamApplication:
+    """``value`` itself if it is an application, else what calling it (no arguments) returns."""
+    if isinstance(value, StreamApplication):
+        return value
+    if callable(value):
+        built = _call_factory(value, name)
+        if isinstance(built, StreamApplication):
+            return built
+        msg = f"{name}() returned {type(built).__name__}, not a StreamApplication"
+        raise ConfigError(msg)
+    msg = (
+        f"{name} is a {type(value).__name__}, not a StreamApplication or a function of no "
+        f"arguments returning one"
+    )
+    raise ConfigError(msg)
+
+
+def _call_factory(factory: Callable[[], Any], name: str) -> Any:
+    try:
+        return factory()
+    except TypeError as error:
+        msg = f"{name} must be callable with no arguments to build the application: {error}"
+        raise ConfigError(msg) from error
+
+
+def load_application(spec: str) -> StreamApplication:
+    """Import ``package.module:attribute`` and return the application it names."""
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        msg = f"application {spec!r} must be written module:attribute, e.g. my_jobs.pages:app"
+        raise ConfigError(msg)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        msg = f"application {spec!r}: no module named {error.name!r} (is it on PYTHONPATH?)"
+        raise ConfigError(msg) from error
+    value: Any = module
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            public = sorted(n for n in dir(value) if not n.startswith("_"))
+            msg = f"application {spec!r}: {module_name} has no attribute {attribute!r}; it has {public}"
+            raise ConfigError(msg)
+        value = getattr(value, part)
+    return as_application(value, spec)

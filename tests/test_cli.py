@@ -1,0 +1,168 @@
+"""``samza-nb run``, ``plan`` and ``drain`` against the quickstart application."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from samza_nb.cli import main
+from samza_nb.drain import read_drain_notifications, read_run_id
+from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.metadata import EmbeddedMetadataStore
+from samza_nb.systems import EmbeddedSystem
+
+QUICKSTART = "samza_nb.examples.page_views:app"
+
+
+@pytest.fixture
+def samza_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private $SAMZA_NB_HOME, so the quickstart's default embedded system lives in tmp."""
+    monkeypatch.setenv("SAMZA_NB_HOME", str(tmp_path))
+    return tmp_path
+
+
+def _totals(system: EmbeddedSystem) -> dict[str, int]:
+    frame = system.read("page-counts")
+    return {str(k): int(v) for k, v in frame.groupby("key")["value"].sum().items()}
+
+
+def test_plan_prints_the_stages(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", QUICKSTART]) == 0
+    out = capsys.readouterr().out
+    assert "2 stages" in out
+    assert "partition_by-by-page" in out
+
+
+def test_plan_as_json_lists_streams_and_stages(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", QUICKSTART, "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert len(plan["stages"]) == 2
+    assert "page-views-1-partition_by-by-page" in json.dumps(plan)
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("no_such_module:app", "no module named 'no_such_module'"),
+        ("samza_nb.examples.page_views:nope", "has no attribute 'nope'"),
+        ("samza_nb.examples.page_views", "must be written module:attribute"),
+        ("samza_nb.examples.page_views:COUNTRIES", "not a StreamApplication"),
+    ],
+)
+def test_a_bad_application_name_is_one_clear_line(
+    samza_home: Path, capsys: pytest.CaptureFixture[str], spec: str, fragment: str
+) -> None:
+    assert main(["plan", spec]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("samza-nb: error:")
+    assert fragment in err
+    assert "\n" not in err
+
+
+def test_a_config_file_with_an_unknown_key_names_it(
+    samza_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    properties = tmp_path / "job.properties"
+    properties.write_text("# the job\njob.contaner.count=2\n", encoding="utf-8")
+    assert main(["plan", QUICKSTART, "--config", str(properties)]) == 1
+    err = capsys.readouterr().err
+    assert "job.contaner.count" in err
+    assert "job.container.count" in err  # did you mean
+
+
+def test_run_a_missing_input_says_how_to_create_it(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", QUICKSTART]) == 1
+    assert "create_stream('page-views'" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_run_counts_every_page_view(
+    spark: object, samza_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = generate_page_views(3_000, seed=3)
+    system = EmbeddedSystem("embedded", path=samza_home / "embedded")
+    write_page_views(system, events)
+    properties = tmp_path / "job.properties"
+    properties.write_text("task.max.epoch.messages=400\n", encoding="utf-8")
+    code = main(["run", QUICKSTART, "--config", str(properties), "--set", "app.run.id=cli-run",
+                 "--progress-interval", "0.1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "job finished" in out
+    assert "store restores from changelogs: 0" in out
+    assert _totals(system) == expected_counts(events)
+    store = EmbeddedMetadataStore(samza_home / "embedded" / "jobs" / "page-views-1" / "metadata.sqlite3")
+    assert read_run_id(store) == "cli-run"
+    store.close()
+
+
+@pytest.mark.spark
+def test_drain_stops_a_running_job_from_another_command(
+    spark: object, samza_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = generate_page_views(2_000, seed=5)
+    system = EmbeddedSystem("embedded", path=samza_home / "embedded")
+    write_page_views(system, events, end=False)  # an unbounded input: only a drain ends the job
+    codes: list[int] = []
+    runner = threading.Thread(
+        target=lambda: codes.append(
+            main(["run", QUICKSTART, "--set", "job.drain-monitor.poll.interval.ms=100",
+                  "--set", "task.max.epoch.messages=500", "--progress-interval", "0.1"])
+        )
+    )
+    runner.start()
+    job_home = samza_home / "embedded" / "jobs" / "page-views-1"
+    deadline = time.monotonic() + 120
+    while not (job_home / "metadata.sqlite3").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert main(["drain", "--job-home", str(job_home), "--wait", "--timeout", "120"]) == 0
+    runner.join(60)
+    assert not runner.is_alive()
+    assert codes == [0]
+    out = capsys.readouterr().out
+    assert "drained and stopped" in out
+    assert "job drained" in out
+    # Windows emit their panes on drain (SEP): every page view read is counted.
+    assert _totals(system) == expected_counts(events)
+    store = EmbeddedMetadataStore(job_home / "metadata.sqlite3")
+    assert read_drain_notifications(store) == []
+    store.close()
+
+
+def test_drain_without_a_job_is_a_clear_error(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["drain", "--job-home", str(samza_home / "nowhere")]) == 1
+    assert "no metadata store at" in capsys.readouterr().err
+    assert main(["drain"]) == 1
+    assert "MODULE:APP" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_quickstart_on_the_standalone_cluster_restores_nothing_in_steady_state(
+    spark_standalone: str, tmp_path: Path
+) -> None:
+    """Master + 2 workers from engine/: same counts as local, and no task rebuilds its
+    window store from the changelog between epochs (restores stay 0 over many epochs)."""
+    events = generate_page_views(4_000, seed=11)
+    system = EmbeddedSystem("embedded", path=tmp_path / "embedded")
+    write_page_views(system, events)
+    env = {**os.environ, "SAMZA_NB_HOME": str(tmp_path)}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "samza_nb.cli", "run", QUICKSTART,
+         "--set", f"spark.master={spark_standalone}", "--set", "task.max.epoch.messages=300",
+         "--set", "spark.executor.memory=512m", "--progress-interval", "0.2"],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "job finished" in result.stdout
+    epochs = int(result.stdout.rsplit("after ", 1)[1].split()[0])
+    assert epochs >= 4  # several epochs of window state carried from one to the next
+    assert "store restores from changelogs: 0 (0 records)" in result.stdout
+    assert _totals(system) == expected_counts(events)
