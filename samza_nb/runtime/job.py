@@ -200,6 +200,8 @@ class Job:
         self._error: BaseException | None = None
         self.epoch = 0
         self._drain_requested = False
+        #: The epoch running (or last run) when a processor's DrainMonitor saw the notification.
+        self.drain_seen_epoch: int | None = None
         self.system = default_system(self.plan)
         self.home = self._job_home()
         self.metadata: MetadataStore = EmbeddedMetadataStore(metadata_store_path(self.plan))
@@ -355,6 +357,8 @@ class Job:
             monitor.start()
 
     def _on_drain_notification(self) -> None:
+        if not self._drain_requested:
+            self.drain_seen_epoch = self.epoch
         self._drain_requested = True
 
     def _stop_drain_monitors(self) -> None:
@@ -538,8 +542,15 @@ class Job:
             for stream_id, partition in ssps:
                 key = ssp_key(stream_id, partition)
                 start = start_offsets[key]
-                fetch = not (self._drain_requested and self.plan.streams[stream_id].kind == "input")
-                bounds[key] = min(newest.get(key, start), start + limit) if fetch else start
+                kind = self.plan.streams[stream_id].kind
+                if not self._drain_requested:
+                    bounds[key] = min(newest.get(key, start), start + limit)
+                elif kind == "input":
+                    bounds[key] = start  # Drain: no new source data after what was fetched.
+                else:
+                    # Drain: a task reads its whole intermediate backlog in one epoch (in
+                    # bounded batches), so the drain crosses one shuffle per epoch.
+                    bounds[key] = newest.get(key, start)
             plan = EpochPlan(checkpoint.seq, now, bounds, self._drain_requested)
             self.checkpoints.write_plan(task, plan)
         container = model.containers[processor_id]
