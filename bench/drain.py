@@ -76,7 +76,13 @@ def measure(system: EmbeddedSystem, shuffles: int, rate: int, mode: str) -> dict
     writer.start()
     config = {"job.drain-monitor.poll.interval.ms": 50, "task.max.epoch.messages": 20_000}
     job: Job = run(build(system, name, shuffles), config, until="forever", background=True)
+    deadline = time.monotonic() + 300
     while job.epoch < WARM_EPOCHS:
+        if job.status().done or time.monotonic() > deadline:
+            writer.stop_event.set()
+            job.wait(timeout=60)  # raises the job's error
+            msg = f"{name} ended before warming up: {job.status()}"
+            raise RuntimeError(msg)
         time.sleep(0.02)
     started = time.perf_counter()
     if mode == "drain":

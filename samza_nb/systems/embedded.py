@@ -74,39 +74,40 @@ def default_data_dir() -> Path:
 
 
 class _Connections:
-    """One SQLite connection per (process, database file): Spark forks Python workers, and a
-    connection must never cross a fork."""
+    """One SQLite connection per (process, thread, database file). Spark forks Python workers
+    and a connection must never cross a fork; and a notebook's driver appends from several
+    threads at once (the user's cell, a job, a generator), while a connection holds only one
+    transaction at a time. SQLite's WAL and busy timeout serialize the writers."""
 
-    _lock = threading.Lock()
-    _by_key: dict[tuple[int, str], sqlite3.Connection] = {}
+    _local = threading.local()
+
+    @classmethod
+    def _mine(cls) -> dict[tuple[int, str], sqlite3.Connection]:
+        connections: dict[tuple[int, str], sqlite3.Connection] | None = getattr(cls._local, "by_key", None)
+        if connections is None:
+            connections = cls._local.by_key = {}
+        return connections
 
     @classmethod
     def get(cls, path: Path) -> sqlite3.Connection:
+        connections = cls._mine()
         key = (os.getpid(), str(path))
-        connection = cls._by_key.get(key)
-        if connection is not None:
-            return connection
-        with cls._lock:
-            connection = cls._by_key.get(key)
-            if connection is None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                connection = sqlite3.connect(
-                    str(path),
-                    timeout=_BUSY_TIMEOUT_S,
-                    isolation_level=None,
-                    check_same_thread=False,
-                )
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=NORMAL")
-                connection.executescript(_SCHEMA)
-                cls._by_key[key] = connection
-            return connection
+        connection = connections.get(key)
+        if connection is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.executescript(_SCHEMA)
+            connections[key] = connection
+        return connection
 
     @classmethod
     def close(cls, path: Path) -> None:
-        key = (os.getpid(), str(path))
-        with cls._lock:
-            connection = cls._by_key.pop(key, None)
+        """Close this thread's connection (other threads' close when their threads end)."""
+        connection = cls._mine().pop((os.getpid(), str(path)), None)
         if connection is not None:
             connection.close()
 

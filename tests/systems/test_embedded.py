@@ -100,3 +100,31 @@ def test_two_processes_append_concurrently_without_loss(tmp_path: Path) -> None:
     frame = system.read("shared")
     assert len(frame) == 400
     assert sorted(frame["offset"][frame["partition"] == 0]) == list(range(200))
+
+
+def test_threads_of_one_process_append_at_the_same_time(tmp_path: Path) -> None:
+    """A notebook's driver writes from several threads (a cell, a job, a generator) at once."""
+    import threading
+
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("events", 2)
+    errors: list[BaseException] = []
+
+    def writer(worker: int) -> None:
+        try:
+            for batch in range(40):
+                system.write("events", [{"worker": worker, "batch": batch, "i": i} for i in range(5)])
+        except BaseException as error:  # recorded for the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    frame = system.read("events")
+    assert len(frame) == 4 * 40 * 5
+    assert sorted(frame.groupby("partition")["offset"].max() + 1) == sorted(
+        frame.groupby("partition").size()
+    )  # offsets stay dense per partition
