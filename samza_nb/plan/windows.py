@@ -196,7 +196,8 @@ class WindowSpec:
 
     def set_accumulation_mode(self, mode: AccumulationMode | str) -> WindowSpec:
         try:
-            resolved = AccumulationMode(mode)
+            # Strings are taken in any case ("discarding"), as users write them in notebooks.
+            resolved = AccumulationMode(mode.upper() if isinstance(mode, str) else mode)
         except ValueError as error:
             msg = f"accumulation mode must be ACCUMULATING or DISCARDING, got {mode!r}"
             raise PlanError(msg) from error

@@ -445,11 +445,17 @@ class Job:
             return self.job_model
 
     def rebalance(self, grouper: str | None = None, **options: Any) -> JobModel:
+        """Regroup the tasks (optionally with another grouper); moved tasks continue from their
+        checkpoints. A grouper that fails leaves the running JobModel as it was."""
         with self._lock:
+            previous = (self._grouper_name, self._grouper_options)
             if grouper is not None:
-                self._grouper_name = grouper
-                self._grouper_options = options
-            self.job_model = self._compute_job_model(self.job_model)
+                self._grouper_name, self._grouper_options = grouper, options
+            try:
+                self.job_model = self._compute_job_model(self.job_model)
+            except BaseException:
+                self._grouper_name, self._grouper_options = previous
+                raise
             return self.job_model
 
     # -- the loop --------------------------------------------------------------------------
@@ -668,6 +674,16 @@ class Job:
         return lags
 
     # -- views -----------------------------------------------------------------------------
+    @property
+    def grouper(self) -> str:
+        """The registry name of the grouper that computed the current JobModel."""
+        return self._grouper_name
+
+    @property
+    def grouper_options(self) -> dict[str, Any]:
+        """The options the current grouper was given (``rebalance(grouper, **options)``)."""
+        return dict(self._grouper_options)
+
     def status(self) -> JobStatus:
         model = self.job_model
         lag_by_task: dict[str, int] = {}

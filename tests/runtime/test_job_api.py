@@ -1,0 +1,152 @@
+"""The Job handle: until=, wait timeouts, add_processor/rebalance, early-firing windows."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.api import KV, StreamApplication, Triggers, Windows
+from samza_nb.errors import ConfigError, JobError
+from samza_nb.examples.page_views import (
+    build_app,
+    expected_counts,
+    generate_page_views,
+    write_page_views,
+)
+from samza_nb.runtime import run
+from samza_nb.systems import EmbeddedSystem
+
+pytestmark = pytest.mark.spark
+
+
+class StepClock:
+    def __init__(self) -> None:
+        self.now = 5_000_000
+
+    def __call__(self) -> int:
+        self.now += 1_000
+        return self.now
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> EmbeddedSystem:
+    return EmbeddedSystem("embedded", path=tmp_path / "log")
+
+
+def _wait_for_epochs(job: Any, epochs: int) -> None:
+    deadline = time.monotonic() + 120
+    while job.epoch < epochs and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job.epoch >= epochs
+
+
+def test_until_a_number_of_epochs_then_caught_up_finishes_the_rest(spark: Any, system: EmbeddedSystem) -> None:
+    events = generate_page_views(1_200, seed=4)
+    write_page_views(system, events, end=False)
+    config = {"task.max.epoch.messages": "100"}
+    first = run(build_app(system, name="bounded"), config, until=2, clock=StepClock())
+    assert first.epoch == 2
+    assert first.status().state == "finished"
+    assert 0 < first.metrics()["streams"]["page-views"]["in"] < 1_200
+    # A new job on the same app continues from the checkpoints and stops once caught up.
+    second = run(build_app(system, name="bounded"), config, until="caught-up", clock=StepClock())
+    assert second.status().state == "finished"
+    assert second.status().tasks and all(task["lag"] == 0 for task in second.status().tasks.values())
+    assert first.metrics()["streams"]["page-views"]["in"] + second.metrics()["streams"]["page-views"]["in"] == 1_200
+
+
+def test_wait_times_out_on_an_input_that_never_ends(spark: Any, system: EmbeddedSystem) -> None:
+    write_page_views(system, generate_page_views(50), end=False)
+    job = run(build_app(system, name="open"), until="end-of-stream", background=True, clock=StepClock())
+    with pytest.raises(TimeoutError, match="still running"):
+        job.wait(timeout=1.0)
+    assert job.stop().state == "stopped"
+
+
+def test_bad_run_arguments_are_config_errors(system: EmbeddedSystem) -> None:
+    write_page_views(system, generate_page_views(5))
+    with pytest.raises(ConfigError, match="until must be one of"):
+        run(build_app(system), until="sometime")
+    with pytest.raises(ConfigError, match="processors must be a positive int"):
+        run(build_app(system), processors=0)
+
+
+def test_add_processor_at_a_new_location_moves_tasks_and_loses_nothing(spark: Any, system: EmbeddedSystem) -> None:
+    events = generate_page_views(3_000, seed=8)
+    write_page_views(system, events[:1_500], partitions=4, end=False)
+    config = {"task.max.epoch.messages": "150", "processor.locations": "host-a"}
+    job = run(build_app(system, name="grown"), config, processors=1, grouper="host-affinity",
+              until="end-of-stream", background=True, clock=StepClock())
+    _wait_for_epochs(job, 2)
+    model = job.add_processor(location_id="host-b")
+    assert set(model.containers) == {"0", "1"}
+    moved = set(model.containers["1"].tasks)
+    assert len(moved) == 2  # balanced: half of the four tasks move to the new processor
+    assert model.containers["1"].location_id == "host-b"
+    system.write("page-views", events[1_500:])
+    system.end_stream("page-views")
+    assert job.wait(timeout=300).state == "finished"
+    totals = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
+    assert totals == expected_counts(events)
+    restored_tasks = {task for task, m in job.metrics()["tasks"].items() if m["restored_records"] > 0}
+    assert restored_tasks and restored_tasks <= moved  # only the moved tasks rebuilt their windows
+
+
+def test_rebalance_with_an_unknown_grouper_lists_the_known_ones(spark: Any, system: EmbeddedSystem) -> None:
+    write_page_views(system, generate_page_views(100))
+    job = run(build_app(system, name="regroup"), processors=2, until="end-of-stream", clock=StepClock())
+    before = job.job_model
+    with pytest.raises(Exception, match="host-affinity"):
+        job.rebalance(grouper="round-robin-ish")
+    assert job.grouper == "group-by-container-count"  # a failed rebalance changes nothing
+    assert job.job_model == before
+    assert job.rebalance(grouper="host-affinity").containers.keys() == before.containers.keys()
+    assert job.grouper == "host-affinity"
+    with pytest.raises(JobError, match="no processor '7'"):
+        job.kill_processor("7")
+
+
+def test_early_firing_panes_discarding_and_accumulating(spark: Any, system: EmbeddedSystem) -> None:
+    values = [{"user": f"u{i % 3}", "n": i} for i in range(31)]
+    system.create_stream("clicks", 2)
+    system.write("clicks", values, key_fn=lambda v: v["user"])
+    system.end_stream("clicks")
+    results = {}
+    for mode in ("discarding", "accumulating"):
+        app = StreamApplication(f"early-{mode}")
+        out = app.output(system.output(f"panes-{mode}", partitions=2))
+        (
+            app.input(system.input("clicks", partitions=2))
+            .partition_by(lambda v: v["user"], lambda v: v, op_id="by-user")
+            .window(
+                Windows.keyed_tumbling(
+                    lambda kv: kv.key, timedelta(hours=1), initial=lambda: 0, fold=lambda kv, n: n + 1,
+                    early_trigger=Triggers.repeat(Triggers.count(4)), accumulation_mode=mode,
+                ),
+                op_id="count",
+            )
+            .map(lambda pane: KV(pane.key.key, pane.message))
+            .send_to(out)
+        )
+        job = run(app, until="end-of-stream", clock=StepClock())
+        frame = job.collect(f"panes-{mode}").sort_values(["partition", "offset"])
+        results[mode] = [(str(k), int(v)) for k, v in zip(frame["key"], frame["value"], strict=True)]
+    per_user = Counter(v["user"] for v in values)  # u0: 11, u1: 10, u2: 10
+    discarding: dict[str, list[int]] = {}
+    for user, count in results["discarding"]:
+        discarding.setdefault(user, []).append(count)
+    accumulating: dict[str, list[int]] = {}
+    for user, count in results["accumulating"]:
+        accumulating.setdefault(user, []).append(count)
+    for user, total in per_user.items():
+        # Discarding: every early pane holds 4 new messages; the panes add up to the total.
+        assert sum(discarding[user]) == total
+        assert discarding[user][: total // 4] == [4] * (total // 4)
+        # Accumulating: panes grow by 4 and the last one (at end-of-stream) is the total.
+        assert accumulating[user][: total // 4] == [4 * (i + 1) for i in range(total // 4)]
+        assert accumulating[user][-1] == total
