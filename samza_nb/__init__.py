@@ -18,6 +18,7 @@ __all__ = [
     "Triggers",
     "Windows",
     "__version__",
+    "load_ipython_extension",
     "run",
 ]
 
@@ -27,10 +28,12 @@ _LAZY = {
     "Windows": "samza_nb.api",
     "Triggers": "samza_nb.api",
     "run": "samza_nb.runtime",
+    "load_ipython_extension": "samza_nb.notebook",
 }
 
 if TYPE_CHECKING:
     from samza_nb.api import KV, StreamApplication, Triggers, Windows
+    from samza_nb.notebook import load_ipython_extension
     from samza_nb.runtime import run
 
 

@@ -1,0 +1,31 @@
+"""``%%samza config [NAME]``: set the session's config from a block of Samza-style properties;
+``%samza config`` shows it. ``%samza run`` and ``%samza plan`` use it under their ``--config``."""
+
+from __future__ import annotations
+
+import argparse
+
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from samza_nb.config import Config, parse_properties
+from samza_nb.notebook.magics._args import identifier
+from samza_nb.notebook.magics._session import Session
+
+__all__ = ["cell_command", "command"]
+
+
+@magic_arguments("samza config")
+def command(session: Session, args: argparse.Namespace) -> Config:
+    """The session's config, as set by the last %%samza config cell."""
+    return session.config
+
+
+@magic_arguments("samza config")
+@argument("name", nargs="?", type=identifier, metavar="NAME", help="also bind the Config to NAME")
+def cell_command(session: Session, args: argparse.Namespace, cell: str) -> Config:
+    """Replace the session's config with the cell's key=value lines (# comments allowed)."""
+    config = Config(parse_properties(cell, source="%%samza config"))
+    session.config = config
+    if args.name is not None:
+        session.shell.user_ns[args.name] = config
+    return config

@@ -1,0 +1,20 @@
+"""``%samza stop [JOB]``: stop a job after its current epoch; returns its JobStatus."""
+
+from __future__ import annotations
+
+import argparse
+
+from IPython.core.magic_arguments import magic_arguments
+
+from samza_nb.notebook.magics._args import job_argument
+from samza_nb.notebook.magics._session import Session
+from samza_nb.runtime.job import JobStatus
+
+__all__ = ["command"]
+
+
+@magic_arguments("samza stop")
+@job_argument
+def command(session: Session, args: argparse.Namespace) -> JobStatus:
+    """Stop a job after the current epoch commits."""
+    return session.job(args.job).stop()

@@ -1,0 +1,14 @@
+"""Live ipywidgets over the public API: the stage graph, DrainStates, the grouper explorer and
+run progress (docs/notebook.md, "Widgets").
+
+Every widget reads the plan or the job handle and redraws on ``refresh()``; while a job runs a
+daemon thread refreshes it until the job is done. Outside a live frontend each one displays a
+static HTML and text snapshot.
+"""
+
+from samza_nb.notebook.widgets.drain_states import DrainStatesWidget
+from samza_nb.notebook.widgets.grouper_explorer import GrouperExplorer
+from samza_nb.notebook.widgets.run_progress import RunProgress
+from samza_nb.notebook.widgets.stage_graph import StageGraph
+
+__all__ = ["DrainStatesWidget", "GrouperExplorer", "RunProgress", "StageGraph"]

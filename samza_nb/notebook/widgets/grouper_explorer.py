@@ -1,0 +1,701 @@
+"""GrouperExplorer: try a grouper, processors, locations and standbys before touching the job.
+
+The explorer starts from a *current* JobModel (the job's, a given one, or one grouped from a
+plan or task names) and keeps a *draft* of the live processors (processor id → location) that
+the controls edit. The *proposal* is what applying the draft would give, computed with the
+public grouping API exactly the way :meth:`GrouperExplorer.apply` changes the job: regroup
+with the chosen grouper, then add each new processor, then kill each removed one, every step
+grouping with the previous step's model as history (``GrouperMetadata.from_job_model``). With
+``host-affinity`` and a balanced current model the first step keeps every task where it is,
+so killing one processor moves exactly the tasks HostAffinityGrouper moves for that kill.
+
+Kill and Add only edit the draft: the running job changes when Apply is clicked, never before,
+so a kill can be tried and undone (Reset) at no cost to the job.
+
+Standby tasks (replication factor > 1) are a preview: with ``host-affinity`` they are placed
+the SEP's standalone way (:func:`assign_with_standbys`, never sharing a processor, nor a
+location when "other locations" is ticked); with the other groupers Samza's YARN way
+(:func:`add_standby_containers`, one container per replica, placed by the cluster manager).
+The running job has no standby tasks, so Apply applies the active assignment only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from samza_nb.errors import ConfigError, SamzaNbError
+from samza_nb.grouping import (
+    Balance,
+    GroupByContainerCount,
+    GroupByContainerIds,
+    GroupByPartition,
+    GrouperMetadata,
+    HostAffinityGrouper,
+    Move,
+    SingleContainerGrouper,
+    active_task_name,
+    add_standby_containers,
+    assign_with_standbys,
+    balance,
+    build_task_models,
+    check_standby_invariants,
+    get_grouper,
+    grouper_names,
+    min_moves,
+    moved_tasks,
+    task_assignment,
+)
+from samza_nb.model import (
+    JobModel,
+    SystemStreamPartition,
+    TaskMode,
+    TaskModel,
+    java_sorted,
+)
+from samza_nb.notebook.widgets._html import count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.plan.execution_plan import ExecutionPlan
+
+if TYPE_CHECKING:
+    from samza_nb.runtime.job import Job
+
+__all__ = ["GrouperExplorer", "group", "tasks_of_plan"]
+
+_ERROR = "#cf222e"
+_OK = "#1a7f37"
+_MODEL_HEADERS = [
+    "processor",
+    "location",
+    "active",
+    "moved in",
+    "moved out",
+    "active tasks",
+    "standby tasks",
+]
+_MOVE_HEADERS = ["task", "from", "to", "from location", "to location"]
+_STANDBY_HEADERS = ["task", "active on", "standbys on"]
+
+
+def tasks_of_plan(plan: ExecutionPlan) -> list[TaskModel]:
+    """The tasks a job of ``plan`` runs: one per input partition, as :func:`run` groups them
+    (group-by-partition, broadcast streams joining every task)."""
+    ssps: list[SystemStreamPartition] = []
+    broadcast: list[SystemStreamPartition] = []
+    for stream_id, info in plan.streams.items():
+        if info.kind == "output":
+            continue
+        for partition in range(int(info.partitions)):
+            ssp = SystemStreamPartition(info.system_name, stream_id, partition)
+            ssps.append(ssp)
+            if info.is_broadcast:
+                broadcast.append(ssp)
+    grouped = GroupByPartition(broadcast_inputs=broadcast).group(ssps)
+    return list(build_task_models(grouped).values())
+
+
+def _task_models(tasks: int | Iterable[str | TaskModel]) -> list[TaskModel]:
+    """TaskModels from a count (``Partition 0`` …), task names or TaskModels."""
+    given: list[str | TaskModel] = (
+        [f"Partition {i}" for i in range(tasks)] if isinstance(tasks, int) else list(tasks)
+    )
+    if not given:
+        msg = "tasks is empty; the explorer needs at least one task to group"
+        raise ConfigError(msg)
+    if all(isinstance(task, TaskModel) for task in given):
+        return [task for task in given if isinstance(task, TaskModel)]
+    if all(isinstance(task, str) for task in given):
+        return list(build_task_models({str(name): () for name in given}).values())
+    msg = f"tasks must be a count, task names or TaskModels (not a mix), got {given!r}"
+    raise ConfigError(msg)
+
+
+def group(
+    grouper: str,
+    tasks: Sequence[TaskModel],
+    previous: JobModel | None,
+    processors: Mapping[str, str],
+    config: Mapping[str, str],
+    options: Mapping[str, Any] | None = None,
+) -> JobModel:
+    """Group ``tasks`` over ``processors`` (id → location) with the history of ``previous``.
+
+    ``options`` are the grouper's options (a Job's ``grouper_options``); those the grouper
+    needs and ``options`` leave out are filled from the processors the way :func:`run` does.
+    """
+    options = dict(options or {})
+    ids = sorted(processors)
+    if grouper == GroupByContainerCount.name:
+        options.setdefault("container_count", len(ids))
+    elif grouper == SingleContainerGrouper.name:
+        options.setdefault("processor_id", ids[0])
+    elif grouper == GroupByContainerIds.name:
+        options.setdefault("processor_ids", ids)
+    containers = get_grouper(grouper, **options).group(
+        tasks, GrouperMetadata.from_job_model(previous, processors)
+    )
+    return JobModel(
+        config,
+        [c.replace(location_id=processors.get(c.processor_id, c.location_id)) for c in containers],
+    )
+
+
+def _processors_of(model: JobModel) -> dict[str, str]:
+    # A container without a location gets one of its own, so location checks never merge two
+    # processors whose location nobody recorded.
+    return {
+        pid: container.location_id or f"host-{pid}" for pid, container in model.containers.items()
+    }
+
+
+class GrouperExplorer(LiveWidget):
+    """Choose a grouper, processors, locations and replicas; see the assignment it gives.
+
+    Start from a job (``GrouperExplorer(job)``), a JobModel (``job_model=``), a plan
+    (``plan=``) or tasks (``tasks=`` a count or task names); without a job the current model
+    groups the tasks with ``grouper`` over ``processors`` processors ``"0"``, ``"1"`` …
+    at ``locations`` (cycled; by default one location per processor, ``host-<id>``).
+
+    ``grouper`` is the one the dropdown starts on: by default the job's (``job.grouper``), and
+    ``host-affinity`` without a job. While the dropdown shows the job's grouper, proposals and
+    Apply use the job's ``grouper_options`` too, as ``job.rebalance()`` would.
+
+    Controls (ipywidgets): ``grouper`` (Dropdown of registry names), ``processors``
+    (BoundedIntText; growing adds processors, shrinking kills the highest ids), ``locations``
+    (Text, comma-separated, one per processor in id order and cycled; read-only with a job,
+    whose processors cannot move), ``replication_factor`` (IntSlider), ``check_location``
+    (Checkbox), ``kill_choice`` (Dropdown) with ``kill_button``, ``new_location`` (Text; blank
+    gives a location of its own, ``host-<id>``) with ``add_button``, ``apply_button``
+    (disabled without a job) and ``reset_button``.
+
+    Results: ``current`` (JobModel), ``current_processors`` and ``draft`` (processor id →
+    location), ``proposal`` (JobModel with standbys when replication_factor > 1, None when the
+    draft cannot be grouped), ``active_proposal``, ``moves`` (active tasks changing processor,
+    a list of :class:`~samza_nb.grouping.Move`), ``balance`` (of active tasks),
+    ``lower_bound`` (the fewest moves any balanced assignment needs), ``violations`` (standby
+    invariant checks, empty when fine), ``error`` and, after Apply, ``applied_moves``.
+    """
+
+    def __init__(
+        self,
+        job: Job | None = None,
+        *,
+        job_model: JobModel | None = None,
+        plan: ExecutionPlan | None = None,
+        tasks: int | Iterable[str | TaskModel] | None = None,
+        processors: int = 3,
+        locations: Sequence[str] | str | None = None,
+        grouper: str | None = None,
+        replication_factor: int = 1,
+        check_location: bool = True,
+        auto_refresh: bool = True,
+        interval: float = DEFAULT_INTERVAL,
+    ) -> None:
+        given = [
+            name
+            for name, value in (
+                ("job", job),
+                ("job_model", job_model),
+                ("plan", plan),
+                ("tasks", tasks),
+            )
+            if value is not None
+        ]
+        if len(given) != 1:
+            msg = (
+                "GrouperExplorer needs exactly one of job, job_model, plan or tasks "
+                f"(got {', '.join(given) or 'none'}); e.g. GrouperExplorer(tasks=8, processors=3)"
+            )
+            raise ConfigError(msg)
+        if (
+            isinstance(replication_factor, bool)
+            or not isinstance(replication_factor, int)
+            or replication_factor < 1
+        ):
+            msg = f"replication_factor must be an int >= 1, got {replication_factor!r}"
+            raise ConfigError(msg)
+        if job is not None and not isinstance(getattr(job, "job_model", None), JobModel):
+            msg = (
+                f"GrouperExplorer's first argument is a Job, got {type(job).__name__}; "
+                "pass a plan as plan=, a JobModel as job_model=, tasks as tasks="
+            )
+            raise ConfigError(msg)
+        if grouper is None:
+            grouper = job.grouper if job is not None else HostAffinityGrouper.name
+        if grouper not in grouper_names():
+            msg = f"unknown task grouper {grouper!r}; known: {', '.join(grouper_names())}"
+            raise ConfigError(msg)
+        if job is not None:
+            current = job.job_model
+            live = _processors_of(current)
+        elif job_model is not None:
+            current = job_model
+            live = _processors_of(current)
+        else:
+            if isinstance(processors, bool) or not isinstance(processors, int) or processors < 1:
+                msg = f"processors must be a positive int, got {processors!r}"
+                raise ConfigError(msg)
+            cycle = [locations] if isinstance(locations, str) else list(locations or [])
+            live = {
+                str(i): (cycle[i % len(cycle)] if cycle else f"host-{i}") for i in range(processors)
+            }
+            models = tasks_of_plan(plan) if plan is not None else _task_models(tasks or [])
+            current = group(grouper, models, None, live, {})
+        self.current: JobModel = current
+        self.current_processors: dict[str, str] = live
+        self.draft: dict[str, str] = dict(live)
+        self.proposal: JobModel | None = None
+        self.active_proposal: JobModel | None = None
+        self.moves: list[Move] = []
+        self.balance: Balance = Balance({})
+        self.lower_bound = 0
+        self.violations: list[str] = []
+        self.error: str | None = None
+        self.applied_moves: list[Move] = []
+        self._computed_for: tuple[Any, ...] | None = None
+        self._syncing = False
+
+        self.grouper = widgets.Dropdown(
+            options=grouper_names(), value=grouper, description="grouper"
+        )
+        self.processors = widgets.BoundedIntText(
+            value=len(live), min=1, max=max(1000, len(live)), description="processors"
+        )
+        self.locations = widgets.Text(
+            description="locations",
+            continuous_update=False,
+            disabled=job is not None,
+            tooltip="comma-separated, one per processor in id order (cycled)",
+        )
+        self.replication_factor = widgets.IntSlider(
+            value=replication_factor, min=1, max=max(5, replication_factor), description="replicas"
+        )
+        self.check_location = widgets.Checkbox(
+            value=check_location, description="standbys on other locations"
+        )
+        self.kill_choice = widgets.Dropdown(description="processor")
+        self.kill_button = widgets.Button(description="Kill", button_style="danger")
+        self.new_location = widgets.Text(description="location", placeholder="host-<id>")
+        self.add_button = widgets.Button(description="Add processor")
+        self.apply_button = widgets.Button(
+            description="Apply",
+            button_style="primary",
+            disabled=job is None,
+            tooltip="rebalance the running job to this proposal" if job else "no job to apply to",
+        )
+        self.reset_button = widgets.Button(description="Reset", tooltip="back to the current model")
+        self.summary = widgets.HTML()
+        self.model_table = widgets.HTML()
+        self.moves_table = widgets.HTML()
+        self.standby_table = widgets.HTML()
+        self.checks = widgets.HTML()
+        self._sync_controls()
+
+        for control in (self.grouper, self.replication_factor, self.check_location):
+            control.observe(self._on_option, names="value")
+        self.processors.observe(self._on_processors, names="value")
+        self.locations.observe(self._on_locations, names="value")
+        self.kill_button.on_click(self._clicked(lambda: self.kill(str(self.kill_choice.value))))
+        self.add_button.on_click(self._clicked(lambda: self.add(self.new_location.value)))
+        self.apply_button.on_click(self._clicked(self.apply))
+        self.reset_button.on_click(self._clicked(self.reset))
+        super().__init__(
+            job,
+            children=[
+                widgets.HBox([self.grouper, self.processors, self.locations]),
+                widgets.HBox([self.replication_factor, self.check_location]),
+                widgets.HBox(
+                    [self.kill_choice, self.kill_button, self.new_location, self.add_button]
+                ),
+                widgets.HBox([self.apply_button, self.reset_button]),
+                self.summary,
+                self.checks,
+                self.model_table,
+                self.moves_table,
+                self.standby_table,
+            ],
+            auto_refresh=auto_refresh,
+            interval=interval,
+        )
+
+    # -- editing the draft -----------------------------------------------------------------
+    def kill(self, processor_id: str) -> JobModel | None:
+        """Remove a processor from the draft; returns the new proposal (the job is unchanged)."""
+        with self._lock:
+            if processor_id not in self.draft:
+                msg = f"no processor {processor_id!r} in the draft; processors are {java_sorted(self.draft)}"
+                raise ConfigError(msg)
+            if len(self.draft) == 1:
+                msg = "cannot kill the last processor; a job needs at least one"
+                raise ConfigError(msg)
+            del self.draft[processor_id]
+            self._draft_changed(f"killed processor {processor_id} (draft only until Apply)")
+            return self.proposal
+
+    def add(self, location: str | None = None) -> str:
+        """Add a processor to the draft at ``location`` (blank: ``host-<id>``); returns its id.
+
+        Ids continue after the largest numeric id, as :meth:`Job.add_processor` numbers them.
+        """
+        with self._lock:
+            new_id = self._add_to_draft(location)
+            self._draft_changed(
+                f"added processor {new_id} at {self.draft[new_id]} (draft only until Apply)"
+            )
+            return new_id
+
+    def _add_to_draft(self, location: str | None) -> str:
+        # Killed ids are not reused before Apply: the job adds processors before it kills any,
+        # so its new ids continue after every current one.
+        known = {*self.current_processors, *self.draft}
+        new_id = str(max((int(p) for p in known if p.isdigit()), default=-1) + 1)
+        self.draft[new_id] = (location or "").strip() or f"host-{new_id}"
+        return new_id
+
+    def reset(self) -> None:
+        """Drop the draft: back to the current model's processors."""
+        with self._lock:
+            self.draft = dict(self.current_processors)
+            self._draft_changed("draft reset to the current model")
+
+    def apply(self) -> JobModel:
+        """Rebalance the job to the draft: regroup with the chosen grouper, add the new
+        processors, kill the removed ones. Returns the job's new JobModel."""
+        job = self.job
+        if job is None:
+            msg = "this explorer has no job to apply to; create it with GrouperExplorer(job)"
+            raise ConfigError(msg)
+        with self._lock:
+            if self.active_proposal is None:
+                # The job would fail the same way, after switching to the grouper: refuse here.
+                msg = f"the draft cannot be grouped, nothing applied: {self.error}"
+                raise ConfigError(msg)
+            before = job.job_model
+            expected = task_assignment(self.active_proposal)
+            added, killed = self._changes()
+            name = str(self.grouper.value)
+            job.rebalance(grouper=name, **self._options(name))
+            for pid in added:
+                job.add_processor(self.draft[pid])
+            for pid in killed:
+                job.kill_processor(pid)
+            after = job.job_model
+            self.applied_moves = moved_tasks(before, after)
+            self.refresh()
+            text = (
+                f"applied: the job runs {len(after.containers)} processors; "
+                f"{len(self.applied_moves)} task(s) moved"
+            )
+            if task_assignment(after, mode=TaskMode.ACTIVE) != expected:
+                text += " (the job's assignment differs from the proposal)"
+            self.message.value = paragraph(text, colour=_OK)
+            return after
+
+    def _options(self, grouper: str) -> dict[str, Any]:
+        """The job's grouper options when ``grouper`` is the job's grouper; none otherwise (the
+        options of one grouper mean nothing to another)."""
+        job = self.job
+        return job.grouper_options if job is not None and grouper == job.grouper else {}
+
+    def _changes(self) -> tuple[list[str], list[str]]:
+        added = [pid for pid in self.draft if pid not in self.current_processors]
+        killed = java_sorted(pid for pid in self.current_processors if pid not in self.draft)
+        return added, killed
+
+    def _draft_changed(self, note: str) -> None:
+        self._sync_controls()
+        self._recompute()
+        self.message.value = paragraph(note)
+
+    def _sync_controls(self) -> None:
+        self._syncing = True
+        try:
+            ids = java_sorted(self.draft)
+            self.processors.value = len(ids)
+            self.locations.value = ", ".join(self.draft[pid] for pid in ids)
+            self.kill_choice.options = ids
+        finally:
+            self._syncing = False
+
+    # -- control callbacks -----------------------------------------------------------------
+    def _clicked(self, action: Callable[[], object]) -> Callable[[widgets.Button], None]:
+        """A button callback showing expected errors (bad input) as one line in the widget."""
+
+        def on_click(_button: widgets.Button) -> None:
+            try:
+                action()
+            except SamzaNbError as error:
+                self.message.value = paragraph(str(error), colour=_ERROR)
+
+        return on_click
+
+    def _on_option(self, _change: dict[str, Any]) -> None:
+        with self._lock:
+            self._recompute()
+
+    def _on_processors(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        with self._lock:
+            wanted = int(change["new"])
+            added = [
+                self._add_to_draft(self.new_location.value) for _ in range(wanted - len(self.draft))
+            ]
+            killed = java_sorted(self.draft)[wanted:]
+            for pid in killed:
+                del self.draft[pid]
+            if added:
+                self._draft_changed(f"added processors {', '.join(added)} (draft only until Apply)")
+            elif killed:
+                self._draft_changed(
+                    f"killed processors {', '.join(killed)} (draft only until Apply)"
+                )
+
+    def _on_locations(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        with self._lock:
+            entries = [entry.strip() for entry in str(change["new"]).split(",") if entry.strip()]
+            if self.job is not None or not entries:
+                why = (
+                    "a running job's processors keep their locations; kill one and add one elsewhere"
+                    if self.job is not None
+                    else "give at least one location"
+                )
+                self._sync_controls()
+                self.message.value = paragraph(why, colour=_ERROR)
+                return
+            for index, pid in enumerate(java_sorted(self.draft)):
+                self.draft[pid] = entries[index % len(entries)]
+            self._draft_changed("locations changed (draft only)")
+
+    # -- computing -------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        job = self.job
+        if job is not None and job.job_model is not self.current:
+            # The job regrouped (Apply, a magic, a kill elsewhere): its model is the new base.
+            self.current = job.job_model
+            self.current_processors = _processors_of(self.current)
+            self.draft = dict(self.current_processors)
+            self._sync_controls()
+            self.message.value = paragraph("the job regrouped: the draft starts from its new model")
+        self._recompute()
+
+    def _recompute(self) -> None:
+        key = (
+            self.current,
+            tuple(self.draft.items()),
+            self.grouper.value,
+            self.replication_factor.value,
+            self.check_location.value,
+        )
+        if key == self._computed_for:
+            return
+        self._computed_for = key
+        try:
+            self._propose()
+            self.error = None
+        except SamzaNbError as error:
+            self.error = str(error)
+            self.proposal = self.active_proposal = None
+            self.moves, self.violations = [], []
+            self.balance = Balance({})
+        self._draw()
+
+    def _propose(self) -> None:
+        name = str(self.grouper.value)
+        config = self.current.config
+        tasks = list(self.current.active_tasks().values())
+        # Processors keep their draft locations (only an explorer without a job can move one);
+        # the tasks' locations stay those of the current model, as after a host change.
+        live = {pid: self.draft.get(pid, loc) for pid, loc in self.current_processors.items()}
+        added, killed = self._changes()
+        options = self._options(name)
+        model = group(name, tasks, self.current, live, config, options)
+        for pid in added:
+            live[pid] = self.draft[pid]
+            model = group(name, tasks, model, live, config, options)
+        for pid in killed:
+            del live[pid]
+            model = group(name, tasks, model, live, config, options)
+        self.active_proposal = model
+        replicas = int(self.replication_factor.value)
+        check_location = bool(self.check_location.value)
+        if replicas == 1:
+            proposal = model
+        elif name == HostAffinityGrouper.name:
+            containers = assign_with_standbys(
+                tasks,
+                GrouperMetadata.from_job_model(model, live),
+                replicas,
+                check_location=check_location,
+            )
+            proposal = JobModel(config, containers)
+        else:
+            proposal = JobModel(config, add_standby_containers(model.containers.values(), replicas))
+        self.proposal = proposal
+        self.moves = moved_tasks(self.current, proposal)
+        self.balance = balance(model)
+        self.lower_bound = min_moves(
+            self.current.task_to_processor(mode=TaskMode.ACTIVE), live, [t.name for t in tasks]
+        )
+        self.violations = check_standby_invariants(
+            proposal, live, replication_factor=replicas, check_location=check_location
+        )
+
+    # -- drawing ---------------------------------------------------------------------------
+    def _summary_text(self) -> str:
+        tasks = len(self.current.active_tasks())
+        if self.error is not None:
+            return f"{self.grouper.value} over {len(self.draft)} processors: cannot group ({self.error})"
+        b = self.balance
+        text = (
+            f"{self.grouper.value} over {len(self.draft)} processors: {len(self.moves)} of {tasks} "
+            f"tasks move (any balanced assignment moves at least {self.lower_bound}); "
+            f"{b.min}–{b.max} active tasks per processor "
+            f"({'balanced' if b.is_balanced else 'unbalanced'})"
+        )
+        if self.replication_factor.value > 1 and self.job is not None:
+            text += "; standbys are a preview, Apply applies the active tasks"
+        return text
+
+    def _checks_text(self) -> list[str]:
+        if self.error is not None or self.active_proposal is None:
+            return []
+        replicas = self.replication_factor.value
+        lines = (
+            [f"✗ {violation}" for violation in self.violations]
+            if self.violations
+            else [f"✓ every standby invariant holds (replication factor {replicas})"]
+        )
+        # Count groupers name containers "0" … "N-1" whatever the processor ids: say so
+        # rather than let a container that no live processor runs pass unnoticed.
+        unknown = [pid for pid in self.active_proposal.containers if pid not in self.draft]
+        if unknown:
+            lines.append(
+                f"✗ {self.grouper.value} made containers {', '.join(unknown)}, which are not "
+                f"live processors ({', '.join(java_sorted(self.draft))})"
+            )
+        return lines
+
+    def _model_rows(self) -> list[list[str]]:
+        if self.proposal is None:
+            return []
+        moved_in: dict[str, int] = {}
+        moved_out: dict[str, int] = {}
+        for move in self.moves:
+            if move.after is not None:
+                moved_in[move.after] = moved_in.get(move.after, 0) + 1
+            if move.before is not None:
+                moved_out[move.before] = moved_out.get(move.before, 0) + 1
+        rows = []
+        for pid, container in self.proposal.containers.items():
+            active = container.active_tasks()
+            rows.append(
+                [
+                    pid,
+                    container.location_id or "–",
+                    count(len(active)),
+                    count(moved_in.get(pid, 0)),
+                    count(moved_out.get(pid, 0)),
+                    ", ".join(active),
+                    ", ".join(container.standby_tasks()),
+                ]
+            )
+        for pid in java_sorted(pid for pid in self.current_processors if pid not in self.draft):
+            rows.append(
+                [
+                    f"{pid} (killed)",
+                    self.current_processors[pid],
+                    "0",
+                    "0",
+                    count(moved_out.get(pid, 0)),
+                    "",
+                    "",
+                ]
+            )
+        return rows
+
+    def _move_rows(self) -> list[list[str]]:
+        def location(model: JobModel | None, pid: str | None) -> str:
+            container = None if model is None or pid is None else model.containers.get(pid)
+            return (container.location_id if container else None) or "–"
+
+        return [
+            [
+                move.task,
+                move.before or "–",
+                move.after or "–",
+                location(self.current, move.before),
+                location(self.proposal, move.after),
+            ]
+            for move in self.moves
+        ]
+
+    def _standby_rows(self) -> list[list[str]]:
+        if self.proposal is None or self.replication_factor.value == 1:
+            return []
+        standbys: dict[str, list[str]] = {}
+        for pid, container in self.proposal.containers.items():
+            for name in container.standby_tasks():
+                active = active_task_name(name)
+                place = f"{pid}@{container.location_id}" if container.location_id else pid
+                standbys.setdefault(active, []).append(place)
+        return [
+            [name, pid, ", ".join(standbys.get(name, [])) or "–"]
+            for name, pid in self.proposal.task_to_processor(mode=TaskMode.ACTIVE).items()
+        ]
+
+    def _draw(self) -> None:
+        colour = _ERROR if self.error is not None else "#24292f"
+        self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)
+        self.checks.value = "".join(
+            paragraph(line, colour=_OK if line.startswith("✓") else _ERROR)
+            for line in self._checks_text()
+        )
+        self.model_table.value = html_table(
+            _MODEL_HEADERS, self._model_rows(), caption="proposed JobModel"
+        )
+        self.moves_table.value = (
+            html_table(_MOVE_HEADERS, self._move_rows(), caption="moved tasks")
+            if self.moves
+            else ""
+        )
+        standby_rows = self._standby_rows()
+        self.standby_table.value = (
+            html_table(_STANDBY_HEADERS, standby_rows, caption="standby placement")
+            if standby_rows
+            else ""
+        )
+
+    # -- display ---------------------------------------------------------------------------
+    def snapshot_html(self) -> str:
+        return (
+            self.summary.value
+            + self.checks.value
+            + self.model_table.value
+            + self.moves_table.value
+            + self.standby_table.value
+            + self.message.value
+        )
+
+    def snapshot_text(self) -> str:
+        parts = [
+            f"GrouperExplorer: {self._summary_text()}",
+            *("  " + line for line in self._checks_text()),
+        ]
+        parts.append(text_table(_MODEL_HEADERS, self._model_rows()))
+        if self.moves:
+            parts.append(text_table(_MOVE_HEADERS, self._move_rows()))
+        standby_rows = self._standby_rows()
+        if standby_rows:
+            parts.append(text_table(_STANDBY_HEADERS, standby_rows))
+        return "\n".join(parts)
+
+    def __repr__(self) -> str:
+        return (
+            f"GrouperExplorer({self.grouper.value!r}, {len(self.draft)} processors, "
+            f"{len(self.moves)} moved, replication factor {self.replication_factor.value})"
+        )

@@ -1,0 +1,417 @@
+"""The %samza magics through a real IPython InteractiveShell (and, for the error rule, a real
+kernel): every command, what it returns, and one-line versus full errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+import samza_nb
+from samza_nb.api import StreamApplication
+from samza_nb.config import Config
+from samza_nb.errors import ConfigError, JobError
+from samza_nb.model import JobModel
+from samza_nb.notebook.magics import HelpText, SamzaMagics, Session
+from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer
+from samza_nb.plan.execution_plan import ExecutionPlan
+from samza_nb.runtime.job import Job, JobStatus
+from samza_nb.systems import EmbeddedSystem
+
+COMMANDS = (
+    "plan",
+    "run",
+    "status",
+    "drain",
+    "grouper",
+    "jobmodel",
+    "stop",
+    "kill-processor",
+    "add-processor",
+    "config",
+    "help",
+)
+
+
+def numbers_app(system: EmbeddedSystem, name: str = "numbers") -> StreamApplication:
+    """numbers -> x10 -> partition_by(n % 3) -> out: one shuffle, so drains cross a stage."""
+    app = StreamApplication(name)
+    out = app.output(system.output("out", partitions=2))
+    (
+        app.input(system.input("numbers", partitions=2))
+        .map(lambda n: n * 10)
+        .partition_by(lambda n: n % 3, op_id="by-rest")
+        .map(lambda kv: kv.value)
+        .send_to(out)
+    )
+    return app
+
+
+@pytest.fixture(scope="module")
+def shell() -> InteractiveShell:
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "samza_nb")
+    return shell
+
+
+@pytest.fixture
+def magics(shell: InteractiveShell) -> Iterator[SamzaMagics]:
+    """The registered SamzaMagics with a fresh session; names a test binds are removed after."""
+    magics = shell.magics_manager.registry["SamzaMagics"]
+    assert isinstance(magics, SamzaMagics)
+    magics.session = Session(shell)
+    magics.short_errors = None
+    before = set(shell.user_ns)
+    yield magics
+    for name in set(shell.user_ns) - before:
+        del shell.user_ns[name]
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> EmbeddedSystem:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 2)
+    system.write("numbers", range(40))
+    return system
+
+
+def samza(shell: InteractiveShell, line: str) -> Any:
+    return shell.run_line_magic("samza", line)
+
+
+# -- loading and help ----------------------------------------------------------------------------
+def test_load_ext_registers_the_line_and_cell_magic(shell: InteractiveShell) -> None:
+    assert "samza" in shell.magics_manager.magics["line"]
+    assert "samza" in shell.magics_manager.magics["cell"]
+    from samza_nb.notebook import load_ipython_extension
+
+    assert samza_nb.load_ipython_extension is load_ipython_extension
+
+
+def test_import_samza_nb_does_not_import_ipython() -> None:
+    code = "import samza_nb, sys; assert 'IPython' not in sys.modules, 'IPython imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_help_lists_every_command_and_returns_the_text(
+    shell: InteractiveShell, magics: SamzaMagics
+) -> None:
+    text = samza(shell, "help")
+    assert isinstance(text, HelpText)
+    for command in COMMANDS:
+        assert f"%samza {command}" in text
+    assert "%%samza config [NAME]" in text
+    assert samza(shell, "") == text
+    run_help = samza(shell, "help run")
+    assert "--processors N" in run_help and "--until U" in run_help
+    with pytest.raises(UsageError, match="did you mean 'status'"):
+        samza(shell, "help stauts")
+
+
+# -- APP -------------------------------------------------------------------------------------------
+def test_plan_resolves_apps_from_the_namespace_a_builder_or_module_attr(
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shell.push({"app": numbers_app(system), "build": lambda: numbers_app(system, "built")})
+    plan = samza(shell, "plan app")
+    assert isinstance(plan, ExecutionPlan)
+    assert plan.app_name == "numbers"
+    assert "numbers-1-partition_by-by-rest" in plan.intermediate_streams
+    assert samza(shell, "plan build").app_name == "built"
+
+    module = tmp_path / "my_jobs.py"
+    module.write_text(
+        textwrap.dedent(
+            f"""
+            from samza_nb.api import StreamApplication
+            from samza_nb.systems import EmbeddedSystem
+
+            def pages():
+                system = EmbeddedSystem("embedded", path={str(tmp_path / "log")!r})
+                app = StreamApplication("pages")
+                out = app.output(system.output("out", partitions=2))
+                app.input(system.input("numbers", partitions=2)).send_to(out)
+                return app
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert samza(shell, "plan my_jobs:pages").app_name == "pages"
+
+
+def test_plan_uses_the_session_config_under_config_options(
+    shell: InteractiveShell, magics: SamzaMagics, system: EmbeddedSystem
+) -> None:
+    shell.push({"app": numbers_app(system)})
+    shell.run_cell_magic("samza", "config", "task.max.epoch.messages=5\ntask.errors.skip=true\n")
+    plan = samza(shell, "plan app --config task.max.epoch.messages=9")
+    assert plan.config["task.max.epoch.messages"] == "9"
+    assert plan.config["task.errors.skip"] == "true"
+
+
+# -- %%samza config --------------------------------------------------------------------------------
+def test_config_cell_parses_properties_and_becomes_the_session_config(
+    shell: InteractiveShell, magics: SamzaMagics
+) -> None:
+    block = textwrap.dedent(
+        """
+        # drains are noticed quickly in a notebook
+        job.drain-monitor.poll.interval.ms = 200
+
+        task.max.epoch.messages=500
+        """
+    )
+    config = shell.run_cell_magic("samza", "config settings", block)
+    assert config == Config(
+        {"job.drain-monitor.poll.interval.ms": "200", "task.max.epoch.messages": "500"}
+    )
+    assert shell.user_ns["settings"] is config
+    assert samza(shell, "config") is config
+    assert magics.session.config is config
+
+
+# -- running jobs ----------------------------------------------------------------------------------
+@pytest.mark.spark
+def test_run_and_the_job_commands_on_a_finished_job(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+) -> None:
+    system.end_stream("numbers")
+    shell.push({"app": numbers_app(system)})
+    shell.run_cell_magic("samza", "config", "task.max.epoch.messages=500\ntask.errors.skip=true")
+    job = samza(
+        shell,
+        "run app --processors 2 --grouper group-by-container-ids --until end-of-stream "
+        "--config task.max.epoch.messages=7",
+    )
+    assert isinstance(job, Job)
+    assert sorted(job.collect("out")["value"]) == [n * 10 for n in range(40)]
+    # The cell's config is under the --config overrides.
+    assert job.config["task.max.epoch.messages"] == "7"
+    assert job.config["task.errors.skip"] == "true"
+    assert magics.session.last_job is job
+
+    status = samza(shell, "status")
+    assert isinstance(status, JobStatus)
+    assert status.state == "finished" and len(status.processors) == 2
+    shell.push({"finished": job})
+    assert samza(shell, "status finished").run_id == job.run_id
+
+    model = samza(shell, "jobmodel")
+    assert isinstance(model, JobModel) and model is job.job_model
+    assert sorted(model.containers) == ["0", "1"]
+
+    explorer = samza(shell, "grouper finished")
+    assert isinstance(explorer, GrouperExplorer) and explorer.job is job
+    assert explorer.grouper.value == "group-by-container-ids"
+    assert explorer.current is job.job_model
+    # The explorer reads the grouper from the job, so a rebalance outside the magics shows.
+    job.rebalance(grouper="host-affinity")
+    assert samza(shell, "grouper").grouper.value == "host-affinity"
+
+    after_kill = samza(shell, "kill-processor 1")
+    assert isinstance(after_kill, JobModel) and sorted(after_kill.containers) == ["0"]
+    after_add = samza(shell, "add-processor --location rack-b finished")
+    assert isinstance(after_add, JobModel) and len(after_add.containers) == 2
+    assert "rack-b" in {c.location_id for c in after_add.containers.values()}
+
+    stopped = samza(shell, "stop")
+    assert isinstance(stopped, JobStatus) and stopped.state == "finished"
+
+
+@pytest.mark.spark
+def test_background_run_then_drain_wait_returns_the_drain_states(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+) -> None:
+    shell.push({"app": numbers_app(system, "drained")})
+    shell.run_cell_magic("samza", "config", "job.drain-monitor.poll.interval.ms=100")
+    job = samza(shell, "run app --background --until forever")
+    assert isinstance(job, Job)
+    assert samza(shell, "status").state == "running"
+    widget = samza(shell, "drain --wait")
+    assert isinstance(widget, DrainStatesWidget) and widget.job is job
+    assert widget.states is not None and widget.states.all_drained
+    assert job.status().state == "drained"
+    assert sorted(job.collect("out")["value"]) == [n * 10 for n in range(40)]
+
+
+@pytest.mark.spark
+def test_stop_a_background_job(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+) -> None:
+    shell.push({"app": numbers_app(system, "stopped")})
+    samza(shell, "run app --background --until forever")
+    status = samza(shell, "stop")
+    assert isinstance(status, JobStatus) and status.state == "stopped"
+
+
+@pytest.mark.spark
+def test_background_run_shows_progress_and_the_widgets_start_on_the_job(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    system.end_stream("numbers")
+    shell.push({"app": numbers_app(system, "widgets")})
+    job = samza(shell, "run app --background --grouper single-container")
+    job.wait(60)
+    # A plain shell prints what display() shows: the live progress widget's text form.
+    assert "RunProgress" in capsys.readouterr().out
+    explorer = samza(shell, "grouper")
+    assert isinstance(explorer, GrouperExplorer)
+    assert explorer.grouper.value == "single-container"
+    assert isinstance(samza(shell, "drain"), DrainStatesWidget)
+
+
+# -- errors ----------------------------------------------------------------------------------------
+BAD_INPUT = [
+    pytest.param("run nope", ConfigError, "no application 'nope'", id="unknown-app-name"),
+    pytest.param("run answer", ConfigError, "answer is a int", id="name-not-an-app"),
+    pytest.param("plan no_such_module:app", ConfigError, "no module named", id="bad-module"),
+    pytest.param(
+        "run app --grouper host-afinity",
+        ConfigError,
+        "unknown task grouper 'host-afinity'; did you mean 'host-affinity'? known: ",
+        id="unknown-grouper",
+    ),
+    pytest.param(
+        "run app --config job.container.cout=2", ConfigError, "did you mean", id="bad-key"
+    ),
+    pytest.param("status", JobError, "no job yet", id="no-job"),
+    pytest.param("status answer", JobError, "answer is a int, not a Job", id="not-a-job"),
+]
+
+
+@pytest.mark.parametrize(("line", "error", "message"), BAD_INPUT)
+def test_bad_input_is_one_line_with_short_errors(
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+    line: str,
+    error: type[Exception],
+    message: str,
+) -> None:
+    magics.short_errors = True
+    shell.push({"app": numbers_app(system), "answer": 42})
+    with pytest.raises(UsageError) as raised:
+        samza(shell, line)
+    text = str(raised.value)
+    assert "\n" not in text
+    assert text.startswith(f"%samza {line.split()[0]}: ")
+    assert message in text
+    assert isinstance(raised.value.__cause__, error)
+    # Nothing was started: no job, no job folder in the system.
+    assert magics.session.last_job is None
+    assert not (Path(system.path) / "jobs").exists()
+
+
+# None: the automatic rule, which gives full errors under pytest.
+@pytest.mark.parametrize("setting", [False, None])
+@pytest.mark.parametrize(("line", "error", "message"), BAD_INPUT)
+def test_bad_input_raises_the_original_error_without_short_errors(
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+    line: str,
+    error: type[Exception],
+    message: str,
+    setting: bool | None,
+) -> None:
+    magics.short_errors = setting
+    shell.push({"app": numbers_app(system), "answer": 42})
+    with pytest.raises(error, match=message.split(";")[0]):
+        samza(shell, line)
+
+
+@pytest.mark.parametrize("short", [True, False])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("run app --bogus", "%samza run: unrecognized arguments: --bogus (see %samza help run)"),
+        ("run app --processors 0", "argument --processors: must be a whole number of at least 1"),
+        (
+            "run app --until sometimes",
+            "argument --until: must be end-of-stream, caught-up, forever",
+        ),
+        ("run --config a=1 app", "got 'app' (write APP before --config)"),
+        ("run", "the following arguments are required: APP"),
+        ("frobnicate", "%samza: unknown command 'frobnicate'; commands: add-processor, config"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors_in_both_modes(
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+    line: str,
+    message: str,
+    short: bool,
+) -> None:
+    magics.short_errors = short
+    shell.push({"app": numbers_app(system)})
+    with pytest.raises(UsageError) as raised:
+        samza(shell, line)
+    assert "\n" not in str(raised.value)
+    assert message in str(raised.value)
+
+
+def test_cell_errors(shell: InteractiveShell, magics: SamzaMagics) -> None:
+    magics.short_errors = True
+    with pytest.raises(UsageError, match=r"did you mean 'job.container.count'\?$"):
+        shell.run_cell_magic("samza", "config", "# two processors\njob.container.cout=2\n")
+    with pytest.raises(UsageError, match="run takes no cell body"):
+        shell.run_cell_magic("samza", "run app", "job.container.count=2")
+    with pytest.raises(UsageError, match="argument NAME: must be a Python name, got '1st'"):
+        shell.run_cell_magic("samza", "config 1st", "job.container.count=2")
+    assert magics.session.config == Config()
+
+
+# -- the short-error rule in a real kernel -------------------------------------------------------
+@pytest.mark.slow
+def test_a_kernel_gives_one_line_to_a_frontend_and_full_errors_to_batch_runners(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jupyter_client.manager import start_new_kernel
+
+    # The kernel inherits the environment; without this it would see pytest and never shorten.
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+
+        def error_of(code: str, *, allow_stdin: bool) -> dict[str, Any]:
+            reply = client.execute_interactive(code, allow_stdin=allow_stdin, timeout=60)
+            content: dict[str, Any] = reply["content"]
+            return content
+
+        assert error_of("%load_ext samza_nb", allow_stdin=False)["status"] == "ok"
+        # A notebook frontend (JupyterLab, VS Code) accepts input: one line.
+        frontend = error_of("%samza run nope", allow_stdin=True)
+        assert frontend["ename"] == "UsageError"
+        assert frontend["evalue"].startswith("%samza run: no application 'nope'")
+        # papermill and nbconvert (through nbclient) never accept input: the real error.
+        batch = error_of("%samza run nope", allow_stdin=False)
+        assert batch["ename"] == "ConfigError"
+        assert "_session.py" in "".join(batch["traceback"])
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

@@ -1,0 +1,403 @@
+"""The notebook widgets, driven without a browser: set values, click buttons, call refresh()."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.api import StreamApplication
+from samza_nb.errors import ConfigError
+from samza_nb.grouping import (
+    GrouperMetadata,
+    HostAffinityGrouper,
+    check_standby_invariants,
+    moved_tasks,
+    task_assignment,
+)
+from samza_nb.model import JobModel, TaskMode
+from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer, RunProgress, StageGraph
+from samza_nb.notebook.widgets.drain_states import DRAINED_COLOUR
+from samza_nb.notebook.widgets.grouper_explorer import tasks_of_plan
+from samza_nb.runtime import Job, run
+from samza_nb.systems import EmbeddedSystem
+
+SECRET = "hunter2-do-not-show"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def shuffle_app(system: EmbeddedSystem, name: str) -> StreamApplication:
+    """events (2 partitions) → map → partition_by(user) → send_to(out): two stages."""
+    app = StreamApplication(name)
+    out = app.output(system.output("out", partitions=2))
+    (
+        app.input(system.input("events", partitions=2))
+        .map(lambda e: {**e, "seen": True})
+        .partition_by(lambda e: e["user"], lambda e: e, op_id="by-user")
+        .map(lambda kv: kv.value)
+        .send_to(out)
+    )
+    return app
+
+
+def events(start: int, count: int) -> list[dict[str, Any]]:
+    return [{"user": f"u{i % 5}", "i": i} for i in range(start, start + count)]
+
+
+def host_affinity_moves(current: JobModel, live: dict[str, str]) -> list[Any]:
+    """What HostAffinityGrouper moves when only ``live`` processors remain (the oracle)."""
+    tasks = list(current.active_tasks().values())
+    after = HostAffinityGrouper().group(tasks, GrouperMetadata.from_job_model(current, live))
+    return moved_tasks(current, after)
+
+
+# -- the grouper explorer, pure grouping ----------------------------------------------------------
+@pytest.mark.parametrize("killed", ["0", "1", "2", "3"])
+def test_kill_in_the_explorer_reports_exactly_the_host_affinity_moves(killed: str) -> None:
+    explorer = GrouperExplorer(tasks=10, processors=4, locations=["a", "a", "b", "b"])
+    current = explorer.current
+    explorer.kill_choice.value = killed
+    explorer.kill_button.click()
+
+    live = {
+        pid: loc for pid, loc in {"0": "a", "1": "a", "2": "b", "3": "b"}.items() if pid != killed
+    }
+    expected = host_affinity_moves(current, live)
+    assert explorer.moves == expected
+    assert {move.before for move in expected} == {killed}  # only the killed processor's tasks
+    assert explorer.lower_bound == len(expected)
+    assert explorer.balance.is_balanced and set(explorer.balance.counts) == set(live)
+    assert explorer.current is current  # Kill only edits the draft
+    assert explorer.kill_choice.options == tuple(sorted(live))
+    assert explorer.processors.value == 3
+    assert explorer.apply_button.disabled  # no job to apply to
+    html = explorer.snapshot_html()
+    for move in expected:
+        assert move.task in explorer.moves_table.value and move.task in html
+    assert f"{killed} (killed)" in explorer.model_table.value
+
+
+def test_add_resize_and_reset_edit_the_draft_only() -> None:
+    explorer = GrouperExplorer(tasks=9, processors=3, locations="rack-1")
+    current = explorer.current
+    explorer.new_location.value = "rack-2"
+    explorer.add_button.click()
+    assert explorer.draft == {"0": "rack-1", "1": "rack-1", "2": "rack-1", "3": "rack-2"}
+    expected = host_affinity_moves(current, explorer.draft)
+    assert explorer.moves == expected and len(expected) == 2  # the new one takes ⌊9/4⌋ tasks
+    assert {move.after for move in expected} == {"3"}
+
+    explorer.processors.value = 2  # shrinking kills the highest ids
+    assert list(explorer.draft) == ["0", "1"]
+    assert explorer.locations.value == "rack-1, rack-1"
+    # Processor 3 was added and killed again in the draft: only processor 2 is gone.
+    assert explorer.moves == host_affinity_moves(current, {"0": "rack-1", "1": "rack-1"})
+    explorer.reset_button.click()
+    assert explorer.draft == {"0": "rack-1", "1": "rack-1", "2": "rack-1"}
+    assert explorer.moves == [] and explorer.current is current
+
+
+def test_locations_are_positional_and_cycle() -> None:
+    explorer = GrouperExplorer(tasks=6, processors=4)
+    assert explorer.locations.value == "host-0, host-1, host-2, host-3"
+    explorer.locations.value = "a, b"
+    assert explorer.draft == {"0": "a", "1": "b", "2": "a", "3": "b"}
+    assert [c.location_id for c in explorer.proposal.containers.values()] == ["a", "b", "a", "b"]
+    explorer.locations.value = " , "
+    assert "at least one location" in explorer.message.value
+    assert explorer.locations.value == "a, b, a, b"  # the text shows the draft again
+
+
+def test_standby_placement_and_invariant_checks() -> None:
+    explorer = GrouperExplorer(tasks=6, processors=3, locations=["a", "a", "b"])
+    explorer.replication_factor.value = 2
+    proposal = explorer.proposal
+    assert explorer.error is None and explorer.violations == []
+    assert len(proposal.standby_tasks()) == 6
+    assert check_standby_invariants(proposal, explorer.draft, replication_factor=2) == []
+    assert "✓ every standby invariant holds" in explorer.checks.value
+    assert "standby placement" in explorer.standby_table.value
+
+    explorer.replication_factor.value = 3  # three copies cannot sit on two locations
+    assert explorer.proposal is None and "needs 3 distinct locations" in explorer.error
+    assert "cannot group" in explorer.summary.value
+    explorer.check_location.value = False  # distinct processors are enough then
+    assert explorer.error is None and explorer.violations == []
+    assert len(explorer.proposal.standby_tasks()) == 12
+
+    explorer.grouper.value = "group-by-container-count"  # Samza's YARN standby containers
+    containers = explorer.proposal.containers
+    assert {"0-0", "0-1", "1-0", "2-1"} <= set(containers)
+    assert explorer.violations == [] and explorer.balance.is_balanced
+
+
+def test_count_grouper_after_a_kill_names_containers_that_are_not_live() -> None:
+    explorer = GrouperExplorer(tasks=6, processors=3, grouper="group-by-container-count")
+    explorer.kill("1")
+    assert set(explorer.active_proposal.containers) == {"0", "1"}
+    assert "which are not live processors" in explorer.checks.value
+    explorer.grouper.value = "single-container"
+    assert list(explorer.active_proposal.containers) == ["0"]
+    explorer.grouper.value = "group-by-container-ids"
+    assert set(explorer.active_proposal.containers) == {"0", "2"}
+
+
+def test_explorer_sources_and_bad_input() -> None:
+    with pytest.raises(ConfigError, match="exactly one of job, job_model, plan or tasks"):
+        GrouperExplorer()
+    with pytest.raises(ConfigError, match="exactly one"):
+        GrouperExplorer(tasks=3, job_model=JobModel())
+    with pytest.raises(ConfigError, match="unknown task grouper 'host-afinity'"):
+        GrouperExplorer(tasks=3, grouper="host-afinity")
+    with pytest.raises(ConfigError, match="replication_factor must be an int >= 1"):
+        GrouperExplorer(tasks=3, replication_factor=0)
+    with pytest.raises(ConfigError, match="pass a plan as plan="):
+        GrouperExplorer(JobModel())  # type: ignore[arg-type]
+    named = GrouperExplorer(tasks=["b", "a"], processors=1)
+    assert list(named.current.containers["0"].tasks) == ["a", "b"]
+    from_model = GrouperExplorer(job_model=named.current)
+    assert from_model.current is named.current and from_model.draft == {"0": "host-0"}
+    explorer = GrouperExplorer(tasks=2, processors=2)
+    explorer.kill_choice.value = "0"
+    explorer.kill_button.click()
+    explorer.kill_choice.value = "1"
+    explorer.kill_button.click()  # an expected error is one line in the widget
+    assert "cannot kill the last processor" in explorer.message.value
+    explorer.apply_button.click()
+    assert "no job to apply to" in explorer.message.value
+
+
+def test_explorer_displays_a_snapshot_next_to_the_widget_view() -> None:
+    explorer = GrouperExplorer(tasks=4, processors=2)
+    bundle = explorer._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW]["model_id"] == explorer.model_id
+    assert "proposed JobModel" in bundle["text/html"]
+    assert bundle["text/plain"].startswith("GrouperExplorer: host-affinity over 2 processors")
+    assert (
+        repr(explorer)
+        == "GrouperExplorer('host-affinity', 2 processors, 0 moved, replication factor 1)"
+    )
+
+
+# -- plans without a job ---------------------------------------------------------------------------
+def test_stage_graph_of_a_bare_plan(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    plan = shuffle_app(system, "bare").plan()
+    graph = StageGraph(plan)
+    assert graph.job is None and not graph.auto_refreshing
+    assert graph.graph.value.count("<svg") == 1 and 'class="samza-stage"' in graph.graph.value
+    assert "plan only" in graph.summary.value
+    text = graph.snapshot_text()
+    assert "bare-1-partition_by-by-user" in text and "intermediate" in text
+    assert [len(stage.operators) for stage in plan.stages] == [3, 3]
+    with pytest.raises(ConfigError, match="pass app.plan"):
+        StageGraph(shuffle_app(system, "app"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="nothing to refresh"):
+        graph.start_auto_refresh()
+    explorer = GrouperExplorer(plan=plan, processors=2)
+    assert sorted(explorer.current.active_tasks()) == ["Partition 0", "Partition 1"]
+
+
+def test_display_publishes_the_final_snapshot_under_its_display_id(tmp_path: Path) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    graph = StageGraph(shuffle_app(system, "shown").plan())
+    with capture_output() as captured:
+        display(graph)
+        graph.publish_snapshot()
+    first, update = captured.outputs
+    assert WIDGET_VIEW in first.data and "<svg" in first.data["text/html"]
+    assert first.transient == update.transient == {"display_id": graph._display_id}
+    assert update.update
+
+
+# -- a finished job ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def finished_job(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Job:
+    system = EmbeddedSystem("embedded", path=tmp_path_factory.mktemp("finished") / "log")
+    system.create_stream("events", 2)
+    system.write("events", events(0, 40))
+    system.end_stream("events")
+    config = {"processor.locations": "host-a,host-b", "systems.embedded.password": SECRET}
+    return run(shuffle_app(system, "finished"), config, processors=2, grouper="host-affinity")
+
+
+@pytest.mark.spark
+def test_stage_graph_counters_match_the_job_metrics(finished_job: Job) -> None:
+    graph = StageGraph(finished_job)
+    assert not graph.auto_refreshing  # the job is done: one refresh, no thread
+    streams = finished_job.metrics()["streams"]
+    assert graph.stream_counters == streams
+    assert streams["events"]["in"] == 40 and streams["out"]["out"] == 40
+    stage0, stage1 = finished_job.plan.stages
+    assert graph.stage_counters[stage0.id] == {"in": 40, "out": 40, "lag": 0}
+    assert graph.stage_counters[stage1.id]["out"] == 40
+    svg = graph.graph.value
+    assert "in 40 · lag 0" in svg and "out 40" in svg and "in 40 · out 40 · lag 0" in svg
+    assert "finished, epoch" in graph.summary.value
+    assert "40" in graph.stages_table.value and "40" in graph.streams_table.value
+    bundle = graph._repr_mimebundle_()
+    assert SECRET not in bundle["text/html"] + bundle["text/plain"]
+
+
+@pytest.mark.spark
+def test_run_progress_of_a_finished_job(finished_job: Job) -> None:
+    clock = iter([100.0, 102.0]).__next__
+    progress = RunProgress(finished_job, clock=clock)
+    assert progress.job_status.state == "finished"
+    assert (progress.messages_in, progress.messages_out, progress.lag) == (40, 40, 0)
+    assert progress.processed == 80  # 40 from events, 40 from the intermediate stream
+    assert (progress.bar.value, progress.bar.max, progress.bar.bar_style) == (40, 40, "success")
+    assert progress.rate is None
+    progress.refresh()
+    assert progress.rate == 0.0  # nothing read between the two refreshes
+    assert "40 of 40 input messages read (100%)" in progress.snapshot_text()
+
+
+@pytest.mark.spark
+def test_a_failing_refresh_is_shown_and_the_thread_still_ends(
+    finished_job: Job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    progress = RunProgress(finished_job)
+
+    def broken() -> dict[str, Any]:
+        msg = "metrics unavailable"
+        raise RuntimeError(msg)
+
+    monkeypatch.setattr(finished_job, "metrics", broken)
+    progress.start_auto_refresh(interval=0.01)
+    assert progress.join(timeout=10)  # the job is done: the thread ends after one try
+    assert progress.last_error == "RuntimeError: metrics unavailable"
+    assert "refresh failed: RuntimeError: metrics unavailable" in progress.message.value
+    assert "refresh failed" in progress.snapshot_html()
+
+
+@pytest.mark.spark
+def test_explorer_on_a_job_proposes_without_touching_it(finished_job: Job) -> None:
+    explorer = GrouperExplorer(finished_job)
+    model = finished_job.job_model
+    assert explorer.draft == {"0": "host-a", "1": "host-b"} and explorer.locations.disabled
+    explorer.kill_choice.value = "0"
+    explorer.kill_button.click()
+    assert explorer.moves == host_affinity_moves(model, {"1": "host-b"})
+    assert explorer.moves and finished_job.job_model is model  # untouched until Apply
+    explorer.locations.value = "elsewhere"
+    assert "keep their locations" in explorer.message.value
+    explorer.grouper.value = "group-by-container-count"
+    explorer.processors.value = 3  # three containers for two tasks: Samza refuses
+    assert explorer.proposal is None and "larger than task count" in str(explorer.error)
+    explorer.apply_button.click()
+    assert "cannot be grouped, nothing applied" in explorer.message.value
+    assert finished_job.job_model is model
+    assert SECRET not in explorer.snapshot_html()
+    assert sorted(t.name for t in tasks_of_plan(finished_job.plan)) == sorted(model.active_tasks())
+
+
+@pytest.mark.spark
+def test_explorer_starts_on_the_jobs_grouper_and_its_options(spark: Any, tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("events", 2)
+    system.write("events", events(0, 10))
+    system.end_stream("events")
+    config = {"processor.locations": "host-a,host-b"}
+    job = run(shuffle_app(system, "regrouped"), config, processors=2)
+    assert GrouperExplorer(job).grouper.value == job.grouper == "group-by-container-count"
+    assert GrouperExplorer(job, grouper="host-affinity").grouper.value == "host-affinity"
+
+    # One container although two processors run: the explorer keeps the job's option, so
+    # regrouping moves nothing and a new processor gets no tasks either.
+    model = job.rebalance("group-by-container-count", container_count=1)
+    explorer = GrouperExplorer(job)
+    assert explorer.moves == [] and explorer.active_proposal is not None
+    assert list(explorer.active_proposal.containers) == ["0"]
+    explorer.add("host-c")
+    assert explorer.moves == [] and list(explorer.active_proposal.containers) == ["0"]
+    # Another grouper does not get the count grouper's options: it spreads the tasks.
+    explorer.grouper.value = "host-affinity"
+    assert explorer.error is None and len(explorer.moves) == 1
+    assert sorted(explorer.active_proposal.containers) == sorted(explorer.draft)
+    explorer.grouper.value = "group-by-container-count"
+    assert explorer.apply() is job.job_model
+    assert job.grouper_options == {"container_count": 1}
+    assert task_assignment(job.job_model) == task_assignment(model)
+
+
+# -- a live job -------------------------------------------------------------------------------------
+@pytest.mark.spark
+def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("events", 2)
+    system.write("events", events(0, 200))
+    config = {
+        "task.max.epoch.messages": "20",
+        "job.drain-monitor.poll.interval.ms": "20",
+        "processor.locations": "host-a,host-b",
+    }
+    job = run(
+        shuffle_app(system, "live"),
+        config,
+        processors=2,
+        grouper="host-affinity",
+        until="forever",
+        background=True,
+    )
+    graph = StageGraph(job, interval=0.1)
+    progress = RunProgress(job, interval=0.1)
+    drain = DrainStatesWidget(job, interval=0.1)
+    explorer = GrouperExplorer(job, interval=0.1)
+    assert all(w.auto_refreshing for w in (graph, progress, drain, explorer))
+    deadline = time.monotonic() + 60
+    while job.epoch < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    new_id = explorer.add("host-c")
+    proposal = task_assignment(explorer.active_proposal)
+    before = job.job_model
+    explorer.apply_button.click()
+    assert task_assignment(job.job_model, mode=TaskMode.ACTIVE) == proposal
+    assert new_id in job.job_model.containers
+    assert explorer.applied_moves == moved_tasks(before, job.job_model)
+    assert explorer.current is job.job_model and explorer.moves == []
+    assert "applied" in explorer.message.value and "differs" not in explorer.message.value
+
+    drain.drain_button.click()
+    assert drain.drain_button.disabled
+    assert job.wait(timeout=120).state == "drained"
+    for widget in (graph, progress, drain, explorer):
+        assert widget.join(timeout=10) and not widget.auto_refreshing
+        assert widget.last_error is None
+
+    assert progress.job_status.state == "drained" and progress.bar.bar_style == "success"
+    assert progress.messages_in == job.metrics()["streams"]["events"]["in"] > 0
+    assert graph.job_status.state == "drained"
+    assert graph.stream_counters == job.metrics()["streams"]
+
+    # The slider follows the newest epoch; every SSP drained there.
+    assert drain.epoch_slider.value == drain.epoch_slider.max == job.epoch
+    assert drain.rows and all(row["drained"] for row in drain.rows)
+    assert set(drain.stream_states.values()) == {"drained"}
+    assert DRAINED_COLOUR in drain.graph.value and "✓" in drain.table.value
+    # Replaying: at the first epoch nothing had drained; inputs drain before the shuffle's stream.
+    drain.epoch_slider.value = drain.epoch_slider.min
+    assert not any(row["drained"] for row in drain.rows)
+    assert DRAINED_COLOUR not in drain.graph.value
+    intermediate = "live-1-partition_by-by-user"
+    for epoch in drain.epochs:
+        drain.epoch_slider.value = epoch
+        if drain.stream_states.get(intermediate) == "drained":
+            assert drain.stream_states["events"] == "drained"
+    upstream = [row for row in drain.states.rows if row["stream"] == intermediate]
+    # A consumer that heard both upstream drains tells the other partitions' consumers.
+    assert {row["expected"] for row in upstream} == {2}
+    assert any(len(row["heard"]) == 2 for row in upstream)
+    assert all(row["drained"] for row in upstream)
+    text = drain.snapshot_text()
+    assert "2 of 2" in text and "source" in text
+    if any(len(row["heard"]) < 2 for row in upstream):
+        assert "(aggregate)" in text
