@@ -20,6 +20,7 @@ trap stop_services EXIT
 "$VENV/bin/ruff" check samza_nb tests bench engine || exit 1
 "$VENV/bin/mypy" || exit 1
 "$VENV/bin/samza-nb" services install || exit 1
+bash engine/install-browser-deps.sh || exit 1
 "$VENV/bin/samza-nb" services up || exit 1
 "$VENV/bin/python" -m pytest "$@"
 status=$?

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -49,3 +50,37 @@ def test_runtime_python_satisfies_requires_python() -> None:
     assert version, runtime
     minimum = re.fullmatch(r">=\s*3\.(\d+)", _pyproject()["project"]["requires-python"])
     assert minimum and int(version.group(1)) >= int(minimum.group(1))
+
+
+NOTEBOOKS = ROOT / "notebooks"
+TUTORIALS = (
+    "01-quickstart",
+    "02-stages-and-shuffles",
+    "03-drain",
+    "04-groupers-and-host-affinity",
+)
+
+
+def test_the_notebooks_binder_opens_are_there() -> None:
+    assert {path.stem for path in NOTEBOOKS.glob("*.ipynb")} >= set(TUTORIALS)
+
+
+def test_notebooks_open_with_the_default_python_kernel() -> None:
+    # Binder's image has one kernel, "python3", running the environment postBuild installed
+    # samza_nb into; a notebook saved with another kernel name would ask for a kernel to pick.
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        metadata = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+        assert metadata["kernelspec"]["name"] == "python3", path.name
+        assert metadata["kernelspec"]["language"] == "python", path.name
+
+
+def test_notebooks_need_nothing_outside_the_repository() -> None:
+    # Every path comes from the parameters cell (data_dir defaults to a fresh temp folder), and
+    # the widgets need only ipywidgets, a dependency of the package (its JupyterLab extension,
+    # jupyterlab_widgets, comes with it).
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        source = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+        assert not re.search(r"""["'](/work|/home|/root|/Users|[A-Z]:\\)""", source), path.name
+    dependencies = _pyproject()["project"]["dependencies"]
+    assert any(re.match(r"ipywidgets\b", dependency) for dependency in dependencies)
