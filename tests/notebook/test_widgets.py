@@ -401,3 +401,35 @@ def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -
     assert "2 of 2" in text and "source" in text
     if any(len(row["heard"]) < 2 for row in upstream):
         assert "(aggregate)" in text
+
+
+@pytest.mark.spark
+def test_settle_views_makes_a_finished_jobs_views_final_before_the_cell_ends(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Under papermill a refresh after the last cell is lost: the magics that end a job
+    (stop, drain --wait, status) settle its views at once."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    from samza_nb.notebook.widgets import settle_views
+
+    InteractiveShell.instance()
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("events", 2)
+    system.write("events", events(0, 30))
+    system.end_stream("events")
+    job = run(shuffle_app(system, "settled"), background=True)
+    # An interval far longer than the test: only settle_views can make the view final.
+    progress = RunProgress(job, interval=3600)
+    with capture_output() as captured:
+        display(progress)
+        job.wait(timeout=120)
+        assert progress.auto_refreshing
+        settle_views(job)
+    assert not progress.auto_refreshing
+    assert progress.job_status is not None and progress.job_status.state == "finished"
+    assert progress.messages_in == 30
+    update = captured.outputs[-1]
+    assert update.update and "finished" in update.data["text/plain"]

@@ -8,7 +8,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from samza_nb.notebook.magics._args import job_argument
 from samza_nb.notebook.magics._session import Session
-from samza_nb.notebook.widgets import DrainStatesWidget
+from samza_nb.notebook.widgets import DrainStatesWidget, settle_views
 
 __all__ = ["command"]
 
@@ -20,4 +20,5 @@ def command(session: Session, args: argparse.Namespace) -> DrainStatesWidget:
     """Drain a job (stop it with nothing in flight lost); returns its drain states."""
     job = session.job(args.job)
     job.drain(wait=args.wait)
+    settle_views(job)
     return DrainStatesWidget(job)

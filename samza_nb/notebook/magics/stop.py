@@ -8,6 +8,7 @@ from IPython.core.magic_arguments import magic_arguments
 
 from samza_nb.notebook.magics._args import job_argument
 from samza_nb.notebook.magics._session import Session
+from samza_nb.notebook.widgets import settle_views
 from samza_nb.runtime.job import JobStatus
 
 __all__ = ["command"]
@@ -17,4 +18,7 @@ __all__ = ["command"]
 @job_argument
 def command(session: Session, args: argparse.Namespace) -> JobStatus:
     """Stop a job after the current epoch commits."""
-    return session.job(args.job).stop()
+    job = session.job(args.job)
+    status = job.stop()
+    settle_views(job)
+    return status

@@ -6,9 +6,10 @@ daemon thread refreshes it until the job is done. Outside a live frontend each o
 static HTML and text snapshot.
 """
 
+from samza_nb.notebook.widgets._live import settle_views
 from samza_nb.notebook.widgets.drain_states import DrainStatesWidget
 from samza_nb.notebook.widgets.grouper_explorer import GrouperExplorer
 from samza_nb.notebook.widgets.run_progress import RunProgress
 from samza_nb.notebook.widgets.stage_graph import StageGraph
 
-__all__ = ["DrainStatesWidget", "GrouperExplorer", "RunProgress", "StageGraph"]
+__all__ = ["DrainStatesWidget", "GrouperExplorer", "RunProgress", "StageGraph", "settle_views"]

@@ -9,14 +9,16 @@ Outside a live frontend (papermill, nbconvert, a terminal) the widget model cann
 the display bundle also carries ``text/html`` and ``text/plain`` snapshots of what the widget
 shows. Widgets are displayed with a display id; the final refresh re-publishes the bundle under
 that id, so a notebook executed by papermill keeps the job's final state rather than the state
-at the moment the cell ran (as long as a later cell is still executing when the job ends, for
-example one calling ``job.wait()``).
+at the moment the cell ran. A final refresh that would land after the last cell ran is lost to
+papermill, so the magics that end or wait for a job (``stop``, ``drain --wait``, ``status``)
+call :func:`settle_views` to make every view of a finished job final at once.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -27,7 +29,7 @@ from samza_nb.notebook.widgets._html import paragraph
 if TYPE_CHECKING:
     from samza_nb.runtime.job import Job
 
-__all__ = ["LiveWidget"]
+__all__ = ["LiveWidget", "settle_views"]
 
 #: Seconds between two refreshes of a running job: fast enough to watch epochs go by, slow
 #: enough that the comm traffic of a redraw stays negligible next to an epoch.
@@ -65,6 +67,7 @@ class LiveWidget(widgets.VBox):
         self._display_id = f"samza-nb-{uuid.uuid4().hex}"
         self._displayed = False
         super().__init__(children=[*children, self.message])
+        _VIEWS.add(self)
         self.refresh()
         if auto_refresh and job is not None and not job.status().done:
             self.start_auto_refresh()
@@ -173,3 +176,19 @@ class LiveWidget(widgets.VBox):
         from IPython.display import update_display
 
         update_display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)
+
+
+#: Every live widget of this kernel, so the magics can settle the views of a finished job.
+_VIEWS: weakref.WeakSet[LiveWidget] = weakref.WeakSet()
+
+
+def settle_views(job: Job) -> None:
+    """Once ``job`` is done: stop refreshing its views, redraw them and re-publish their
+    snapshots now, while the cell that ended the job is still running."""
+    if not job.status().done:
+        return
+    for view in list(_VIEWS):
+        if view.job is job:
+            view.stop_auto_refresh()
+            view.refresh()
+            view.publish_snapshot()
