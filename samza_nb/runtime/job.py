@@ -91,7 +91,8 @@ class DrainStatesView:
     """DrainStates of every task, as committed, plus their history epoch by epoch.
 
     ``rows``: one dict per (task, ssp) with drained, heard (upstream task names), expected and
-    drained_epoch. ``history``: per epoch, the same rows as they stood after that epoch.
+    drained_epoch. ``history``: (epoch, rows) as they stood after the first epoch and after
+    every epoch that changed a DrainState, oldest first.
     """
 
     rows: list[dict[str, Any]]
@@ -203,6 +204,8 @@ class Job:
         #: The epoch running (or last run) when a processor's DrainMonitor saw the notification.
         self.drain_seen_epoch: int | None = None
         self.system = default_system(self.plan)
+        # Checked before anything is written: a job that cannot start leaves no trace.
+        self._check_inputs()
         self.home = self._job_home()
         self.metadata: MetadataStore = EmbeddedMetadataStore(metadata_store_path(self.plan))
         self.checkpoints = CheckpointStore(self.metadata)
@@ -249,19 +252,20 @@ class Job:
         blob = cloudpickle.dumps(self.plan)
         return blob, hashlib.sha256(blob).hexdigest()
 
+    def _check_inputs(self) -> None:
+        for stream_id, info in self.plan.streams.items():
+            if info.kind in ("input", "side_input") and info.system.partition_count(stream_id) is None:
+                msg = (
+                    f"input stream {stream_id!r} does not exist in system {info.system.name!r}; "
+                    f"create it with {info.system.name}.create_stream({stream_id!r}, partitions=N) "
+                    f"and write to it"
+                )
+                raise StreamNotFoundError(msg)
+
     def _create_streams(self) -> None:
         plan = self.plan
         for stream_id, info in plan.streams.items():
-            count = info.system.partition_count(stream_id)
-            if info.kind in ("input", "side_input"):
-                if count is None:
-                    msg = (
-                        f"input stream {stream_id!r} does not exist in system {info.system.name!r}; "
-                        f"create it with {info.system.name}.create_stream({stream_id!r}, partitions=N) "
-                        f"and write to it"
-                    )
-                    raise StreamNotFoundError(msg)
-            elif count is None:
+            if info.kind not in ("input", "side_input") and info.system.partition_count(stream_id) is None:
                 info.system.create_stream(stream_id, int(info.partitions))
         task_count = max(
             (info.partitions for info in plan.streams.values() if info.kind != "output"), default=1
@@ -367,7 +371,12 @@ class Job:
 
     def drain(self, wait: bool = False, timeout: float | None = None) -> JobStatus:
         """Request a drain: writes a drain notification for this run and returns at once
-        (``wait=True`` waits until every task drained and the job stopped)."""
+        (``wait=True`` waits until every task drained and the job stopped). A job that has
+        ended has nothing to drain: the notification would drain its next run at start."""
+        status = self.status()
+        if status.done:
+            msg = f"job {self.plan.app_name!r} has already {status.state}; there is nothing to drain"
+            raise JobError(msg)
         write_drain_notification(self.metadata, self.run_id)
         if wait:
             return self.wait(timeout)
@@ -598,12 +607,17 @@ class Job:
                 if result.end_of_stream or result.drained:
                     self._done_tasks.add(result.task_name)
         self.checkpoints.flush()
-        self._history.append(
-            {
-                "epoch": self.epoch,
-                "control": {task: cp.control for task, cp in self._checkpoint_cache.items()},
-            }
-        )
+        drains = {task: cp.control.get("drain", {}) for task, cp in self._checkpoint_cache.items()}
+        # The history replays drain propagation; an epoch that changed no DrainStates adds
+        # nothing to replay, and a job idling for hours must not grow it epoch by epoch.
+        if not self._history or drains != self._history[-1]["drains"]:
+            self._history.append(
+                {
+                    "epoch": self.epoch,
+                    "drains": drains,
+                    "control": {task: cp.control for task, cp in self._checkpoint_cache.items()},
+                }
+            )
         if failure is not None:
             where = f" (user code at {failure['user_location']})" if failure.get("user_location") else ""
             msg = (
@@ -620,11 +634,7 @@ class Job:
             )
 
     def _record_metrics(self, result: EpochResult) -> None:
-        task = self._metrics.setdefault(
-            result.task_name,
-            {"messages_in": 0, "messages_out": 0, "epochs": 0, "epoch_seconds": 0.0, "restores": 0,
-             "restored_records": 0, "restore_seconds": 0.0, "skipped": 0},
-        )
+        task = self._metrics.setdefault(result.task_name, _empty_task_metrics())
         task["messages_in"] += sum(result.messages_in.values())
         task["messages_out"] += sum(result.messages_out.values())
         task["epochs"] += 1
@@ -712,8 +722,10 @@ class Job:
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores."""
         lag_by_stream: dict[str, int] = {}
-        for (_task, ssp), lag in self._ssp_lags().items():
+        lag_by_task: dict[str, int] = {}
+        for (task, ssp), lag in self._ssp_lags().items():
             lag_by_stream[ssp.stream] = lag_by_stream.get(ssp.stream, 0) + lag
+            lag_by_task[task] = lag_by_task.get(task, 0) + lag
         streams: dict[str, dict[str, int]] = {}
         for stream_id, info in self.plan.streams.items():
             entry = dict(self._stream_metrics.get(stream_id, {"in": 0, "out": 0}))
@@ -721,7 +733,10 @@ class Job:
                 entry["lag"] = lag_by_stream.get(stream_id, 0)
             streams[stream_id] = entry
         return {
-            "tasks": {task: dict(values) for task, values in sorted(self._metrics.items())},
+            "tasks": {
+                task: {**self._metrics.get(task, _empty_task_metrics()), "lag": lag_by_task.get(task, 0)}
+                for task in sorted(self._task_ssps)
+            },
             "streams": streams,
             "operators": dict(self._operator_counts),
             "epochs": self.epoch,
@@ -752,6 +767,13 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.plan.app_name!r}, state={self._state!r}, epoch={self.epoch})"
+
+
+def _empty_task_metrics() -> dict[str, Any]:
+    return {
+        "messages_in": 0, "messages_out": 0, "epochs": 0, "epoch_seconds": 0.0, "restores": 0,
+        "restored_records": 0, "restore_seconds": 0.0, "skipped": 0, "last_epoch_restores": 0,
+    }
 
 
 def job_home(plan: ExecutionPlan) -> Path:

@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS streams (
     partitions INTEGER NOT NULL,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ended_streams (
+    stream TEXT PRIMARY KEY,
+    ended REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS partitions (
     stream TEXT NOT NULL,
     partition INTEGER NOT NULL,
@@ -71,6 +75,24 @@ def default_data_dir() -> Path:
         return Path(home).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "samza_nb"
+
+
+def _checked_timestamps(stream_id: str, timestamps: Iterable[Any] | None, count: int) -> list[int] | None:
+    """One int (epoch milliseconds) per value, or None."""
+    if timestamps is None:
+        return None
+    stamps = list(timestamps)
+    if len(stamps) != count:
+        msg = f"write to stream {stream_id!r}: {count} values but {len(stamps)} timestamps"
+        raise StreamSystemError(msg)
+    for index, stamp in enumerate(stamps):
+        if not isinstance(stamp, int) or isinstance(stamp, bool):
+            msg = (
+                f"write to stream {stream_id!r}: timestamp {index} is {stamp!r}; timestamps are "
+                f"ints (milliseconds since the epoch)"
+            )
+            raise StreamSystemError(msg)
+    return stamps
 
 
 class _Connections:
@@ -366,18 +388,23 @@ class EmbeddedSystem(StreamSystem):
         given (a None key goes to partition 0), else round robin. Values and keys are JSON unless
         ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
         """
-        count = self._require_partitions(stream_id)
+        count = self._require_open(stream_id)
         if partition is not None and not 0 <= partition < count:
             msg = f"stream {stream_id!r} has partitions 0..{count - 1}, not {partition}"
             raise StreamSystemError(msg)
         encode_value = serde.to_bytes if serde is not None else _json_encode
         encode_key = key_serde.to_bytes if key_serde is not None else _json_encode
-        stamps = iter(timestamps) if timestamps is not None else None
+        values = list(values)
+        stamps = _checked_timestamps(stream_id, timestamps, len(values))
         rotation = self._round_robin.setdefault(stream_id, itertools.count())
         per_partition: dict[int, list[tuple[int, bytes | None, bytes, int | None]]] = {}
         written = 0
-        for value in values:
-            key = key_fn(value) if key_fn is not None else None
+        for index, value in enumerate(values):
+            try:
+                key = key_fn(value) if key_fn is not None else None
+            except Exception as error:
+                msg = f"key_fn failed on value {index} written to stream {stream_id!r} ({value!r:.80}): {error!r}"
+                raise StreamSystemError(msg) from error
             key_bytes = encode_key(key) if key is not None else None
             if partition is not None:
                 target = partition
@@ -385,7 +412,7 @@ class EmbeddedSystem(StreamSystem):
                 target = partition_for_key(key_bytes, count)
             else:
                 target = next(rotation) % count
-            stamp = next(stamps) if stamps is not None else None
+            stamp = stamps[index] if stamps is not None else None
             per_partition.setdefault(target, []).append(
                 (MessageKind.USER, key_bytes, encode_value(value), stamp)
             )
@@ -396,16 +423,37 @@ class EmbeddedSystem(StreamSystem):
 
     def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
         """Append a source watermark (null task name) to one partition."""
-        self._require_partitions(stream_id)
+        self._require_open(stream_id)
         payload = _json_encode({"timestamp": int(timestamp), "taskName": None, "version": 1})
         self.append(stream_id, partition, [Record(MessageKind.WATERMARK, None, payload, None)])
 
     def end_stream(self, stream_id: str) -> None:
-        """Mark a bounded stream as ended: an end-of-stream message on every partition."""
+        """Mark a bounded stream as ended: an end-of-stream message on every partition. Ending
+        an ended stream does nothing; writing to it is an error."""
         count = self._require_partitions(stream_id)
+        if self.is_ended(stream_id):
+            return
         payload = _json_encode({"taskName": None, "version": 1})
         for partition in range(count):
             self.append(stream_id, partition, [Record(MessageKind.END_OF_STREAM, None, payload, None)])
+        db = self._db()
+        with _transaction(db):
+            db.execute("INSERT OR IGNORE INTO ended_streams VALUES (?, ?)", (stream_id, time.time()))
+
+    def is_ended(self, stream_id: str) -> bool:
+        """Whether :meth:`end_stream` ended this stream."""
+        row = self._db().execute("SELECT 1 FROM ended_streams WHERE stream = ?", (stream_id,)).fetchone()
+        return row is not None
+
+    def _require_open(self, stream_id: str) -> int:
+        count = self._require_partitions(stream_id)
+        if self.is_ended(stream_id):
+            msg = (
+                f"stream {stream_id!r} of system {self.name!r} has ended (end_stream); its readers "
+                f"stop at the end, so nothing more may be written to it"
+            )
+            raise StreamSystemError(msg)
+        return count
 
     def read(self, stream_id: str) -> Any:
         """Every user message of the stream as a pandas DataFrame with columns partition,

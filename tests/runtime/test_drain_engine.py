@@ -11,7 +11,8 @@ import pytest
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.drain import read_drain_notifications, write_drain_notification
-from samza_nb.runtime import run
+from samza_nb.metadata import EmbeddedMetadataStore
+from samza_nb.runtime import metadata_store_path, run
 from samza_nb.systems import EmbeddedSystem
 
 pytestmark = pytest.mark.spark
@@ -84,7 +85,10 @@ def test_drain_mid_run_stops_and_counts_every_message_read(spark: Any, system: E
     assert max(by_stream["drainer-1-partition_by-by-user"]) <= min(
         by_stream["drainer-1-partition_by-by-page"]
     )
-    assert len(states.history) == job.epoch
+    # One history entry for the first epoch and for every epoch that changed a DrainState.
+    epochs = [epoch for epoch, _rows in states.history]
+    assert epochs[0] == 1 and epochs == sorted(set(epochs)) and epochs[-1] <= job.epoch
+    assert len(epochs) >= 2 * 2 + 1  # sources, then each shuffle's send and re-broadcast
     assert read_drain_notifications(job.metadata) == []  # the run's notifications are cleaned up
     # A backlog in the intermediate streams adds no epoch: each shuffle costs the send to the
     # aggregate partition and its re-broadcast (docs/decisions.md), plus the source epoch.
@@ -96,14 +100,16 @@ def test_drain_before_start_reads_no_source_data(spark: Any, system: EmbeddedSys
     system.write("events", events(0, 100))
     app = two_shuffle_app(system, name="early")
     config = {"app.run.id": "run-early", "job.drain-monitor.poll.interval.ms": "20"}
-    # The job's metadata store lives beside the log; write the notification there first.
-    probe = run(app, {**config, "app.run.id": "probe"}, until=1, clock=StepClock())
-    before = probe.metrics()["streams"]["events"]["in"]
-    write_drain_notification(probe.metadata, "run-early")
+    # The notification goes into the job's metadata store before the job ever ran.
+    store = EmbeddedMetadataStore(metadata_store_path(app.plan(config)))
+    write_drain_notification(store, "run-early")
+    store.close()
     job = run(app, config, until="forever", clock=StepClock())
     assert job.status().state == "drained"
     assert job.metrics()["streams"].get("events", {}).get("in", 0) == 0
-    assert before == 100
+    # Every event is still unread: each of the two tasks lags by its partition's 50.
+    assert sorted(task["lag"] for task in job.status().tasks.values()) == [50, 50]
+    assert read_drain_notifications(job.metadata) == []
 
 
 def test_upgrade_after_drain_with_new_op_id_and_run_id(spark: Any, system: EmbeddedSystem) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -231,9 +230,3 @@ def _wait_for_epochs(job: Any, epochs: int) -> None:
     while job.epoch < epochs and time.monotonic() < deadline:
         time.sleep(0.05)
     assert job.epoch >= epochs
-
-
-def test_counts_reference_helper() -> None:
-    events = generate_page_views(100)
-    assert sum(expected_counts(events).values()) == sum(1 for e in events if e["country"] == "US")
-    assert Counter(e["page"] for e in events)

@@ -150,3 +150,25 @@ def test_early_firing_panes_discarding_and_accumulating(spark: Any, system: Embe
         # Accumulating: panes grow by 4 and the last one (at end-of-stream) is the total.
         assert accumulating[user][: total // 4] == [4 * (i + 1) for i in range(total // 4)]
         assert accumulating[user][-1] == total
+
+
+def test_a_job_that_cannot_start_leaves_no_trace(system: EmbeddedSystem) -> None:
+    from samza_nb.errors import StreamNotFoundError
+    from samza_nb.runtime import job_home
+
+    app = build_app(system, name="missing-input")
+    with pytest.raises(StreamNotFoundError, match=r"create_stream\('page-views'"):
+        run(app)
+    assert not job_home(app.plan()).exists()
+
+
+def test_draining_an_ended_job_is_refused_and_leaves_no_notification(
+    spark: Any, system: EmbeddedSystem
+) -> None:
+    from samza_nb.drain import read_drain_notifications
+
+    write_page_views(system, generate_page_views(100))
+    job = run(build_app(system, name="ended"), {"app.run.id": "same-run"}, clock=StepClock())
+    with pytest.raises(JobError, match="has already finished; there is nothing to drain"):
+        job.drain()
+    assert read_drain_notifications(job.metadata) == []

@@ -128,3 +128,26 @@ def test_threads_of_one_process_append_at_the_same_time(tmp_path: Path) -> None:
     assert sorted(frame.groupby("partition")["offset"].max() + 1) == sorted(
         frame.groupby("partition").size()
     )  # offsets stay dense per partition
+
+
+def test_bad_writes_name_the_stream_and_leave_it_readable(tmp_path: Path) -> None:
+    import pytest
+
+    from samza_nb.errors import StreamSystemError
+
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("clicks", 2)
+    with pytest.raises(StreamSystemError, match="'clicks': timestamp 0 is 'abc'"):
+        system.write("clicks", [1], timestamps=["abc"])  # type: ignore[list-item]
+    with pytest.raises(StreamSystemError, match="2 values but 1 timestamps"):
+        system.write("clicks", [1, 2], timestamps=[5])
+    with pytest.raises(StreamSystemError, match=r"key_fn failed on value 1 written to stream 'clicks'"):
+        system.write("clicks", [{"k": 1}, {}], key_fn=lambda v: v["k"])
+    assert system.read("clicks").empty  # nothing of a rejected write was appended
+    system.write("clicks", [1, 2], timestamps=[10, 20])
+    system.end_stream("clicks")
+    system.end_stream("clicks")  # ending twice does nothing more
+    with pytest.raises(StreamSystemError, match="'clicks' of system 'embedded' has ended"):
+        system.write("clicks", [3])
+    assert sorted(system.read("clicks")["timestamp"]) == [10, 20]
+    assert system.newest_offsets("clicks") == {0: 2, 1: 2}  # one message and one end marker each
