@@ -11,6 +11,7 @@ driver, share its SparkSession and each has a location id (configurable with
 from __future__ import annotations
 
 import hashlib
+import html
 import threading
 import time
 import uuid
@@ -78,6 +79,24 @@ class JobStatus:
     def done(self) -> bool:
         return self.state in ("finished", "stopped", "failed", "drained")
 
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td>{task.get('epochs', 0)}</td>"
+            f"<td>{task.get('lag', 0):,}</td><td>{'done' if task.get('done') else ''}</td></tr>"
+            for name, task in self.tasks.items()
+        )
+        processors = "; ".join(
+            f"{html.escape(p.processor_id)} at {html.escape(p.location_id)} ({p.state})"
+            for p in self.processors.values()
+        )
+        error = f"<p style='color:#cf222e'>{html.escape(self.error)}</p>" if self.error else ""
+        return (
+            f"<p><b>{html.escape(self.state)}</b> at epoch {self.epoch}, run "
+            f"<code>{html.escape(self.run_id)}</code>; processors: {processors}</p>{error}"
+            "<table><thead><tr><th>task</th><th>epochs</th><th>lag</th><th></th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
+
     def __repr__(self) -> str:
         finished = sum(1 for task in self.tasks.values() if task.get("done"))
         return (
@@ -141,6 +160,20 @@ class DrainStatesView:
     @property
     def all_drained(self) -> bool:
         return bool(self.rows) and all(row["drained"] for row in self.rows)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(row['task'])}</td><td>{html.escape(row['ssp'])}</td>"
+            f"<td>{'✓' if row['drained'] else '–'}</td>"
+            f"<td>{len(row['heard'])} of {row['expected']}</td>"
+            f"<td>{'' if row['drained_epoch'] is None else row['drained_epoch']}</td></tr>"
+            for row in self.rows
+        )
+        return (
+            f"<p>{html.escape(repr(self))}</p><table><thead><tr><th>task</th><th>SSP</th>"
+            "<th>drained</th><th>upstream drains</th><th>epoch</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
 
     def __repr__(self) -> str:
         done = sum(1 for row in self.rows if row["drained"])
@@ -767,6 +800,12 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.plan.app_name!r}, state={self._state!r}, epoch={self.epoch})"
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<p>Job <b>{html.escape(self.plan.app_name)}</b> (grouper "
+            f"<code>{html.escape(self.grouper)}</code>)</p>{self.status()._repr_html_()}"
+        )
 
 
 def _empty_task_metrics() -> dict[str, Any]:

@@ -172,3 +172,14 @@ def test_draining_an_ended_job_is_refused_and_leaves_no_notification(
     with pytest.raises(JobError, match="has already finished; there is nothing to drain"):
         job.drain()
     assert read_drain_notifications(job.metadata) == []
+
+
+def test_a_job_its_status_and_drain_states_draw_themselves(spark: Any, system: EmbeddedSystem) -> None:
+    write_page_views(system, generate_page_views(200))
+    job = run(build_app(system, name="drawn"), processors=2, clock=StepClock())
+    page = job._repr_html_()
+    assert "<b>drawn</b>" in page and "<b>finished</b>" in page
+    assert page.count("<tr><td>Partition ") == 4  # one row per task
+    assert "0 at " in page and "1 at " in page  # both processors and their locations
+    states = job.drain_states()._repr_html_()
+    assert "0 of 8 SSPs drained" in states  # ended without a drain: 4 tasks, 2 streams
