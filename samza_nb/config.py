@@ -42,6 +42,44 @@ class ConfigKey:
     doc: str
     secret: bool = False
 
+    @property
+    def kind(self) -> str:
+        """int, float, bool or text: what the default is, and so what a value must be."""
+        default = self.default
+        if default in ("true", "false"):
+            return "bool"
+        if default is not None and re.fullmatch(r"-?\d+", default):
+            return "int"
+        if default is not None and re.fullmatch(r"-?\d+\.\d+", default):
+            return "float"
+        return "text"
+
+    def check(self, value: str) -> None:
+        """Reject a value of the wrong kind when it is set, not when a job reads it."""
+        kind = self.kind
+        ok = (
+            (kind == "bool" and value.strip().lower() in (*_TRUE_WORDS, *_FALSE_WORDS))
+            or (kind == "int" and re.fullmatch(r"\s*-?\d+\s*", value) is not None)
+            or (kind == "float" and _is_float(value))
+            or kind == "text"
+        )
+        if not ok:
+            msg = f"config {self.name}={value!r}: expected {_EXPECTED[kind]} ({self.doc})"
+            raise ConfigError(msg)
+
+
+_TRUE_WORDS = ("true", "1", "yes", "on")
+_FALSE_WORDS = ("false", "0", "no", "off", "")
+_EXPECTED = {"bool": "true or false", "int": "an integer", "float": "a number"}
+
+
+def _is_float(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
 
 def _keys(*keys: ConfigKey) -> dict[str, ConfigKey]:
     return {key.name: key for key in keys}
@@ -174,8 +212,11 @@ class Config(Mapping[str, str]):
     def __init__(self, entries: Mapping[str, Any] | None = None, *, validate: bool = True):
         normalized = {str(key): _to_text(value) for key, value in (entries or {}).items()}
         if validate:
-            for key in normalized:
+            for key, value in normalized.items():
                 _check_key(key)
+                known = KNOWN_KEYS.get(key)
+                if known is not None:
+                    known.check(value)
         self._entries: dict[str, str] = normalized
 
     @classmethod
@@ -266,9 +307,9 @@ class Config(Mapping[str, str]):
         if value is None:
             return False
         lowered = value.strip().lower()
-        if lowered in ("true", "1", "yes", "on"):
+        if lowered in _TRUE_WORDS:
             return True
-        if lowered in ("false", "0", "no", "off", ""):
+        if lowered in _FALSE_WORDS:
             return False
         msg = f"config key {key!r} must be true or false, got {value!r}"
         raise ConfigError(msg)

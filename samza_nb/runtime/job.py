@@ -237,7 +237,7 @@ class Job:
         #: The epoch running (or last run) when a processor's DrainMonitor saw the notification.
         self.drain_seen_epoch: int | None = None
         self.system = default_system(self.plan)
-        # Checked before anything is written: a job that cannot start leaves no trace.
+        # A missing input is found before anything is written (the usual first-run mistake).
         self._check_inputs()
         self.home = self._job_home()
         self.metadata: MetadataStore = EmbeddedMetadataStore(metadata_store_path(self.plan))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,17 +14,21 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
 
 import samza_nb
 from samza_nb.api import StreamApplication
 from samza_nb.config import Config
-from samza_nb.errors import ConfigError, JobError
+from samza_nb.errors import ConfigError, JobError, TaskError
 from samza_nb.model import JobModel
 from samza_nb.notebook.magics import HelpText, SamzaMagics, Session
-from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer
+from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer, RunProgress
+from samza_nb.notebook.widgets._live import _VIEWS
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.runtime.job import Job, JobStatus
 from samza_nb.systems import EmbeddedSystem
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 COMMANDS = (
     "plan",
@@ -281,7 +286,90 @@ def test_background_run_shows_progress_and_the_widgets_start_on_the_job(
     explorer = samza(shell, "grouper")
     assert isinstance(explorer, GrouperExplorer)
     assert explorer.grouper.value == "single-container"
-    assert isinstance(samza(shell, "drain"), DrainStatesWidget)
+    # The job ended: there is nothing left to drain, and the magic says so.
+    with pytest.raises(JobError, match="has already finished; there is nothing to drain"):
+        samza(shell, "drain")
+
+
+def progress_views(job: Job) -> list[RunProgress]:
+    return [view for view in _VIEWS if isinstance(view, RunProgress) and view.job is job]
+
+
+@pytest.mark.spark
+def test_a_foreground_run_shows_progress_and_returns_the_finished_job(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+) -> None:
+    system.end_stream("numbers")
+    shell.push({"app": numbers_app(system, "foreground")})
+    with capture_output() as captured:
+        job = samza(shell, "run app --processors 2")
+    assert isinstance(job, Job) and job.status().state == "finished"
+    assert magics.session.last_job is job
+    assert sorted(job.collect("out")["value"]) == [n * 10 for n in range(40)]
+    shown, final = captured.outputs[0], captured.outputs[-1]
+    assert WIDGET_VIEW in shown.data and shown.data["text/plain"].startswith("RunProgress: ")
+    # The last thing the cell published replaces the shown view with the job's final state.
+    assert final.update and final.transient == shown.transient
+    assert "40 of 40 input messages read (100%)" in final.data["text/plain"]
+    assert "finished" in final.data["text/plain"] and "finished" in final.data["text/html"]
+    (view,) = progress_views(job)
+    assert not view.auto_refreshing and view.job_status is not None
+    assert view.job_status.state == "finished"
+
+
+@pytest.mark.spark
+def test_a_foreground_run_raises_the_jobs_error_after_showing_it(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+) -> None:
+    system.end_stream("numbers")
+
+    def explode(n: int) -> int:
+        msg = f"bad number {n}"
+        raise ValueError(msg)
+
+    app = StreamApplication("failing")
+    out = app.output(system.output("out", partitions=2))
+    app.input(system.input("numbers", partitions=2)).map(explode).send_to(out)
+    shell.push({"app": app})
+    with pytest.raises(TaskError), capture_output() as captured:
+        samza(shell, "run app")
+    job = magics.session.last_job
+    assert job is not None and job.status().state == "failed"
+    final = captured.outputs[-1]
+    assert final.update and "failed" in final.data["text/plain"]
+    assert "job failed" in final.data["text/html"]
+
+
+@pytest.mark.spark
+def test_interrupting_a_foreground_run_stops_the_job(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def interrupted_wait(job: Job, timeout: float | None = None) -> JobStatus:
+        # Ctrl-C (Kernel -> Interrupt) arriving while the cell waits, once the job is running.
+        deadline = time.monotonic() + 60
+        while job.epoch < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Job, "wait", interrupted_wait)
+    shell.push({"app": numbers_app(system, "interrupted")})
+    with pytest.raises(KeyboardInterrupt), capture_output() as captured:
+        samza(shell, "run app --until forever")
+    job = magics.session.last_job
+    assert job is not None and job.status().state == "stopped"
+    assert "stopped" in captured.outputs[-1].data["text/plain"]
+    views = progress_views(job)
+    assert views and not any(view.auto_refreshing for view in views)
 
 
 # -- errors ----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from samza_nb.grouping import (
     moved_tasks,
     task_assignment,
 )
-from samza_nb.model import JobModel, TaskMode
+from samza_nb.model import JobModel, TaskMode, TaskModel
 from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer, RunProgress, StageGraph
 from samza_nb.notebook.widgets.drain_states import DRAINED_COLOUR
 from samza_nb.notebook.widgets.grouper_explorer import tasks_of_plan
@@ -169,6 +169,52 @@ def test_explorer_sources_and_bad_input() -> None:
     assert "no job to apply to" in explorer.message.value
 
 
+@pytest.mark.parametrize(
+    ("locations", "message"),
+    [
+        pytest.param("", "locations= holds ''; every location must be a non-empty", id="blank"),
+        pytest.param(["a", " "], "locations= holds ' '", id="one-blank"),
+        pytest.param([], "locations= is empty", id="empty-list"),
+        pytest.param(["a", 3], "locations= holds 3", id="not-a-string"),
+    ],
+)
+def test_bad_locations_are_config_errors_naming_locations(locations: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        GrouperExplorer(tasks=4, processors=2, locations=locations)
+
+
+def test_locations_lose_surrounding_spaces_as_in_the_text_box() -> None:
+    explorer = GrouperExplorer(tasks=4, processors=2, locations=[" rack-a ", "rack-b"])
+    assert explorer.draft == {"0": "rack-a", "1": "rack-b"}
+
+
+def test_repeated_or_blank_task_names_are_config_errors_naming_tasks() -> None:
+    with pytest.raises(ConfigError, match="tasks= names task 'a' more than once"):
+        GrouperExplorer(tasks=["a", "b", "a"], processors=2)
+    with pytest.raises(ConfigError, match="tasks= names task 'x' more than once"):
+        GrouperExplorer(tasks=[TaskModel("x"), TaskModel("x")], processors=1)
+    with pytest.raises(ConfigError, match="tasks= holds a blank task name"):
+        GrouperExplorer(tasks=["a", " "], processors=1)
+
+
+def test_apply_says_next_to_the_button_that_it_leaves_standbys_out() -> None:
+    explorer = GrouperExplorer(tasks=4, processors=2)
+    apply_row = next(
+        child
+        for child in explorer.children
+        if explorer.apply_button in getattr(child, "children", ())
+    )
+    assert explorer.apply_note in apply_row.children
+    note = "Apply leaves standbys out: the job runs no standby tasks"
+    assert explorer.apply_note.value == "" and note not in explorer.snapshot_text()
+    explorer.replication_factor.value = 2
+    assert note in explorer.apply_note.value
+    assert "replication factor 2" in explorer.apply_note.value
+    assert note in explorer.snapshot_html() and note in explorer.snapshot_text()
+    explorer.replication_factor.value = 1
+    assert explorer.apply_note.value == ""
+
+
 def test_explorer_displays_a_snapshot_next_to_the_widget_view() -> None:
     explorer = GrouperExplorer(tasks=4, processors=2)
     bundle = explorer._repr_mimebundle_()
@@ -261,6 +307,15 @@ def test_run_progress_of_a_finished_job(finished_job: Job) -> None:
 
 
 @pytest.mark.spark
+def test_drain_button_on_an_ended_job_says_so_in_the_widget(finished_job: Job) -> None:
+    widget = DrainStatesWidget(finished_job)
+    assert widget.drain_button.disabled  # the job is done
+    widget.drain_button.click()  # a click that raced the job's end
+    assert "there is nothing to drain" in widget.message.value
+    assert widget.drain_button.disabled
+
+
+@pytest.mark.spark
 def test_a_failing_refresh_is_shown_and_the_thread_still_ends(
     finished_job: Job, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -323,7 +378,12 @@ def test_explorer_starts_on_the_jobs_grouper_and_its_options(spark: Any, tmp_pat
     assert explorer.error is None and len(explorer.moves) == 1
     assert sorted(explorer.active_proposal.containers) == sorted(explorer.draft)
     explorer.grouper.value = "group-by-container-count"
+    # Standbys are a preview: the note says so and Apply leaves them out.
+    explorer.replication_factor.value = 2
+    assert explorer.proposal is not None and explorer.proposal.standby_tasks()
+    assert "Apply leaves standbys out" in explorer.apply_note.value
     assert explorer.apply() is job.job_model
+    assert not job.job_model.standby_tasks()
     assert job.grouper_options == {"container_count": 1}
     assert task_assignment(job.job_model) == task_assignment(model)
 

@@ -152,7 +152,7 @@ def test_early_firing_panes_discarding_and_accumulating(spark: Any, system: Embe
         assert accumulating[user][-1] == total
 
 
-def test_a_job_that_cannot_start_leaves_no_trace(system: EmbeddedSystem) -> None:
+def test_a_job_without_its_input_leaves_no_trace(system: EmbeddedSystem) -> None:
     from samza_nb.errors import StreamNotFoundError
     from samza_nb.runtime import job_home
 

@@ -1,5 +1,6 @@
 """``%samza run APP [--processors N] [--grouper NAME] [--until U] [--background]
-[--config KEY=VALUE ...]``: start the application; returns the Job."""
+[--config KEY=VALUE ...]``: start the application, show its progress and return the Job
+(once it ended, unless ``--background``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from IPython.display import display
 from samza_nb.grouping import get_grouper, grouper_names
 from samza_nb.notebook.magics._args import config_argument, positive_int, until
 from samza_nb.notebook.magics._session import Session
-from samza_nb.notebook.widgets import RunProgress
+from samza_nb.notebook.widgets import RunProgress, settle_views
 from samza_nb.runtime.job import Job, run
 
 __all__ = ["command"]
@@ -42,21 +43,37 @@ __all__ = ["command"]
 @argument("--background", action="store_true", help="return at once; the job runs in a thread")
 @config_argument
 def command(session: Session, args: argparse.Namespace) -> Job:
-    """Run an application on Spark and return its Job."""
-    # Everything the user typed is checked before run() creates streams or a metadata store.
+    """Run an application on Spark, show its progress and return its Job."""
+    # argparse checked --processors and --until; the grouper name, APP and the --config keys
+    # are checked here, before run() is called. run() checks the rest: the plan and that the
+    # inputs exist before the job writes anything, but whether the grouper can group the tasks
+    # over N processors, and config values such as locationid.provider.factory, only after the
+    # job opened its metadata store and created its output and intermediate streams.
     if args.grouper not in grouper_names():
         get_grouper(args.grouper)  # raises the registry's error: did-you-mean and known names
     app = session.app(args.app)
     config = session.merged_config(args.config)
+    # Always started in a thread, so the progress view is live while this cell waits.
     job = run(
         app,
         config,
         processors=args.processors,
         grouper=args.grouper,
         until=args.until,
-        background=args.background,
+        background=True,
     )
     session.started(job)
+    display(RunProgress(job))
     if args.background:
-        display(RunProgress(job))
+        return job
+    try:
+        job.wait()  # raises the job's error when it failed
+    except KeyboardInterrupt:
+        # Interrupting the cell stops the job after its current epoch (checkpoint committed)
+        # rather than leaving it running unseen in its thread.
+        job.stop()
+        raise
+    finally:
+        # Finished, failed or stopped: the view shows the final state before the cell ends.
+        settle_views(job)
     return job

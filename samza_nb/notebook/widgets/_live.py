@@ -10,8 +10,9 @@ the display bundle also carries ``text/html`` and ``text/plain`` snapshots of wh
 shows. Widgets are displayed with a display id; the final refresh re-publishes the bundle under
 that id, so a notebook executed by papermill keeps the job's final state rather than the state
 at the moment the cell ran. A final refresh that would land after the last cell ran is lost to
-papermill, so the magics that end or wait for a job (``stop``, ``drain --wait``, ``status``)
-call :func:`settle_views` to make every view of a finished job final at once.
+papermill, so the magics that end or wait for a job (``run`` without ``--background``,
+``stop``, ``drain --wait``, ``status``) call :func:`settle_views` to make every view of a
+finished job final at once.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from samza_nb.errors import SamzaNbError
 from samza_nb.notebook.widgets._html import FONT, count, html_table, paragraph, text_table
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 from samza_nb.plan.drawing import render_svg
@@ -118,7 +119,14 @@ class DrainStatesWidget(LiveWidget):
 
     def _on_drain(self, _button: widgets.Button) -> None:
         assert self.job is not None
-        status = self.job.drain()
+        try:
+            status = self.job.drain()
+        except SamzaNbError as error:
+            # The job ended after the last refresh (nothing to drain): one line, then redraw,
+            # which disables the button for a job that is done.
+            self.message.value = paragraph(str(error), colour="#cf222e")
+            self.refresh()
+            return
         self._drain_clicked = self.drain_button.disabled = True
         self.message.value = paragraph(
             f"drain requested at epoch {status.epoch}; the job stops reading its inputs once "

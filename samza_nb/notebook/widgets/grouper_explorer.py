@@ -16,11 +16,13 @@ Standby tasks (replication factor > 1) are a preview: with ``host-affinity`` the
 the SEP's standalone way (:func:`assign_with_standbys`, never sharing a processor, nor a
 location when "other locations" is ticked); with the other groupers Samza's YARN way
 (:func:`add_standby_containers`, one container per replica, placed by the cluster manager).
-The running job has no standby tasks, so Apply applies the active assignment only.
+The running job has no standby tasks, so Apply applies the active assignment only; while the
+replication factor is above 1 a note next to the Apply button says so.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +68,7 @@ __all__ = ["GrouperExplorer", "group", "tasks_of_plan"]
 
 _ERROR = "#cf222e"
 _OK = "#1a7f37"
+_WARN = "#9a6700"
 _MODEL_HEADERS = [
     "processor",
     "location",
@@ -105,11 +108,47 @@ def _task_models(tasks: int | Iterable[str | TaskModel]) -> list[TaskModel]:
         msg = "tasks is empty; the explorer needs at least one task to group"
         raise ConfigError(msg)
     if all(isinstance(task, TaskModel) for task in given):
-        return [task for task in given if isinstance(task, TaskModel)]
-    if all(isinstance(task, str) for task in given):
-        return list(build_task_models({str(name): () for name in given}).values())
-    msg = f"tasks must be a count, task names or TaskModels (not a mix), got {given!r}"
-    raise ConfigError(msg)
+        models = [task for task in given if isinstance(task, TaskModel)]
+        names = [task.name for task in models]
+    elif all(isinstance(task, str) for task in given):
+        names = [str(task) for task in given]
+        blank = [name for name in names if not name.strip()]
+        if blank:
+            msg = f"tasks= holds a blank task name ({blank[0]!r}); give every task a name"
+            raise ConfigError(msg)
+        models = []
+    else:
+        msg = f"tasks must be a count, task names or TaskModels (not a mix), got {given!r}"
+        raise ConfigError(msg)
+    # Grouping by name would silently merge two tasks of one name into one.
+    repeated = [name for name, times in Counter(names).items() if times > 1]
+    if repeated:
+        msg = (
+            f"tasks= names task {repeated[0]!r} more than once; task names must be unique, "
+            f"got {names!r}"
+        )
+        raise ConfigError(msg)
+    return models or list(build_task_models({name: () for name in names}).values())
+
+
+def _locations(locations: Sequence[str] | str) -> list[str]:
+    """The locations cycled over the processors, checked where the user wrote them."""
+    given = [locations] if isinstance(locations, str) else list(locations)
+    if not given:
+        msg = (
+            "locations= is empty; give at least one location, or leave locations out for one "
+            "location per processor (host-<id>)"
+        )
+        raise ConfigError(msg)
+    bad = [location for location in given if not isinstance(location, str) or not location.strip()]
+    if bad:
+        msg = (
+            f"locations= holds {bad[0]!r}; every location must be a non-empty string, "
+            f"e.g. locations=['rack-a', 'rack-b']; got {locations!r}"
+        )
+        raise ConfigError(msg)
+    # As in the locations text box, surrounding spaces are not part of a location.
+    return [location.strip() for location in given]
 
 
 def group(
@@ -168,7 +207,8 @@ class GrouperExplorer(LiveWidget):
     whose processors cannot move), ``replication_factor`` (IntSlider), ``check_location``
     (Checkbox), ``kill_choice`` (Dropdown) with ``kill_button``, ``new_location`` (Text; blank
     gives a location of its own, ``host-<id>``) with ``add_button``, ``apply_button``
-    (disabled without a job) and ``reset_button``.
+    (disabled without a job) with ``apply_note`` (HTML; while the replication factor is above
+    1 it says that Apply leaves the standbys out) and ``reset_button``.
 
     Results: ``current`` (JobModel), ``current_processors`` and ``draft`` (processor id →
     location), ``proposal`` (JobModel with standbys when replication_factor > 1, None when the
@@ -237,7 +277,7 @@ class GrouperExplorer(LiveWidget):
             if isinstance(processors, bool) or not isinstance(processors, int) or processors < 1:
                 msg = f"processors must be a positive int, got {processors!r}"
                 raise ConfigError(msg)
-            cycle = [locations] if isinstance(locations, str) else list(locations or [])
+            cycle = [] if locations is None else _locations(locations)
             live = {
                 str(i): (cycle[i % len(cycle)] if cycle else f"host-{i}") for i in range(processors)
             }
@@ -286,6 +326,8 @@ class GrouperExplorer(LiveWidget):
             tooltip="rebalance the running job to this proposal" if job else "no job to apply to",
         )
         self.reset_button = widgets.Button(description="Reset", tooltip="back to the current model")
+        #: Next to Apply: what Apply leaves out (standbys) while the replication factor is > 1.
+        self.apply_note = widgets.HTML()
         self.summary = widgets.HTML()
         self.model_table = widgets.HTML()
         self.moves_table = widgets.HTML()
@@ -309,7 +351,7 @@ class GrouperExplorer(LiveWidget):
                 widgets.HBox(
                     [self.kill_choice, self.kill_button, self.new_location, self.add_button]
                 ),
-                widgets.HBox([self.apply_button, self.reset_button]),
+                widgets.HBox([self.apply_button, self.reset_button, self.apply_note]),
                 self.summary,
                 self.checks,
                 self.model_table,
@@ -557,9 +599,18 @@ class GrouperExplorer(LiveWidget):
             f"{b.min}–{b.max} active tasks per processor "
             f"({'balanced' if b.is_balanced else 'unbalanced'})"
         )
-        if self.replication_factor.value > 1 and self.job is not None:
-            text += "; standbys are a preview, Apply applies the active tasks"
         return text
+
+    def _apply_note_text(self) -> str:
+        replicas = self.replication_factor.value
+        if replicas == 1:
+            return ""
+        # Said whether or not there is a job: it is what Apply does, and the reason a proposal
+        # with standbys is only a preview.
+        return (
+            "Apply leaves standbys out: the job runs no standby tasks, so Apply applies the "
+            f"active tasks only; the standbys shown (replication factor {replicas}) are a preview"
+        )
 
     def _checks_text(self) -> list[str]:
         if self.error is not None or self.active_proposal is None:
@@ -651,6 +702,8 @@ class GrouperExplorer(LiveWidget):
     def _draw(self) -> None:
         colour = _ERROR if self.error is not None else "#24292f"
         self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)
+        note = self._apply_note_text()
+        self.apply_note.value = paragraph(note, colour=_WARN) if note else ""
         self.checks.value = "".join(
             paragraph(line, colour=_OK if line.startswith("✓") else _ERROR)
             for line in self._checks_text()
@@ -674,6 +727,7 @@ class GrouperExplorer(LiveWidget):
     def snapshot_html(self) -> str:
         return (
             self.summary.value
+            + self.apply_note.value
             + self.checks.value
             + self.model_table.value
             + self.moves_table.value
@@ -686,6 +740,9 @@ class GrouperExplorer(LiveWidget):
             f"GrouperExplorer: {self._summary_text()}",
             *("  " + line for line in self._checks_text()),
         ]
+        note = self._apply_note_text()
+        if note:
+            parts.append(f"  {note}")
         parts.append(text_table(_MODEL_HEADERS, self._model_rows()))
         if self.moves:
             parts.append(text_table(_MOVE_HEADERS, self._move_rows()))
