@@ -29,6 +29,7 @@ from samza_nb.grouping import GroupByPartition, GrouperMetadata, get_grouper
 from samza_nb.metadata import EmbeddedMetadataStore, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.plan.execution_plan import ExecutionPlan
+from samza_nb.plan.operators import OpCode
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
 from samza_nb.runtime.task import (
@@ -253,6 +254,7 @@ class Job:
         self._done_tasks: set[str] = set()
         self._history: list[dict[str, Any]] = []
         self._monitors: dict[str, DrainMonitor] = {}
+        self._has_windows = any(op.opcode == OpCode.WINDOW for op in self.plan.operators.values())
         self._create_streams()
         self._task_ssps = self._group_partitions()
         self._checkpoint_cache = {task: self.checkpoints.read(task) for task in self._task_ssps}
@@ -534,6 +536,9 @@ class Job:
             if not active:
                 self._state = "drained" if self._drain_requested else "finished"
                 return
+            if self._idle(active):
+                time.sleep(_IDLE_SLEEP_S)
+                continue
             self.epoch += 1
             now = self._clock()
             newest = self._newest_offsets()
@@ -562,6 +567,20 @@ class Job:
                 time.sleep(_IDLE_SLEEP_S)
         if self._state == "running":
             self._state = "stopped" if self._stop_requested.is_set() else "finished"
+
+    def _idle(self, active: dict[str, list[str]]) -> bool:
+        """Whether an epoch now would do nothing: no message to read, no window whose timers
+        fire by processing time, no drain and no epoch left pending by a crash. A job waiting
+        on a quiet input then costs no Spark job (epochs still count when ``until`` is one)."""
+        if isinstance(self._until, int) or self._drain_requested or self._has_windows:
+            return False
+        if not self._caught_up():
+            return False
+        return all(
+            self.checkpoints.pending_plan(task, (self._checkpoint_cache.get(task) or Checkpoint()).seq) is None
+            for tasks in active.values()
+            for task in tasks
+        )
 
     def _newest_offsets(self) -> dict[str, int]:
         newest: dict[str, int] = {}

@@ -183,3 +183,22 @@ def test_a_job_its_status_and_drain_states_draw_themselves(spark: Any, system: E
     assert "0 at " in page and "1 at " in page  # both processors and their locations
     states = job.drain_states()._repr_html_()
     assert "0 of 8 SSPs drained" in states  # ended without a drain: 4 tasks, 2 streams
+
+
+def test_a_job_waiting_on_a_quiet_input_runs_no_epochs(spark: Any, system: EmbeddedSystem) -> None:
+    system.create_stream("quiet", 2)
+    app = StreamApplication("quiet")
+    out = app.output(system.output("quiet-out", partitions=2))
+    app.input(system.input("quiet", partitions=2)).map(lambda v: v * 2).send_to(out)
+    job = run(app, until="forever", background=True)
+    time.sleep(1.0)
+    assert job.epoch == 0  # nothing to read: no Spark job was submitted
+    system.write("quiet", [1, 2, 3])
+    deadline = time.monotonic() + 60
+    while len(job.collect("quiet-out")) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    epochs = job.epoch
+    time.sleep(1.0)
+    assert job.epoch == epochs  # quiet again: no more epochs
+    assert job.stop().state == "stopped"
+    assert sorted(job.collect("quiet-out")["value"]) == [2, 4, 6]
