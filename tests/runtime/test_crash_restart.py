@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.runtime import run
+from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -22,12 +24,27 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 _JOB = """
 import sys
 from samza_nb.examples.page_views import build_app
+from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.runtime import run
+from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
 system = EmbeddedSystem("embedded", path=sys.argv[1])
 run(build_app(system, name="crashy"), {"task.max.epoch.messages": "150",
     "spark.master": "local[2]"}, until="end-of-stream")
 """
+
+
+def _committed_epochs(path: Path) -> int:
+    """Epochs committed so far by the job in the other process (0 before its first commit)."""
+    store_path = path / "jobs" / "crashy-1" / "metadata.sqlite3"
+    if not store_path.exists():
+        return 0
+    store = EmbeddedMetadataStore(store_path)
+    try:
+        checkpoints = CheckpointStore(store)
+        return sum(checkpoints.read(f"Partition {p}").seq for p in range(4))
+    finally:
+        store.close()
 
 
 def test_killed_processor_restarts_without_loss_or_double_counting(spark: object, tmp_path: Path) -> None:
@@ -36,6 +53,7 @@ def test_killed_processor_restarts_without_loss_or_double_counting(spark: object
     events = generate_page_views(4_000, seed=11)
     write_page_views(system, events)
     rng = random.Random(5)
+    progress = [0]
     for _ in range(3):
         process = subprocess.Popen(
             [sys.executable, "-c", _JOB, str(path)],
@@ -43,12 +61,21 @@ def test_killed_processor_restarts_without_loss_or_double_counting(spark: object
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(rng.uniform(6.0, 11.0))
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
+        # Wait until this run has committed an epoch of its own, then kill it at a random point
+        # of a later epoch (epochs here take a few tenths of a second).
+        deadline = time.monotonic() + 120
+        while _committed_epochs(path) <= progress[-1] and process.poll() is None:
+            assert time.monotonic() < deadline, "the job committed nothing in 120 s"
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.6))
+        assert process.poll() is None, "the job finished before it could be killed"
+        os.killpg(process.pid, signal.SIGKILL)
+        assert process.wait(30) == -signal.SIGKILL
+        progress.append(_committed_epochs(path))
+    assert progress == sorted(set(progress))  # every run committed epochs before it was killed
     from samza_nb.examples.page_views import build_app
 
     job = run(build_app(system, name="crashy"), {"task.max.epoch.messages": "150"}, until="end-of-stream")
+    assert job.metrics()["streams"]["page-views"]["in"] < 4_000  # the restart had work left
     totals = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
     assert totals == expected_counts(events)
