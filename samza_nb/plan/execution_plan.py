@@ -136,13 +136,21 @@ class ExecutionPlan:
         ``stream_id`` without crossing another shuffle (SAMZA.md §5.5). Empty for sources."""
         return set(self._producers.get(stream_id, ()))
 
+    def operator(self, op_id: str) -> OperatorSpec | InputOperatorSpec:
+        """An operator by its full op id or by the short id the outline and drawings show
+        (``window-count`` for ``page-views-1-window-count``)."""
+        specs: dict[str, OperatorSpec | InputOperatorSpec] = {**self.input_operators, **self.operators}
+        if op_id in specs:
+            return specs[op_id]
+        matches = [spec for spec in specs.values() if spec.short_id == op_id]
+        if len(matches) == 1:
+            return matches[0]
+        msg = f"no operator {op_id!r} in the plan of {self.app_name!r}; operators: {sorted(specs)}"
+        raise KeyError(msg)
+
     def stage_of(self, op_id: str) -> Stage:
-        """The stage an operator belongs to."""
-        try:
-            return self.stages[self._stage_of[op_id]]
-        except KeyError:
-            msg = f"no operator {op_id!r} in the plan of {self.app_name!r}"
-            raise KeyError(msg) from None
+        """The stage an operator (full or short op id) belongs to."""
+        return self.stages[self._stage_of[self.operator(op_id).op_id]]
 
     @cached_property
     def graph(self) -> nx.DiGraph:

@@ -431,3 +431,15 @@ def test_unused_inputs_outputs_and_tables_warn(streams: Streams) -> None:
 def test_bad_app_mode_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="app.mode"):
         StreamApplication("m", config={"app.mode": "MICRO"}).plan()
+
+
+def test_operators_are_found_by_full_or_short_op_id() -> None:
+    from samza_nb.examples.page_views import build_app
+    from samza_nb.systems import EmbeddedSystem
+
+    plan = build_app(EmbeddedSystem("embedded", path="/nonexistent-never-opened")).plan()
+    assert plan.operator("window-count") is plan.operator("page-views-1-window-count")
+    assert plan.stage_of("window-count").id == plan.stage_of("page-views-1-window-count").id == 1
+    assert plan.stage_of("filter-1").id == 0
+    with pytest.raises(KeyError, match="no operator 'window-cuont'"):
+        plan.stage_of("window-cuont")
