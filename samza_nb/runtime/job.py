@@ -742,6 +742,12 @@ class Job:
         return self._grouper_name
 
     @property
+    def processors(self) -> dict[str, str]:
+        """The live processors: processor id → location id (a grouper may leave one idle)."""
+        with self._lock:
+            return dict(self._locations)
+
+    @property
     def grouper_options(self) -> dict[str, Any]:
         """The options the current grouper was given (``rebalance(grouper, **options)``)."""
         return dict(self._grouper_options)

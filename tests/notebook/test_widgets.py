@@ -371,7 +371,9 @@ def test_explorer_starts_on_the_jobs_grouper_and_its_options(spark: Any, tmp_pat
     explorer = GrouperExplorer(job)
     assert explorer.moves == [] and explorer.active_proposal is not None
     assert list(explorer.active_proposal.containers) == ["0"]
+    assert explorer.current_processors == job.processors == {"0": "host-a", "1": "host-b"}
     explorer.add("host-c")
+    assert explorer.draft["2"] == "host-c"  # the id Job.add_processor would give it
     assert explorer.moves == [] and list(explorer.active_proposal.containers) == ["0"]
     # Another grouper does not get the count grouper's options: it spreads the tasks.
     explorer.grouper.value = "host-affinity"

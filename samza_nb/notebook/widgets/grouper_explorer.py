@@ -269,7 +269,7 @@ class GrouperExplorer(LiveWidget):
             raise ConfigError(msg)
         if job is not None:
             current = job.job_model
-            live = _processors_of(current)
+            live = job.processors
         elif job_model is not None:
             current = job_model
             live = _processors_of(current)
@@ -519,7 +519,7 @@ class GrouperExplorer(LiveWidget):
         if job is not None and job.job_model is not self.current:
             # The job regrouped (Apply, a magic, a kill elsewhere): its model is the new base.
             self.current = job.job_model
-            self.current_processors = _processors_of(self.current)
+            self.current_processors = job.processors
             self.draft = dict(self.current_processors)
             self._sync_controls()
             self.message.value = paragraph("the job regrouped: the draft starts from its new model")
