@@ -20,6 +20,7 @@ from samza_nb.grouping.metadata import GrouperMetadata
 from samza_nb.grouping.registry import (
     get_grouper,
     get_ssp_grouper,
+    grouper_for_processors,
     grouper_from_config,
     grouper_names,
     register_grouper,
@@ -72,6 +73,7 @@ __all__ = [
     "expand_partitions",
     "failover",
     "get_grouper",
+    "grouper_for_processors",
     "get_ssp_grouper",
     "grouper_from_config",
     "grouper_names",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from samza_nb.config import Config
@@ -24,6 +24,7 @@ from samza_nb.grouping.ssp_groupers import (
 
 __all__ = [
     "get_grouper",
+    "grouper_for_processors",
     "get_ssp_grouper",
     "grouper_from_config",
     "grouper_names",
@@ -96,6 +97,27 @@ def get_grouper(name: str, **options: Any) -> TaskNameGrouper:
         raise _unknown(kind, name, _GROUPERS)
     result: TaskNameGrouper = _build("task grouper", name, factory, options)
     return result
+
+
+def grouper_for_processors(
+    name: str, processor_ids: Iterable[str], options: Mapping[str, Any] | None = None
+) -> TaskNameGrouper:
+    """The task grouper ``name`` for these processors: the options a grouper needs and
+    ``options`` leave out come from the processors (count, ids, the first id), as ``run()``
+    and the grouper explorer both need them.
+
+    >>> grouper_for_processors("group-by-container-count", ["0", "1", "2"])
+    GroupByContainerCount(3)
+    """
+    filled = dict(options or {})
+    ids = sorted(processor_ids)
+    if name == "group-by-container-count":
+        filled.setdefault("container_count", len(ids))
+    elif name == "single-container":
+        filled.setdefault("processor_id", ids[0])
+    elif name == "group-by-container-ids":
+        filled.setdefault("processor_ids", ids)
+    return get_grouper(name, **filled)
 
 
 def grouper_from_config(config: Config | Mapping[str, Any]) -> TaskNameGrouper:

@@ -25,7 +25,7 @@ from samza_nb.config import Config
 from samza_nb.coordination.locality import get_location_id_provider
 from samza_nb.drain import CONFIG_NAMESPACE, DrainMonitor, cleanup, write_drain_notification
 from samza_nb.errors import ConfigError, JobError, StreamNotFoundError, TaskError
-from samza_nb.grouping import GroupByPartition, GrouperMetadata, get_grouper
+from samza_nb.grouping import GroupByPartition, GrouperMetadata, grouper_for_processors
 from samza_nb.metadata import EmbeddedMetadataStore, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.plan.execution_plan import ExecutionPlan
@@ -360,15 +360,7 @@ class Job:
         )
 
     def _compute_job_model(self, previous: JobModel | None) -> JobModel:
-        options = dict(self._grouper_options)
-        name = self._grouper_name
-        if name == "group-by-container-count":
-            options.setdefault("container_count", len(self._locations))
-        elif name == "single-container":
-            options.setdefault("processor_id", sorted(self._locations)[0])
-        elif name == "group-by-container-ids":
-            options.setdefault("processor_ids", sorted(self._locations))
-        grouper = get_grouper(name, **options)
+        grouper = grouper_for_processors(self._grouper_name, self._locations, self._grouper_options)
         containers = grouper.group(self._task_models(), self._grouper_metadata(previous))
         placed = {}
         for container in containers:
@@ -486,6 +478,27 @@ class Job:
             new_id = str(max((int(p) for p in self._locations if p.isdigit()), default=-1) + 1)
             self._locations[new_id] = location_id or self._base_location
             self.job_model = self._compute_job_model(self.job_model)
+            return self.job_model
+
+    def regroup(
+        self, processors: dict[str, str], grouper: str | None = None, **options: Any
+    ) -> JobModel:
+        """Set the live processors (id → location) and optionally the grouper in one step:
+        the running job moves from its model to the new one with no model in between. On
+        failure the job keeps its processors, grouper and model."""
+        if not processors:
+            msg = "regroup needs at least one processor; stop the job instead"
+            raise JobError(msg)
+        with self._lock:
+            previous = (dict(self._locations), self._grouper_name, self._grouper_options)
+            self._locations = {str(pid): str(location) for pid, location in processors.items()}
+            if grouper is not None:
+                self._grouper_name, self._grouper_options = grouper, options
+            try:
+                self.job_model = self._compute_job_model(self.job_model)
+            except BaseException:
+                self._locations, self._grouper_name, self._grouper_options = previous
+                raise
             return self.job_model
 
     def rebalance(self, grouper: str | None = None, **options: Any) -> JobModel:

@@ -107,6 +107,16 @@ def test_rebalance_with_an_unknown_grouper_lists_the_known_ones(spark: Any, syst
     assert job.job_model == before
     assert job.rebalance(grouper="host-affinity").containers.keys() == before.containers.keys()
     assert job.grouper == "host-affinity"
+    # Kill processor 1 and add two at new hosts in one step: only processor 1's tasks move.
+    regrouped = job.regroup({"0": job.processors["0"], "2": "host-x", "3": "host-y"})
+    assert set(regrouped.containers) == {"0", "2", "3"}
+    assert set(regrouped.containers["0"].tasks) == set(before.containers["0"].tasks)
+    assert job.processors == {"0": before.containers["0"].location_id, "2": "host-x", "3": "host-y"}
+    with pytest.raises(JobError, match="at least one processor"):
+        job.regroup({})
+    with pytest.raises(Exception, match="did you mean"):
+        job.regroup({"9": "host-z"}, grouper="host-afinity")
+    assert job.job_model is regrouped and set(job.processors) == {"0", "2", "3"}
     with pytest.raises(JobError, match="no processor '7'"):
         job.kill_processor("7")
 

@@ -31,20 +31,17 @@ import ipywidgets as widgets
 from samza_nb.errors import ConfigError, SamzaNbError
 from samza_nb.grouping import (
     Balance,
-    GroupByContainerCount,
-    GroupByContainerIds,
     GroupByPartition,
     GrouperMetadata,
     HostAffinityGrouper,
     Move,
-    SingleContainerGrouper,
     active_task_name,
     add_standby_containers,
     assign_with_standbys,
     balance,
     build_task_models,
     check_standby_invariants,
-    get_grouper,
+    grouper_for_processors,
     grouper_names,
     min_moves,
     moved_tasks,
@@ -164,15 +161,7 @@ def group(
     ``options`` are the grouper's options (a Job's ``grouper_options``); those the grouper
     needs and ``options`` leave out are filled from the processors the way :func:`run` does.
     """
-    options = dict(options or {})
-    ids = sorted(processors)
-    if grouper == GroupByContainerCount.name:
-        options.setdefault("container_count", len(ids))
-    elif grouper == SingleContainerGrouper.name:
-        options.setdefault("processor_id", ids[0])
-    elif grouper == GroupByContainerIds.name:
-        options.setdefault("processor_ids", ids)
-    containers = get_grouper(grouper, **options).group(
+    containers = grouper_for_processors(grouper, processors, options).group(
         tasks, GrouperMetadata.from_job_model(previous, processors)
     )
     return JobModel(
@@ -416,14 +405,8 @@ class GrouperExplorer(LiveWidget):
                 raise ConfigError(msg)
             before = job.job_model
             expected = task_assignment(self.active_proposal)
-            added, killed = self._changes()
             name = str(self.grouper.value)
-            job.rebalance(grouper=name, **self._options(name))
-            for pid in added:
-                job.add_processor(self.draft[pid])
-            for pid in killed:
-                job.kill_processor(pid)
-            after = job.job_model
+            after = job.regroup(dict(self.draft), grouper=name, **self._options(name))
             self.applied_moves = moved_tasks(before, after)
             self.refresh()
             text = (
@@ -440,11 +423,6 @@ class GrouperExplorer(LiveWidget):
         options of one grouper mean nothing to another)."""
         job = self.job
         return job.grouper_options if job is not None and grouper == job.grouper else {}
-
-    def _changes(self) -> tuple[list[str], list[str]]:
-        added = [pid for pid in self.draft if pid not in self.current_processors]
-        killed = java_sorted(pid for pid in self.current_processors if pid not in self.draft)
-        return added, killed
 
     def _draft_changed(self, note: str) -> None:
         self._sync_controls()
@@ -553,15 +531,9 @@ class GrouperExplorer(LiveWidget):
         # Processors keep their draft locations (only an explorer without a job can move one);
         # the tasks' locations stay those of the current model, as after a host change.
         live = {pid: self.draft.get(pid, loc) for pid, loc in self.current_processors.items()}
-        added, killed = self._changes()
-        options = self._options(name)
-        model = group(name, tasks, self.current, live, config, options)
-        for pid in added:
-            live[pid] = self.draft[pid]
-            model = group(name, tasks, model, live, config, options)
-        for pid in killed:
-            del live[pid]
-            model = group(name, tasks, model, live, config, options)
+        # Apply moves the job to the draft in one regroup, so the proposal is one grouping.
+        live = {pid: self.draft[pid] for pid in self.draft}
+        model = group(name, tasks, self.current, live, config, self._options(name))
         self.active_proposal = model
         replicas = int(self.replication_factor.value)
         check_location = bool(self.check_location.value)
