@@ -173,10 +173,11 @@ def _run(args: argparse.Namespace) -> int:
         job.stop()
     status = job.wait()
     print(_progress_line(job, started))
+    metrics = job.metrics()
     for stream_id, info in sorted(job.plan.streams.items()):
         if info.kind == "output":
-            print(f"output {stream_id}: {job.metrics()['streams'][stream_id].get('out', 0):,} messages")
-    tasks = job.metrics()["tasks"].values()
+            print(f"output {stream_id}: {metrics['streams'][stream_id].get('out', 0):,} messages")
+    tasks = metrics["tasks"].values()
     restores = sum(task["restores"] for task in tasks)
     restored = sum(task["restored_records"] for task in tasks)
     print(f"store restores from changelogs: {restores} ({restored:,} records)")
@@ -235,7 +236,7 @@ def _metadata_store_of(args: argparse.Namespace) -> Any:
     from samza_nb.runtime import metadata_store_path
 
     if args.job_home:
-        path = Path(args.job_home) / "metadata.sqlite3"
+        path = metadata_store_path(Path(args.job_home))
     elif args.app:
         path = metadata_store_path(_application(args).plan(_config(args)))
     else:

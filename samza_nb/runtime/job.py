@@ -27,6 +27,7 @@ from samza_nb.drain import CONFIG_NAMESPACE, DrainMonitor, cleanup, write_drain_
 from samza_nb.errors import ConfigError, JobError, StreamNotFoundError, TaskError
 from samza_nb.grouping import GroupByPartition, GrouperMetadata, grouper_for_processors
 from samza_nb.metadata import EmbeddedMetadataStore, MetadataStore, NamespacedMetadataStore
+from samza_nb.metadata.registry import EMBEDDED_FILE_NAME
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.plan.operators import OpCode
@@ -469,16 +470,13 @@ class Job:
             if len(self._locations) == 1:
                 msg = "cannot kill the last processor; stop the job instead"
                 raise JobError(msg)
-            del self._locations[processor_id]
-            self.job_model = self._compute_job_model(self.job_model)
-            return self.job_model
+            survivors = {pid: loc for pid, loc in self._locations.items() if pid != processor_id}
+            return self.regroup(survivors)
 
     def add_processor(self, location_id: str | None = None) -> JobModel:
         with self._lock:
             new_id = str(max((int(p) for p in self._locations if p.isdigit()), default=-1) + 1)
-            self._locations[new_id] = location_id or self._base_location
-            self.job_model = self._compute_job_model(self.job_model)
-            return self.job_model
+            return self.regroup({**self._locations, new_id: location_id or self._base_location})
 
     def regroup(
         self, processors: dict[str, str], grouper: str | None = None, **options: Any
@@ -490,7 +488,7 @@ class Job:
             msg = "regroup needs at least one processor; stop the job instead"
             raise JobError(msg)
         with self._lock:
-            previous = (dict(self._locations), self._grouper_name, self._grouper_options)
+            previous = (self._locations, self._grouper_name, self._grouper_options)
             self._locations = {str(pid): str(location) for pid, location in processors.items()}
             if grouper is not None:
                 self._grouper_name, self._grouper_options = grouper, options
@@ -505,15 +503,7 @@ class Job:
         """Regroup the tasks (optionally with another grouper); moved tasks continue from their
         checkpoints. A grouper that fails leaves the running JobModel as it was."""
         with self._lock:
-            previous = (self._grouper_name, self._grouper_options)
-            if grouper is not None:
-                self._grouper_name, self._grouper_options = grouper, options
-            try:
-                self.job_model = self._compute_job_model(self.job_model)
-            except BaseException:
-                self._grouper_name, self._grouper_options = previous
-                raise
-            return self.job_model
+            return self.regroup(self._locations, grouper, **options)
 
     # -- the loop --------------------------------------------------------------------------
     def _spark_session(self) -> Any:
@@ -549,12 +539,12 @@ class Job:
             if not active:
                 self._state = "drained" if self._drain_requested else "finished"
                 return
-            if self._idle(active):
+            newest = self._newest_offsets()
+            if self._idle(active, newest):
                 time.sleep(_IDLE_SLEEP_S)
                 continue
             self.epoch += 1
             now = self._clock()
-            newest = self._newest_offsets()
             assignments = {
                 pid: [self._assignment(task, model, pid, now, newest) for task in tasks]
                 for pid, tasks in active.items()
@@ -581,13 +571,13 @@ class Job:
         if self._state == "running":
             self._state = "stopped" if self._stop_requested.is_set() else "finished"
 
-    def _idle(self, active: dict[str, list[str]]) -> bool:
+    def _idle(self, active: dict[str, list[str]], newest: dict[str, int]) -> bool:
         """Whether an epoch now would do nothing: no message to read, no window whose timers
         fire by processing time, no drain and no epoch left pending by a crash. A job waiting
         on a quiet input then costs no Spark job (epochs still count when ``until`` is one)."""
         if isinstance(self._until, int) or self._drain_requested or self._has_windows:
             return False
-        if not self._caught_up():
+        if not self._caught_up(newest):
             return False
         return all(
             self.checkpoints.pending_plan(task, (self._checkpoint_cache.get(task) or Checkpoint()).seq) is None
@@ -672,17 +662,11 @@ class Job:
                 if result.end_of_stream or result.drained:
                     self._done_tasks.add(result.task_name)
         self.checkpoints.flush()
-        drains = {task: cp.control.get("drain", {}) for task, cp in self._checkpoint_cache.items()}
+        control = {task: cp.control for task, cp in self._checkpoint_cache.items()}
         # The history replays drain propagation; an epoch that changed no DrainStates adds
         # nothing to replay, and a job idling for hours must not grow it epoch by epoch.
-        if not self._history or drains != self._history[-1]["drains"]:
-            self._history.append(
-                {
-                    "epoch": self.epoch,
-                    "drains": drains,
-                    "control": {task: cp.control for task, cp in self._checkpoint_cache.items()},
-                }
-            )
+        if not self._history or _drains(control) != _drains(self._history[-1]["control"]):
+            self._history.append({"epoch": self.epoch, "control": control})
         if failure is not None:
             where = f" (user code at {failure['user_location']})" if failure.get("user_location") else ""
             msg = (
@@ -732,14 +716,17 @@ class Job:
             if offset > 0:
                 self.plan.streams[stream_id].system.delete_before(stream_id, int(partition), offset)
 
-    def _caught_up(self) -> bool:
+    def _caught_up(self, newest: dict[str, int] | None = None) -> bool:
         return not any(
-            lag for (task, _ssp), lag in self._ssp_lags().items() if task not in self._done_tasks
+            lag for (task, _ssp), lag in self._ssp_lags(newest).items() if task not in self._done_tasks
         )
 
-    def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
-        """Per (task, SSP) of consumed streams: messages between checkpoint and newest offset."""
-        newest = self._newest_offsets()
+    def _ssp_lags(
+        self, newest: dict[str, int] | None = None
+    ) -> dict[tuple[str, SystemStreamPartition], int]:
+        """Per (task, SSP) of consumed streams: messages between checkpoint and newest offset
+        (``newest`` as just read, else read now)."""
+        newest = self._newest_offsets() if newest is None else newest
         lags = {}
         for task, ssps in self._task_ssps.items():
             checkpoint = self._checkpoint_cache.get(task) or Checkpoint()
@@ -846,6 +833,11 @@ class Job:
         )
 
 
+def _drains(control: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each task's DrainStates within its committed control state."""
+    return {task: state.get("drain", {}) for task, state in control.items()}
+
+
 def _empty_task_metrics() -> dict[str, Any]:
     return {
         "messages_in": 0, "messages_out": 0, "epochs": 0, "epoch_seconds": 0.0, "restores": 0,
@@ -862,9 +854,11 @@ def job_home(plan: ExecutionPlan) -> Path:
     return Path(default_system(plan).path) / "jobs" / f"{plan.app_name}-{plan.job_id}"
 
 
-def metadata_store_path(plan: ExecutionPlan) -> Path:
-    """The job's embedded metadata store (checkpoints, run id, drain notifications)."""
-    return job_home(plan) / "metadata.sqlite3"
+def metadata_store_path(plan_or_home: ExecutionPlan | Path) -> Path:
+    """The job's embedded metadata store (checkpoints, run id, drain notifications), given
+    its plan or its job home folder."""
+    home = plan_or_home if isinstance(plan_or_home, Path) else job_home(plan_or_home)
+    return home / EMBEDDED_FILE_NAME
 
 
 def run(
