@@ -15,6 +15,7 @@ __all__ = [
     "DrainError",
     "GroupingError",
     "JobError",
+    "JobLeaseError",
     "MetadataStoreError",
     "ModelError",
     "PlanError",
@@ -89,6 +90,14 @@ class DrainError(SamzaNbError, ValueError):
 
 class JobError(SamzaNbError):
     """A running job failed or was used in a state that does not allow the call."""
+
+
+class JobLeaseError(CoordinationError):
+    """Another incarnation of the job holds its lease, or this one lost it (fenced)."""
+
+    def __init__(self, message: str, *, holder: str | None = None):
+        super().__init__(message)
+        self.holder = holder
 
 
 class TaskError(JobError):

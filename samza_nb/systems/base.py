@@ -3,7 +3,12 @@
 A system hosts partitioned, offset-addressed streams. Messages are :class:`Record` tuples of
 (kind, key bytes, value bytes, timestamp); ``kind`` is Samza's MessageType ordinal (0 user
 message, 1 watermark, 2 end-of-stream, 3 drain) and a control message's value is its JSON
-payload as in SAMZA.md §5.2. Offsets count messages, starting at 0.
+payload as in SAMZA.md §5.2.
+
+Offsets are the system's own: the embedded log numbers messages 0, 1, 2 … with no gaps; Kafka's
+offsets have gaps (transaction markers, compaction). The runtime therefore never computes an
+offset from a count: it reads with :meth:`StreamSystem.fetch`, which says where the next read
+starts, and bounds an epoch by an offset (the newest offset seen) plus a message limit.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any, NamedTuple
 
 from samza_nb.systems.descriptors import InputDescriptor, OutputDescriptor
 
-__all__ = ["MessageKind", "Record", "StreamSystem"]
+__all__ = ["Fetched", "MessageKind", "Record", "StreamSystem"]
 
 
 class MessageKind:
@@ -33,6 +38,22 @@ class Record(NamedTuple):
     key: bytes | None
     value: bytes
     timestamp: int | None = None
+
+
+class Fetched(NamedTuple):
+    """What one :meth:`StreamSystem.fetch` returns.
+
+    ``batches``: (offset of the first record, records) with contiguous offsets inside a batch;
+    ``next_offset``: where the next read of the partition starts, past every returned record and
+    past any gap (markers, compacted-away records) the system skipped on the way to ``bound``.
+    """
+
+    batches: list[tuple[int, list[Record]]]
+    next_offset: int
+
+    @property
+    def messages(self) -> int:
+        return sum(len(records) for _first, records in self.batches)
 
 
 class StreamSystem(ABC):
@@ -66,12 +87,15 @@ class StreamSystem(ABC):
         """The stream's partition count, or None when it does not exist."""
 
     @abstractmethod
-    def create_stream(self, stream_id: str, partitions: int) -> bool:
-        """Create the stream; True if created, False if it existed with that partition count."""
+    def create_stream(self, stream_id: str, partitions: int, *, compacted: bool = False) -> bool:
+        """Create the stream; True if created, False if it existed with that partition count
+        (another count is a :class:`~samza_nb.errors.StreamSystemError` naming both).
+        ``compacted``: a store changelog, where only the latest record per key must be kept."""
 
     @abstractmethod
     def newest_offsets(self, stream_id: str) -> dict[int, int]:
-        """Per partition, the offset the next appended message will get (= messages so far)."""
+        """Per partition, the offset the next appended message will get (Kafka's high
+        watermark). Lag is reported as this minus a checkpointed offset, as Kafka does."""
 
     @abstractmethod
     def oldest_offsets(self, stream_id: str) -> dict[int, int]:
@@ -106,8 +130,59 @@ class StreamSystem(ABC):
         """Up to ``max_messages`` (offset, record) pairs from ``offset`` on."""
 
     @abstractmethod
+    def fetch(
+        self,
+        stream_id: str,
+        partition: int,
+        offset: int,
+        bound: int,
+        max_messages: int,
+        *,
+        producer_seq_below: int | None = None,
+    ) -> Fetched:
+        """Records with ``offset <= record offset < bound``, at most ``max_messages`` of them,
+        in batches; the runtime's read path. Records appended with (producer, producer_seq)
+        twice are returned once. ``producer_seq_below`` keeps only records appended with a
+        producer sequence number below it (a changelog restore skips epochs that never
+        committed). An offset below the oldest stored one starts at the oldest."""
+
+    def read_frame(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
+        """Every user message of the stream as a pandas DataFrame (partition, offset, key,
+        value, timestamp), decoded with the serdes given (JSON where possible otherwise)."""
+        import pandas as pd
+
+        decode_value = serde.from_bytes if serde is not None else _lenient_json
+        decode_key = key_serde.from_bytes if key_serde is not None else _lenient_json
+        rows = []
+        for partition, newest in sorted(self.newest_offsets(stream_id).items()):
+            offset = 0
+            while offset < newest:
+                fetched = self.fetch(stream_id, partition, offset, newest, 100_000)
+                for first, records in fetched.batches:
+                    for index, (kind, key, value, timestamp) in enumerate(records):
+                        if kind == MessageKind.USER:
+                            decoded_key = decode_key(key) if key is not None else None
+                            rows.append(
+                                (partition, first + index, decoded_key, decode_value(value), timestamp)
+                            )
+                if fetched.next_offset <= offset:
+                    break
+                offset = fetched.next_offset
+        return pd.DataFrame(rows, columns=["partition", "offset", "key", "value", "timestamp"])
+
+    @abstractmethod
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         """Delete messages before ``offset`` (retention); returns how many were deleted."""
 
     def close(self) -> None:  # noqa: B027 - an optional hook; most systems hold nothing
         """Release connections held by this process."""
+
+
+def _lenient_json(data: bytes) -> Any:
+    """The JSON value where the bytes are JSON, else the bytes."""
+    import msgspec
+
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return bytes(data)

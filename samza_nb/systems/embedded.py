@@ -24,7 +24,7 @@ import msgspec
 
 from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
-from samza_nb.systems.base import MessageKind, Record, StreamSystem
+from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
 from samza_nb.systems.partitioning import partition_for_key
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
@@ -202,7 +202,7 @@ class EmbeddedSystem(StreamSystem):
             raise StreamNotFoundError(msg)
         return count
 
-    def create_stream(self, stream_id: str, partitions: int) -> bool:
+    def create_stream(self, stream_id: str, partitions: int, *, compacted: bool = False) -> bool:
         if not isinstance(partitions, int) or partitions <= 0:
             msg = f"create_stream({stream_id!r}): partitions must be a positive int, got {partitions!r}"
             raise StreamSystemError(msg)
@@ -346,6 +346,35 @@ class EmbeddedSystem(StreamSystem):
                 records = records[start:stop]
             batches.append((first + start, records))
         return batches
+
+    def fetch(
+        self,
+        stream_id: str,
+        partition: int,
+        offset: int,
+        bound: int,
+        max_messages: int,
+        *,
+        producer_seq_below: int | None = None,
+    ) -> Fetched:
+        # The log numbers messages without gaps, so a batch's records have consecutive offsets
+        # and whatever lies below the oldest stored offset was deleted by retention.
+        limit = min(max_messages, bound - offset)
+        if limit <= 0:
+            return Fetched([], offset)
+        batches = self.read_batches(
+            stream_id, partition, offset, limit, producer_seq_below=producer_seq_below
+        )
+        if not batches:
+            oldest = self.oldest_offsets(stream_id).get(partition, 0)
+            if offset < oldest:
+                return self.fetch(
+                    stream_id, partition, oldest, bound, max_messages,
+                    producer_seq_below=producer_seq_below,
+                )
+            return Fetched([], offset)
+        first, records = batches[-1]
+        return Fetched(batches, first + len(records))  # type: ignore[arg-type]
 
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         db = self._db()

@@ -1,0 +1,166 @@
+"""The one place job models are computed (Samza's JobModelCalculator, SAMZA.md §1–§4).
+
+Every coordinator calls it: the embedded one in the driver, the ZooKeeper and Azure leaders in
+their processes, and the grouper explorer for its previews, so a preview is the model the job
+then runs. The steps:
+
+1. the SSP grouper of ``job.systemstreampartition.grouper.factory`` groups every consumed
+   partition into tasks (broadcast partitions into every task);
+2. with durable stores and a previous model, partitions of expanded streams go back to the
+   tasks that held their keys (SSPGrouperProxy, §2.6);
+3. task models keep their previous changelog partitions; new tasks get the next ones (§2.5);
+4. the task grouper (``task.name.grouper.factory`` or the one asked for) assigns tasks to the
+   live processors with GrouperMetadata; a replication factor above 1 places standby copies
+   (§4) instead;
+5. every container carries its processor's location.
+
+The model carries no config (Samza strips it before storing a model), so no secret is ever in a
+stored or displayed job model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from samza_nb.config import Config
+from samza_nb.grouping import (
+    GroupByPartition,
+    GrouperMetadata,
+    build_task_models,
+    expand_partitions,
+    grouper_for_processors,
+    ssp_grouper_from_config,
+)
+from samza_nb.grouping.ssp_groupers import GroupBySystemStreamPartition
+from samza_nb.grouping.standby import assign_with_standbys
+from samza_nb.model import JobModel, LocationId, SystemStreamPartition, TaskModel
+
+__all__ = ["JobInputs", "JobModelCalculator", "assign_tasks"]
+
+_DEFAULT_GROUPER = "group-by-container-count"
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What a coordinator needs to know of a job, as plain values (no plan, no system).
+
+    ``ssps``: every partition of every stream the job consumes (inputs, side inputs and
+    intermediate streams); ``broadcast``: those read by every task; ``has_durable_stores``:
+    whether tasks keep state whose keys must not move when a stream expands.
+    """
+
+    ssps: frozenset[SystemStreamPartition]
+    broadcast: frozenset[SystemStreamPartition] = frozenset()
+    has_durable_stores: bool = False
+    config: Config = field(default_factory=Config)
+
+    def partition_counts(self) -> dict[str, int]:
+        """Stream → partition count, as the partition-count monitor compares them."""
+        counts: dict[str, int] = {}
+        for ssp in self.ssps:
+            counts[ssp.stream] = max(counts.get(ssp.stream, 0), ssp.partition + 1)
+        return counts
+
+
+def assign_tasks(
+    tasks: Mapping[str, TaskModel] | list[TaskModel],
+    processors: Mapping[str, LocationId],
+    metadata: GrouperMetadata,
+    *,
+    grouper: str,
+    options: Mapping[str, Any] | None = None,
+    replication_factor: int = 1,
+) -> JobModel:
+    """Steps 4 and 5: tasks over the live ``processors`` (id → location) with ``metadata``."""
+    models = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
+    if replication_factor > 1:
+        containers = assign_with_standbys(models, metadata.with_processors(processors), replication_factor)
+    else:
+        containers = grouper_for_processors(grouper, processors, options).group(
+            models, metadata.with_processors(processors)
+        )
+    return JobModel(
+        {},
+        [c.replace(location_id=processors.get(c.processor_id, c.location_id)) for c in containers],
+    )
+
+
+class JobModelCalculator:
+    """Computes job models for one job (see the module docstring for the steps).
+
+    ``grouper`` and ``options`` override ``task.name.grouper.factory``; the options a grouper
+    needs and leaves out come from the live processors (count, ids).
+    """
+
+    def __init__(
+        self,
+        inputs: JobInputs,
+        *,
+        grouper: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        replication_factor: int = 1,
+    ) -> None:
+        self.inputs = inputs
+        config = inputs.config
+        self.grouper = grouper or config.get_str("task.name.grouper.factory") or _DEFAULT_GROUPER
+        filled = dict(options or {})
+        if self.grouper == "group-by-container-ids":
+            filled.setdefault("host_affinity", config.get_bool("job.host-affinity.enabled"))
+        self.options = filled
+        self.replication_factor = replication_factor
+
+    def with_grouper(self, grouper: str | None, options: Mapping[str, Any] | None) -> JobModelCalculator:
+        """The same job with another task grouper (None keeps this one and its options)."""
+        if grouper is None:
+            return self
+        return JobModelCalculator(
+            self.inputs, grouper=grouper, options=options, replication_factor=self.replication_factor
+        )
+
+    def task_models(self, processor_ids: list[str], previous: JobModel | None) -> dict[str, TaskModel]:
+        """Steps 1–3: the job's active task models, given the previous model."""
+        grouped = self._ssp_grouper(processor_ids).group(self.inputs.ssps)
+        if previous is not None and self.inputs.has_durable_stores:
+            previous_ssps = {
+                name: task.ssps for name, task in previous.active_tasks().items()
+            }
+            if previous_ssps:
+                grouped = expand_partitions(
+                    grouped, previous_ssps, broadcast_inputs=self.inputs.broadcast
+                )
+        changelog = {} if previous is None else {
+            name: task.changelog_partition for name, task in previous.active_tasks().items()
+        }
+        return build_task_models(grouped, changelog)
+
+    def calculate(
+        self,
+        processors: Mapping[str, LocationId],
+        metadata: GrouperMetadata,
+        previous: JobModel | None,
+    ) -> JobModel:
+        """A new job model for the live ``processors`` (id → location)."""
+        tasks = self.task_models(sorted(processors), previous)
+        return assign_tasks(
+            tasks,
+            processors,
+            metadata,
+            grouper=self.grouper,
+            options=self.options,
+            replication_factor=self.replication_factor,
+        )
+
+    def _ssp_grouper(self, processor_ids: list[str]) -> Any:
+        config = self.inputs.config
+        grouper = ssp_grouper_from_config(config, processor_ids)
+        if not self.inputs.broadcast:
+            return grouper
+        # Broadcast streams of the plan join those named by task.broadcast.inputs.
+        factor = config.get_int("job.elasticity.factor")
+        if isinstance(grouper, GroupByPartition):
+            return GroupByPartition(grouper.broadcast_inputs | self.inputs.broadcast, factor)
+        if isinstance(grouper, GroupBySystemStreamPartition):
+            return GroupBySystemStreamPartition(grouper.broadcast_inputs | self.inputs.broadcast, factor)
+        return grouper
