@@ -121,3 +121,5 @@ class TaskError(JobError):
         self.task = task
         self.ssp = ssp
         self.offset = offset
+        #: The traceback as the task saw it (in the Spark worker for the Spark executor).
+        self.worker_traceback: str | None = None

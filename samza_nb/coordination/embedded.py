@@ -19,6 +19,7 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from samza_nb.config import Config
 from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
 from samza_nb.coordination.coordinator import JobCoordinator, register_job_coordinator
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
@@ -52,7 +53,15 @@ class EmbeddedJobCoordinator(JobCoordinator):
 
     name = "embedded"
 
-    def __init__(self, calculator: JobModelCalculator, metadata: MetadataStore, *, run_id: str) -> None:
+    def __init__(
+        self,
+        calculator: JobModelCalculator,
+        metadata: MetadataStore,
+        *,
+        run_id: str,
+        config: Config | None = None,
+    ) -> None:
+        """``config`` is the job's (the calculator already holds what grouping reads)."""
         super().__init__()
         self._calculator = calculator
         self._metadata = metadata

@@ -122,6 +122,9 @@ class ExecutionPlan:
     stages: list[Stage]
     join_streams: dict[str, tuple[str, ...]]
     window_ms: int | None
+    #: The system of intermediate streams and changelogs: ``job.default.system``, else the
+    #: system of the first declared stream (None for an app without streams).
+    default_system: StreamSystemLike | None = None
     _producers: dict[str, frozenset[str]] = field(default_factory=dict)
     _stage_of: dict[str, int] = field(default_factory=dict)
 
@@ -147,6 +150,32 @@ class ExecutionPlan:
             return matches[0]
         msg = f"no operator {op_id!r} in the plan of {self.app_name!r}; operators: {sorted(specs)}"
         raise KeyError(msg)
+
+    @property
+    def store_names(self) -> list[str]:
+        """Every store a task of this plan has: windows (op id), joins (op id -L/-R), tables."""
+        names: set[str] = set(self.tables)
+        for spec in self.operators.values():
+            if isinstance(spec, WindowOperatorSpec):
+                names.add(spec.op_id)
+            elif isinstance(spec, JoinOperatorSpec):
+                names.update((f"{spec.op_id}-L", f"{spec.op_id}-R"))
+        return sorted(names)
+
+    def changelog_stream_id(self, store: str) -> str:
+        """The changelog stream of ``store``, in the default system (one partition per task)."""
+        return f"{self.app_name}-{self.job_id}-{store}-changelog"
+
+    @property
+    def consumed_streams(self) -> dict[str, StreamInfo]:
+        """The streams tasks read: inputs, side inputs and intermediate streams."""
+        return {sid: info for sid, info in self.streams.items() if info.kind != "output"}
+
+    @property
+    def task_count(self) -> int:
+        """Tasks of the default grouping (the largest consumed partition count): the
+        changelog streams' partition count."""
+        return max((info.partitions for info in self.consumed_streams.values()), default=1)
 
     def stage_of(self, op_id: str) -> Stage:
         """The stage an operator (full or short op id) belongs to."""

@@ -164,6 +164,7 @@ class _Planner:
             stages=stages,
             join_streams={op_id: tuple(s) for op_id, s in join_streams.items()},
             window_ms=window_ms,
+            default_system=default_system,
             _producers=producers,
             _stage_of=stage_of,
         )

@@ -39,39 +39,75 @@ class Checkpoint:
 
 @dataclass
 class EpochPlan:
+    """What an epoch reads: per SSP up to ``bounds`` (an offset) and at most ``max_messages``."""
+
     seq: int
     now_ms: int
     bounds: dict[str, int]
     drain: bool = False
+    max_messages: int = 50_000
 
     def to_json(self) -> bytes:
         return json.dumps(
-            {"seq": self.seq, "nowMs": self.now_ms, "bounds": self.bounds, "drain": self.drain},
+            {
+                "seq": self.seq,
+                "nowMs": self.now_ms,
+                "bounds": self.bounds,
+                "drain": self.drain,
+                "maxMessages": self.max_messages,
+            },
             sort_keys=True,
         ).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> EpochPlan:
         fields = json.loads(data)
-        return cls(int(fields["seq"]), int(fields["nowMs"]), dict(fields["bounds"]), bool(fields["drain"]))
+        return cls(
+            int(fields["seq"]),
+            int(fields["nowMs"]),
+            dict(fields["bounds"]),
+            bool(fields["drain"]),
+            int(fields.get("maxMessages", 50_000)),
+        )
 
 
 class CheckpointStore:
-    """Per-task checkpoints and pending epoch plans of one job."""
+    """Per-task checkpoints and pending epoch plans of one job.
+
+    Checkpoints written through this object are cached: the processors of one process read
+    their own commits without a store round trip. :meth:`read_all` always reads the store (it
+    sees the commits of other processes too).
+    """
 
     def __init__(self, store: MetadataStore):
         self._checkpoints = NamespacedMetadataStore(store, CHECKPOINT_NAMESPACE)
         self._plans = NamespacedMetadataStore(store, EPOCH_NAMESPACE)
+        self._cache: dict[str, Checkpoint] = {}
 
     def read(self, task: str) -> Checkpoint:
+        cached = self._cache.get(task)
+        if cached is not None:
+            return cached
         raw = self._checkpoints.get(task)
-        return Checkpoint.from_json(raw) if raw is not None else Checkpoint()
+        checkpoint = Checkpoint.from_json(raw) if raw is not None else Checkpoint()
+        self._cache[task] = checkpoint
+        return checkpoint
+
+    def cached(self) -> dict[str, Checkpoint]:
+        """The checkpoints this process read or wrote, by task."""
+        return dict(self._cache)
 
     def read_all(self) -> dict[str, Checkpoint]:
         return {task: Checkpoint.from_json(raw) for task, raw in self._checkpoints.all().items()}
 
     def write(self, task: str, checkpoint: Checkpoint) -> None:
         self._checkpoints.put(task, checkpoint.to_json())
+        self._cache[task] = checkpoint
+
+    def write_all(self, checkpoints: dict[str, Checkpoint]) -> None:
+        """Commit several tasks' checkpoints at once (one transaction where the store has them)."""
+        self._checkpoints.put_all({task: cp.to_json() for task, cp in checkpoints.items()})
+        self._cache.update(checkpoints)
 
     def pending_plan(self, task: str, seq: int) -> EpochPlan | None:
         raw = self._plans.get(task)

@@ -8,7 +8,8 @@ be written by another.
 Consistency: every flush writes the epoch's updates *and* the task's store metadata (epoch
 sequence number, input offsets, control state) in one RocksDB write batch, after appending the
 same updates to the changelog tagged (task, epoch). A store whose sequence number differs from
-the committed checkpoint is rebuilt from the changelog, replaying committed epochs only.
+the committed checkpoint is rebuilt from the changelog, replaying committed epochs only; so is
+a store RocksDB cannot open (corrupt or truncated files), and the epoch result says so.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ import msgspec
 from rocksdict import Options, Rdict, WriteBatch
 
 from samza_nb.errors import JobError
-from samza_nb.systems.base import MessageKind
-from samza_nb.systems.embedded import EmbeddedSystem
+from samza_nb.systems.base import MessageKind, Record, StreamSystem
 
 __all__ = ["ChangelogRef", "TaskStore", "store_path"]
 
@@ -33,8 +33,16 @@ _PUT = b"\x01"
 _DELETE = b"\x00"
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.Decoder().decode
-_encode_batch = msgspec.msgpack.Encoder().encode
 _MISSING = object()
+_RESTORE_CHUNK = 100_000
+#: RocksDB keeps this many info LOG files per store (each open rolls one over).
+_KEEP_LOG_FILES = 2
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.set_keep_log_file_num(_KEEP_LOG_FILES)
+    return options
 
 
 def store_path(store_root: str | Path, location_id: str, task: str, store: str) -> Path:
@@ -51,7 +59,7 @@ class ChangelogRef:
 
     __slots__ = ("partition", "stream_id", "system")
 
-    def __init__(self, system: EmbeddedSystem, stream_id: str, partition: int):
+    def __init__(self, system: StreamSystem, stream_id: str, partition: int):
         self.system = system
         self.stream_id = stream_id
         self.partition = partition
@@ -69,13 +77,19 @@ class TaskStore:
         self._dirty: dict[bytes, bytes | None] = {}
         self.restored_records = 0
         self.restore_seconds = 0.0
+        #: Why the store was rebuilt from its changelog although its files were there.
+        self.rebuilt_because: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, committed_seq: int) -> dict[str, Any]:
         """Open the store, rebuilding it from the changelog when its epoch differs from
         ``committed_seq``; returns its metadata ({} for a fresh store)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = Rdict(str(self.path), Options(raw_mode=True))
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self._db = Rdict(str(self.path), _options())
+        except Exception as error:  # RocksDB reports corruption as a bare Exception
+            self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
+            return self.restore(committed_seq)
         meta = self.meta()
         if int(meta.get("seq", 0)) not in (committed_seq, committed_seq + 1):
             meta = self.restore(committed_seq)
@@ -86,19 +100,20 @@ class TaskStore:
         started = time.perf_counter()
         self.close()
         shutil.rmtree(self.path, ignore_errors=True)
-        self._db = Rdict(str(self.path), Options(raw_mode=True))
+        self._db = Rdict(str(self.path), _options())
         restored = 0
         if self._changelog is not None and committed_seq > 0:
             log = self._changelog
+            system = log.system
             offset = 0
-            while True:
-                batches = log.system.read_batches(
-                    log.stream_id, log.partition, offset, 100_000, producer_seq_below=committed_seq
+            newest = system.newest_offsets(log.stream_id).get(log.partition, 0)
+            while offset < newest:
+                fetched = system.fetch(
+                    log.stream_id, log.partition, offset, newest, _RESTORE_CHUNK,
+                    producer_seq_below=committed_seq,
                 )
-                if not batches:
-                    break
                 batch = WriteBatch(raw_mode=True)
-                for first, records in batches:
+                for _first, records in fetched.batches:
                     for _kind, key, value, _ts in records:
                         if key is None:
                             continue
@@ -107,8 +122,10 @@ class TaskStore:
                         else:
                             batch.delete(key)
                         restored += 1
-                    offset = first + len(records)
                 self._db.write(batch)
+                if fetched.next_offset <= offset:
+                    break
+                offset = fetched.next_offset
         meta = {"seq": committed_seq} if committed_seq > 0 else {}
         if meta:
             self._db[_META_KEY] = _json_encode(meta)
@@ -170,17 +187,12 @@ class TaskStore:
         RocksDB write batch."""
         if self._changelog is not None and self._dirty:
             records = [
-                (MessageKind.USER, key, _PUT + value if value is not None else _DELETE, None)
+                Record(MessageKind.USER, key, _PUT + value if value is not None else _DELETE, None)
                 for key, value in self._dirty.items()
             ]
             log = self._changelog
-            log.system.append_encoded(
-                log.stream_id,
-                log.partition,
-                _encode_batch(records),
-                len(records),
-                producer=self.task,
-                producer_seq=producer_seq,
+            log.system.append(
+                log.stream_id, log.partition, records, producer=self.task, producer_seq=producer_seq
             )
         batch = WriteBatch(raw_mode=True)
         for key, value in self._dirty.items():

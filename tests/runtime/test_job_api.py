@@ -98,8 +98,9 @@ def test_add_processor_at_a_new_location_moves_tasks_and_loses_nothing(spark: An
 
 
 def test_rebalance_with_an_unknown_grouper_lists_the_known_ones(spark: Any, system: EmbeddedSystem) -> None:
-    write_page_views(system, generate_page_views(100))
-    job = run(build_app(system, name="regroup"), processors=2, until="end-of-stream", clock=StepClock())
+    write_page_views(system, generate_page_views(100), end=False)
+    job = run(build_app(system, name="regroup"), processors=2, until="end-of-stream",
+              background=True, clock=StepClock())
     before = job.job_model
     with pytest.raises(Exception, match="host-affinity"):
         job.rebalance(grouper="round-robin-ish")
@@ -119,6 +120,9 @@ def test_rebalance_with_an_unknown_grouper_lists_the_known_ones(spark: Any, syst
     assert job.job_model is regrouped and set(job.processors) == {"0", "2", "3"}
     with pytest.raises(JobError, match="no processor '7'"):
         job.kill_processor("7")
+    job.stop()
+    with pytest.raises(JobError, match="has stopped; there is nothing to regroup"):
+        job.rebalance()  # a job that ended keeps the model it ended with
 
 
 def test_early_firing_panes_discarding_and_accumulating(spark: Any, system: EmbeddedSystem) -> None:

@@ -1,0 +1,191 @@
+"""What the operators of one task see during one epoch: writers, stores, tables, control state.
+
+The context also knows where the task is reading (stream partition and offset) so that any
+failure, whichever operator or store raised it, is reported with its place.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from samza_nb.errors import StreamSystemError
+from samza_nb.model import SystemStream
+from samza_nb.plan.tables import LocalTable
+from samza_nb.runtime.control import (
+    ControlMessage,
+    DrainStates,
+    EndOfStreamStates,
+    aggregate_partition,
+    control_to_payload,
+)
+from samza_nb.runtime.epoch import EpochAssignment
+from samza_nb.runtime.stores import ChangelogRef, TaskStore, store_path
+from samza_nb.systems.base import MessageKind, Record, StreamSystem
+from samza_nb.systems.partitioning import partition_for_key
+
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+__all__ = ["StreamWriter", "TableView", "TaskContext", "default_system_of", "system_of"]
+
+_KEY_PARTITION_CACHE_LIMIT = 100_000
+
+
+def system_of(plan: ExecutionPlan, stream_id: str) -> StreamSystem:
+    """The system of one of the plan's streams, as the runtime uses it."""
+    return _checked(plan.streams[stream_id].system, f"stream {stream_id!r}")
+
+
+def default_system_of(plan: ExecutionPlan) -> StreamSystem | None:
+    """The plan's default system (changelogs and intermediate streams), if it has one."""
+    system = plan.default_system
+    return None if system is None else _checked(system, "the default system")
+
+
+def _checked(system: Any, what: str) -> StreamSystem:
+    if not isinstance(system, StreamSystem):
+        msg = (
+            f"{what}: system {getattr(system, 'name', system)!r} is a {type(system).__name__}, "
+            "not a samza_nb StreamSystem; the runtime reads and writes only StreamSystems"
+        )
+        raise StreamSystemError(msg)
+    return system
+
+
+class StreamWriter:
+    """Buffers one epoch's messages to one stream, per partition."""
+
+    def __init__(self, task_name: str, seq: int, stream_id: str, partitions: int):
+        self.stream_id = stream_id
+        self.partitions = partitions
+        self.buffers: dict[int, list[Record]] = {}
+        self._key_partitions: dict[bytes, int] = {}
+        # Unkeyed messages go round robin from a start that is the same for a retried epoch
+        # (never Python's salted hash(): a retry must write exactly what the first try wrote).
+        self._next = zlib.crc32(f"{task_name}/{seq}/{stream_id}".encode()) % partitions
+        self.count = 0
+
+    def write_to(self, partition: int, key: bytes | None, value: bytes) -> None:
+        buffer = self.buffers.get(partition)
+        if buffer is None:
+            buffer = self.buffers[partition] = []
+        buffer.append(Record(MessageKind.USER, key, value, None))
+        self.count += 1
+
+    def write_keyed(self, key: bytes | None, value: bytes) -> None:
+        if key is None:
+            self.write_to(0, None, value)
+            return
+        partition = self._key_partitions.get(key)
+        if partition is None:
+            partition = partition_for_key(key, self.partitions)
+            if len(self._key_partitions) < _KEY_PARTITION_CACHE_LIMIT:
+                self._key_partitions[key] = partition
+        self.write_to(partition, key, value)
+
+    def write_unkeyed(self, value: bytes) -> None:
+        partition = self._next % self.partitions
+        self._next += 1
+        self.write_to(partition, None, value)
+
+    def send_control_to(self, partition: int, message: ControlMessage) -> None:
+        self.buffers.setdefault(partition, []).append(
+            Record(message.kind, None, control_to_payload(message), None)
+        )
+
+    def send_to_aggregate(self, message: ControlMessage) -> None:
+        self.send_control_to(aggregate_partition(self.stream_id, self.partitions), message)
+
+    def broadcast_to_others(self, message: ControlMessage, partition: int) -> None:
+        for other in range(self.partitions):
+            if other != partition:
+                self.send_control_to(other, message)
+
+
+class TableView:
+    """A LocalTable inside one task: its serdes over the table's store."""
+
+    def __init__(self, table: LocalTable, store: TaskStore):
+        self.table_id = table.table_id
+        self._key_serde = table.key_serde
+        self._value_serde = table.value_serde
+        self.store = store
+
+    def get(self, key: Any) -> Any:
+        raw = self.store.get(self._key_serde.to_bytes(key))  # type: ignore[union-attr]
+        return None if raw is None else self._value_serde.from_bytes(raw)  # type: ignore[union-attr]
+
+    def put(self, key: Any, value: Any) -> None:
+        key_bytes = self._key_serde.to_bytes(key)  # type: ignore[union-attr]
+        if value is None:
+            self.store.delete(key_bytes)
+        else:
+            self.store.put(key_bytes, self._value_serde.to_bytes(value))  # type: ignore[union-attr]
+
+
+class TaskContext:
+    """Everything the operator implementations of one task need during one epoch."""
+
+    def __init__(self, plan: ExecutionPlan, assignment: EpochAssignment):
+        self.plan = plan
+        self.assignment = assignment
+        self.task_name = assignment.task_name
+        self.seq = assignment.seq
+        self.now_ms = assignment.now_ms
+        self.run_id = assignment.run_id
+        self.skip_errors = assignment.skip_errors
+        self.writers: dict[str, StreamWriter] = {}
+        self.stores: dict[str, TaskStore] = {}
+        self.tables: dict[str, TableView] = {}
+        self.eos_states: EndOfStreamStates | None = None
+        self.drain_states: DrainStates | None = None
+        #: Where the task is reading: (SSP key, offset) of the message being processed, or
+        #: None while timers fire or control messages enter from a drain.
+        self.position: tuple[str, int] | None = None
+        #: Messages dropped because a user function failed and ``task.errors.skip`` is on.
+        self.skipped = 0
+
+    def stream_serde(self, stream_id: str) -> Any:
+        return self.plan.streams[stream_id].serde
+
+    def writer(self, stream_id: str) -> StreamWriter:
+        writer = self.writers.get(stream_id)
+        if writer is None:
+            partitions = int(self.plan.streams[stream_id].partitions)
+            writer = self.writers[stream_id] = StreamWriter(
+                self.task_name, self.seq, stream_id, partitions
+            )
+        return writer
+
+    def store(self, name: str) -> TaskStore:
+        store = self.stores.get(name)
+        if store is None:
+            a = self.assignment
+            path = store_path(a.store_root, a.location_id, a.task_name, name)
+            system = default_system_of(self.plan)
+            changelog = (
+                ChangelogRef(system, self.plan.changelog_stream_id(name), a.changelog_partition)
+                if system is not None
+                else None
+            )
+            store = self.stores[name] = TaskStore(name, Path(path), changelog, a.producer)
+        return store
+
+    def table(self, table_id: str) -> TableView:
+        view = self.tables.get(table_id)
+        if view is None:
+            view = self.tables[table_id] = TableView(self.plan.tables[table_id], self.store(table_id))
+        return view
+
+    def is_end_of_stream(self, stream_id: str) -> bool:
+        assert self.eos_states is not None
+        return self.eos_states.is_end_of_stream(self.system_stream(stream_id))
+
+    def is_drained(self, stream_id: str) -> bool:
+        assert self.drain_states is not None
+        return self.drain_states.is_drained(self.system_stream(stream_id))
+
+    def system_stream(self, stream_id: str) -> SystemStream:
+        return SystemStream(self.plan.streams[stream_id].system.name, stream_id)

@@ -1,0 +1,72 @@
+"""The data of one task epoch: what a processor hands a task and what the task returns.
+
+Both are plain data: they are shipped to Spark executors and back, so they hold no plan, no
+system and no open resource.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["EpochAssignment", "EpochResult", "ssp_key"]
+
+
+def ssp_key(stream_id: str, partition: int) -> str:
+    """The key of a stream partition in offsets, bounds and checkpoints: ``stream#partition``."""
+    return f"{stream_id}#{partition}"
+
+
+@dataclass
+class EpochAssignment:
+    """What a processor tells a task about one epoch.
+
+    ``bounds`` are offsets (exclusive) the task reads up to and ``max_messages`` caps how many
+    messages it reads per partition: together with ``start_offsets`` they fix exactly which
+    messages the epoch reads, so a retried epoch reads the same ones.
+    """
+
+    task_name: str
+    producer: str
+    seq: int
+    now_ms: int
+    run_id: str
+    location_id: str
+    store_root: str
+    changelog_partition: int
+    ssps: list[tuple[str, int]]
+    start_offsets: dict[str, int]
+    bounds: dict[str, int]
+    control: dict[str, Any]
+    producer_counts: dict[str, int]
+    max_messages: int = 50_000
+    drain: bool = False
+    skip_errors: bool = False
+
+
+@dataclass
+class EpochResult:
+    """What a task returns after one epoch.
+
+    ``error`` describes a failure (operator or store, task, SSP, offset, the original
+    exception pickled when it can be); the processor turns it into a TaskError.
+    """
+
+    task_name: str
+    seq: int
+    offsets: dict[str, int]
+    control: dict[str, Any]
+    end_of_stream: bool = False
+    drained: bool = False
+    messages_in: dict[str, int] = field(default_factory=dict)
+    messages_out: dict[str, int] = field(default_factory=dict)
+    operator_counts: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    restored_records: int = 0
+    restore_seconds: float = 0.0
+    restores: int = 0
+    seconds: float = 0.0
+    replayed: bool = False
+    #: Stores rebuilt from their changelog although their files were there, and why.
+    rebuilt: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None

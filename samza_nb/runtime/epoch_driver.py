@@ -1,0 +1,216 @@
+"""The per-epoch work of one processor on the driver side: plan, commit, lag.
+
+Before an epoch, :meth:`EpochDriver.assignment` fixes what each task reads (its start offsets
+from the committed checkpoint, bounds from the newest offsets, a message limit) and persists
+that as an :class:`EpochPlan`, so a retried epoch reads exactly the same messages at the same
+processing time. After the epoch, :meth:`EpochDriver.commit` writes every task's checkpoint
+(offsets after its outputs are durable) in one metadata-store transaction and turns a task's
+failure into a :class:`TaskError`.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from samza_nb.errors import TaskError
+from samza_nb.model import SystemStreamPartition, TaskModel
+from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
+from samza_nb.runtime.context import system_of
+from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
+
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+__all__ = ["EpochDriver", "newest_offsets", "producer_counts", "ssp_lags"]
+
+#: A drain reads the whole intermediate backlog in one epoch (in bounded fetches).
+_UNLIMITED = 2**62
+
+
+def newest_offsets(plan: ExecutionPlan) -> dict[str, int]:
+    """Per consumed SSP key, the offset the next message appended to it will get."""
+    newest: dict[str, int] = {}
+    for stream_id in plan.consumed_streams:
+        for partition, offset in system_of(plan, stream_id).newest_offsets(stream_id).items():
+            newest[ssp_key(stream_id, partition)] = offset
+    return newest
+
+
+def producer_counts(
+    plan: ExecutionPlan, task_ssps: Mapping[str, Iterable[SystemStreamPartition]]
+) -> dict[str, int]:
+    """SAMZA.md §5.5 over active tasks only: per intermediate stream, the tasks consuming the
+    streams that feed it (each sends it one control message per kind)."""
+    consumers: dict[str, set[str]] = {}
+    for task, ssps in task_ssps.items():
+        for ssp in ssps:
+            consumers.setdefault(ssp.stream, set()).add(task)
+    counts: dict[str, int] = {}
+    for stream_id in plan.intermediate_streams:
+        producers: set[str] = set()
+        for source in plan.producer_streams(stream_id):
+            producers |= consumers.get(source, set())
+        counts[stream_id] = len(producers)
+    return counts
+
+
+def ssp_lags(
+    task_ssps: Mapping[str, Iterable[SystemStreamPartition]],
+    checkpoints: Mapping[str, Checkpoint],
+    newest: Mapping[str, int],
+) -> dict[tuple[str, SystemStreamPartition], int]:
+    """Per (task, SSP): the newest offset minus the committed one, as Kafka reports consumer
+    lag (on Kafka an offset gap is not a message, so this is an upper bound there)."""
+    lags = {}
+    for task, ssps in task_ssps.items():
+        checkpoint = checkpoints.get(task) or Checkpoint()
+        for ssp in ssps:
+            key = ssp_key(ssp.stream, ssp.partition)
+            lags[(task, ssp)] = max(0, newest.get(key, 0) - checkpoint.offsets.get(key, 0))
+    return lags
+
+
+class EpochDriver:
+    """Plans and commits the epochs of the tasks of one processor."""
+
+    def __init__(
+        self,
+        plan: ExecutionPlan,
+        checkpoints: CheckpointStore,
+        *,
+        run_id: str,
+        store_root: str,
+    ) -> None:
+        self.plan = plan
+        self.checkpoints = checkpoints
+        self.run_id = run_id
+        self.store_root = store_root
+        config = plan.config
+        self.max_messages = config.get_int("task.max.epoch.messages")
+        self.skip_errors = config.get_bool("task.errors.skip")
+        self.producer = f"{plan.app_name}-{plan.job_id}"
+
+    def assignment(
+        self,
+        task: TaskModel,
+        location_id: str,
+        *,
+        now_ms: int,
+        newest: Mapping[str, int],
+        drain: bool,
+        counts: dict[str, int],
+    ) -> EpochAssignment:
+        """The next epoch of ``task``: the pending plan of an epoch that did not commit, else a
+        new plan (persisted before the epoch runs)."""
+        checkpoint = self.checkpoints.read(task.name)
+        ssps = sorted((ssp.stream, ssp.partition) for ssp in task.ssps)
+        start_offsets = {}
+        for stream_id, partition in ssps:
+            key = ssp_key(stream_id, partition)
+            offset = checkpoint.offsets.get(key)
+            start_offsets[key] = (
+                offset if offset is not None else self._default_offset(stream_id, partition, newest)
+            )
+        plan = self.checkpoints.pending_plan(task.name, checkpoint.seq)
+        if plan is None:
+            plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)
+            self.checkpoints.write_plan(task.name, plan)
+        return EpochAssignment(
+            task_name=task.name,
+            producer=f"{self.producer}/{task.name}",
+            seq=checkpoint.seq,
+            now_ms=plan.now_ms,
+            run_id=self.run_id,
+            location_id=location_id,
+            store_root=self.store_root,
+            changelog_partition=task.changelog_partition,
+            ssps=ssps,
+            start_offsets=start_offsets,
+            bounds=plan.bounds,
+            control=checkpoint.control,
+            producer_counts=counts,
+            max_messages=plan.max_messages,
+            drain=plan.drain,
+            skip_errors=self.skip_errors,
+        )
+
+    def _new_plan(
+        self,
+        seq: int,
+        ssps: list[tuple[str, int]],
+        start_offsets: dict[str, int],
+        now_ms: int,
+        newest: Mapping[str, int],
+        drain: bool,
+    ) -> EpochPlan:
+        bounds = {}
+        for stream_id, partition in ssps:
+            key = ssp_key(stream_id, partition)
+            start = start_offsets[key]
+            if drain and self.plan.streams[stream_id].kind == "input":
+                bounds[key] = start  # Drain: no new source data after what was fetched.
+            else:
+                bounds[key] = max(start, newest.get(key, start))
+        # A drain crosses one shuffle per epoch: each task reads its whole intermediate backlog.
+        limit = _UNLIMITED if drain else self.max_messages
+        return EpochPlan(seq, now_ms, bounds, drain, limit)
+
+    def _default_offset(self, stream_id: str, partition: int, newest: Mapping[str, int]) -> int:
+        default = self.plan.config.get_str(f"streams.{stream_id}.samza.offset.default") or "oldest"
+        if default == "upcoming" and self.plan.streams[stream_id].kind == "input":
+            return newest.get(ssp_key(stream_id, partition), 0)
+        oldest = system_of(self.plan, stream_id).oldest_offsets(stream_id)
+        return oldest.get(partition, 0)
+
+    def has_pending_plan(self, task: str) -> bool:
+        return self.checkpoints.pending_plan(task, self.checkpoints.read(task).seq) is not None
+
+    def commit(self, results: list[EpochResult]) -> tuple[list[EpochResult], TaskError | None]:
+        """Commit the checkpoints of the tasks that succeeded; returns them and, when a task
+        failed, its TaskError (nothing past the failing offset is committed)."""
+        committed: dict[str, Checkpoint] = {}
+        succeeded = []
+        failure: dict[str, Any] | None = None
+        for result in results:
+            if result.error is not None:
+                failure = failure or result.error
+                continue
+            committed[result.task_name] = Checkpoint(result.seq, dict(result.offsets), dict(result.control))
+            succeeded.append(result)
+        if committed:
+            self.checkpoints.write_all(committed)
+            self.checkpoints.flush()
+        return succeeded, None if failure is None else task_error(failure)
+
+
+def task_error(failure: dict[str, Any]) -> TaskError:
+    """The TaskError for a failed task epoch, with the original exception as its cause."""
+    where = f" (user code at {failure['user_location']})" if failure.get("user_location") else ""
+    if failure.get("ssp") is not None:
+        place = f" on {failure['ssp']} at offset {failure['offset']}"
+    else:
+        place = " while firing timers or control messages"
+    hint = (
+        " (set task.errors.skip=true to skip such messages)" if failure.get("user_code") else ""
+    )
+    msg = (
+        f"{failure['what']} failed in task {failure['task']!r}{place}: {failure['error']}{where}; "
+        f"nothing past this offset was committed{hint}"
+    )
+    error = TaskError(
+        msg,
+        op_id=failure.get("op_id"),
+        task=failure["task"],
+        ssp=failure.get("ssp"),
+        offset=failure.get("offset"),
+    )
+    error.worker_traceback = failure.get("traceback")
+    cause = failure.get("cause")
+    if cause is not None:
+        try:
+            error.__cause__ = pickle.loads(cause)
+        except Exception:  # noqa: S110 - an exception class missing here: the message has it
+            pass
+    return error

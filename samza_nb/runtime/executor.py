@@ -1,0 +1,142 @@
+"""Executors: where a processor's task epochs run (a seam inside StreamProcessor).
+
+``spark`` (the product path and the default) ships every task epoch of a processor's epoch to
+Spark as one job with one Spark partition per task; Spark places them over cores and executors
+and retries failed attempts. ``local`` runs them one after the other in this process, so
+operator and window semantics are tested in milliseconds without a JVM
+(``samza_nb.testing.run_local``). Both run the same :func:`run_task_epoch`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from samza_nb.config import Config
+from samza_nb.errors import ConfigError
+from samza_nb.runtime.epoch import EpochAssignment, EpochResult
+from samza_nb.runtime.task import run_task_epoch
+
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+__all__ = ["Executor", "LocalExecutor", "SparkExecutor", "executor_names", "get_executor"]
+
+
+class Executor(ABC):
+    """Runs the task epochs of one processor epoch and returns their results in order."""
+
+    name: str = ""
+
+    @abstractmethod
+    def run_epoch(self, plan: ExecutionPlan, assignments: list[EpochAssignment]) -> list[EpochResult]:
+        """Run every assignment (each task epoch never raises; failures are in the results)."""
+
+    def start(self) -> None:  # noqa: B027 - executors without a session have nothing to start
+        """Prepare (for Spark: get the session) before the first epoch."""
+
+
+class LocalExecutor(Executor):
+    """Task epochs in this process, one after the other (tests and debugging)."""
+
+    name = "local"
+
+    def run_epoch(self, plan: ExecutionPlan, assignments: list[EpochAssignment]) -> list[EpochResult]:
+        return [run_task_epoch(plan, assignment) for assignment in assignments]
+
+
+# A Python worker unpickles each plan once and keeps it by digest (workers are reused).
+_worker_plans: dict[str, Any] = {}
+
+
+def _plan_in_worker(digest: str, blob: bytes) -> Any:
+    plan = _worker_plans.get(digest)
+    if plan is None:
+        from pyspark import cloudpickle
+
+        plan = _worker_plans[digest] = cloudpickle.loads(blob)
+    return plan
+
+
+class SparkExecutor(Executor):
+    """One Spark job per processor epoch, one Spark partition per task.
+
+    The session is the process's: the notebook's or test suite's when one is running and no
+    ``spark.master`` is configured (stopping it would break every handle the user holds), else
+    :func:`samza_nb.runtime.spark.get_spark` for the configured master.
+    """
+
+    name = "spark"
+
+    def __init__(self, config: Config, spark: Any = None) -> None:
+        self._config = config
+        self._spark = spark
+        self._lock = threading.Lock()
+        self._pickled: weakref.WeakKeyDictionary[Any, tuple[str, bytes]] = weakref.WeakKeyDictionary()
+
+    def start(self) -> None:
+        self.session()
+
+    def session(self) -> Any:
+        with self._lock:
+            if self._spark is None:
+                self._spark = _session_for(self._config)
+            return self._spark
+
+    def _pickle(self, plan: ExecutionPlan) -> tuple[str, bytes]:
+        with self._lock:
+            entry = self._pickled.get(plan)
+            if entry is None:
+                from pyspark import cloudpickle
+
+                blob = cloudpickle.dumps(plan)
+                entry = self._pickled[plan] = (hashlib.sha256(blob).hexdigest(), blob)
+            return entry
+
+    def run_epoch(self, plan: ExecutionPlan, assignments: list[EpochAssignment]) -> list[EpochResult]:
+        spark = self.session()
+        digest, blob = self._pickle(plan)
+
+        def run_partition(items: Any) -> Any:
+            worker_plan = _plan_in_worker(digest, blob)
+            for assignment in items:
+                yield run_task_epoch(worker_plan, assignment)
+
+        rdd = spark.sparkContext.parallelize(assignments, numSlices=len(assignments))
+        return list(rdd.mapPartitions(run_partition, preservesPartitioning=True).collect())
+
+
+def _session_for(config: Config) -> Any:
+    from samza_nb.runtime.spark import get_spark
+
+    if "spark.master" not in config:
+        from pyspark.sql import SparkSession
+
+        # The active session is thread-local; the one instantiated in this process is not.
+        active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+        if active is not None and getattr(active.sparkContext, "_jsc", None) is not None:
+            return active
+    return get_spark(config)
+
+
+_EXECUTORS: dict[str, Callable[..., Executor]] = {
+    LocalExecutor.name: lambda config, spark=None: LocalExecutor(),
+    SparkExecutor.name: SparkExecutor,
+}
+
+
+def executor_names() -> list[str]:
+    return sorted(_EXECUTORS)
+
+
+def get_executor(name: str, config: Config, spark: Any = None) -> Executor:
+    """An executor by name (``spark`` or ``local``)."""
+    factory = _EXECUTORS.get(name)
+    if factory is None:
+        msg = f"unknown executor {name!r}; known: {', '.join(executor_names())}"
+        raise ConfigError(msg)
+    return factory(config, spark=spark)

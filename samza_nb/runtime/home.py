@@ -1,0 +1,73 @@
+"""Where a job keeps its things on disk, and which deployment (run id) a run belongs to.
+
+The job home holds the embedded metadata store (checkpoints, job models, assignments,
+locality, run id, drain notifications) and the state stores; by default it sits beside the
+default system's log, so a fresh log never meets stale checkpoints.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from samza_nb.drain import CONFIG_NAMESPACE
+from samza_nb.errors import ConfigError
+from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
+from samza_nb.metadata.registry import EMBEDDED_FILE_NAME
+
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+__all__ = ["job_home", "mark_run_ended", "metadata_store_path", "resolve_run_id"]
+
+_RUN_ID_KEY = "app.run.id"
+_RUN_ENDED_KEY = "samza-nb.run.ended"
+
+
+def job_home(plan: ExecutionPlan) -> Path:
+    """``job.home``, else ``{system path}/jobs/{app}-{job id}`` in the job's default system."""
+    configured = plan.config.get_str("job.home")
+    if configured:
+        return Path(configured).expanduser()
+    path = getattr(plan.default_system, "path", None)
+    if path is None:
+        msg = (
+            f"job {plan.app_name!r} needs a home for its state and metadata: its default system "
+            "has no local folder, so set job.home=/some/folder"
+        )
+        raise ConfigError(msg)
+    return Path(path) / "jobs" / f"{plan.app_name}-{plan.job_id}"
+
+
+def metadata_store_path(plan_or_home: ExecutionPlan | Path) -> Path:
+    """The job's embedded metadata store, given its plan or its job home folder."""
+    home = plan_or_home if isinstance(plan_or_home, Path) else job_home(plan_or_home)
+    return home / EMBEDDED_FILE_NAME
+
+
+def resolve_run_id(store: MetadataStore, configured: str | None) -> str:
+    """The run id of this run, recorded in the store (namespace ``set-config``).
+
+    ``app.run.id`` when configured; else the stored run id when that deployment has not ended
+    (a restart after a crash or a plain stop is the same deployment, so tasks keep their
+    locality); else a new one (after a drain or an end-of-stream finish).
+    """
+    config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
+    run_id = configured
+    if not run_id:
+        stored = config.get(_RUN_ID_KEY)
+        ended = config.get(_RUN_ENDED_KEY)
+        if stored is not None and stored != ended:
+            run_id = stored.decode()
+    run_id = run_id or uuid.uuid4().hex
+    config.put(_RUN_ID_KEY, run_id.encode())
+    config.flush()
+    return run_id
+
+
+def mark_run_ended(store: MetadataStore, run_id: str) -> None:
+    """Record that deployment ``run_id`` ended (drained or finished): the next run starts a new one."""
+    config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
+    config.put(_RUN_ENDED_KEY, run_id.encode())
+    config.flush()

@@ -1,0 +1,79 @@
+"""Counters of a job, summed from its tasks' epoch results: per task, stream and operator."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from samza_nb.runtime.epoch import EpochResult
+
+__all__ = ["JobMetrics"]
+
+
+def _empty_task_metrics() -> dict[str, Any]:
+    return {
+        "messages_in": 0, "messages_out": 0, "epochs": 0, "epoch_seconds": 0.0, "restores": 0,
+        "restored_records": 0, "restore_seconds": 0.0, "skipped": 0, "last_epoch_restores": 0,
+    }
+
+
+class JobMetrics:
+    """Thread-safe sums of epoch results (every processor of a process records here)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tasks: dict[str, dict[str, Any]] = {}
+        self._streams: dict[str, dict[str, int]] = {}
+        self._operators: dict[str, int] = {}
+        self.rebuilt_stores: list[str] = []
+
+    def record(self, results: Iterable[EpochResult]) -> None:
+        with self._lock:
+            for result in results:
+                self._record(result)
+
+    def _record(self, result: EpochResult) -> None:
+        task = self._tasks.setdefault(result.task_name, _empty_task_metrics())
+        task["messages_in"] += sum(result.messages_in.values())
+        task["messages_out"] += sum(result.messages_out.values())
+        task["epochs"] += 1
+        task["epoch_seconds"] = result.seconds
+        task["restores"] += result.restores
+        task["restored_records"] += result.restored_records
+        task["restore_seconds"] += result.restore_seconds
+        task["skipped"] += result.skipped
+        task["last_epoch_restores"] = result.restores
+        for stream_id, count in result.messages_in.items():
+            self._streams.setdefault(stream_id, {"in": 0, "out": 0})["in"] += count
+        for stream_id, count in result.messages_out.items():
+            self._streams.setdefault(stream_id, {"in": 0, "out": 0})["out"] += count
+        for op_id, count in result.operator_counts.items():
+            self._operators[op_id] = self._operators.get(op_id, 0) + count
+        self.rebuilt_stores.extend(result.rebuilt)
+
+    def snapshot(
+        self,
+        tasks: Iterable[str],
+        streams: Mapping[str, str],
+        task_lags: Mapping[str, int],
+        stream_lags: Mapping[str, int],
+        epochs: int,
+    ) -> dict[str, Any]:
+        """The metrics dict of :meth:`Job.metrics` (``streams``: stream id → kind)."""
+        with self._lock:
+            stream_entries: dict[str, dict[str, int]] = {}
+            for stream_id, kind in streams.items():
+                entry = dict(self._streams.get(stream_id, {"in": 0, "out": 0}))
+                if kind != "output":
+                    entry["lag"] = stream_lags.get(stream_id, 0)
+                stream_entries[stream_id] = entry
+            return {
+                "tasks": {
+                    task: {**self._tasks.get(task, _empty_task_metrics()), "lag": task_lags.get(task, 0)}
+                    for task in sorted(tasks)
+                },
+                "streams": stream_entries,
+                "operators": dict(self._operators),
+                "epochs": epochs,
+            }

@@ -1,0 +1,262 @@
+"""StreamProcessor: one processor of a job, running its container of tasks in epochs.
+
+A processor never decides assignments. Its coordinator hands it a job model
+(``on_new_job_model``); it runs the active tasks of its container epoch after epoch on its
+executor (Spark by default): plan the epoch, run every task epoch as one Spark job, commit the
+checkpoints, apply retention when it owns it. ``on_job_model_expired`` stops work after the
+epoch in flight has committed and returns only then, so a task is never run by two processors
+at once. Each processor has its own DrainMonitor on the job's metadata store (Drain SEP) and
+its own epoch count; ``until=N`` means N epochs of every processor.
+
+What a processor reports (committed results, a drain it saw, its failure) goes to the
+:class:`ProcessorEvents` of the process that hosts it: the :class:`~samza_nb.runtime.job.Job`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from samza_nb.drain import DrainMonitor
+from samza_nb.metadata import MetadataStore
+from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode
+from samza_nb.runtime.checkpoints import CheckpointStore
+from samza_nb.runtime.epoch import EpochResult
+from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
+from samza_nb.runtime.executor import Executor
+from samza_nb.runtime.retention import apply_retention
+
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+__all__ = ["ProcessorEvents", "StreamProcessor"]
+
+_IDLE_SLEEP_S = 0.2
+
+
+class ProcessorEvents(Protocol):
+    """What a processor tells the job hosting it."""
+
+    def epoch_committed(self, processor: StreamProcessor, results: list[EpochResult]) -> None:
+        """Results of tasks whose checkpoints were just committed."""
+
+    def is_done(self, task: str) -> bool:
+        """Whether ``task`` reached end-of-stream or drained (it needs no more epochs)."""
+
+    def drain_seen(self, processor: StreamProcessor) -> None:
+        """The processor's DrainMonitor saw a drain notification for the job's run."""
+
+    def processor_stopped(self, processor: StreamProcessor) -> None:
+        """The processor's loop ended (``processor.error`` says whether it failed)."""
+
+
+class StreamProcessor:
+    """Runs one processor's container (see the module docstring)."""
+
+    def __init__(
+        self,
+        processor_id: str,
+        location_id: str,
+        *,
+        plan: ExecutionPlan,
+        checkpoints: CheckpointStore,
+        metadata: MetadataStore,
+        executor: Executor,
+        driver: EpochDriver,
+        events: ProcessorEvents,
+        until: str | int,
+        clock: Callable[[], int],
+        owns_retention: Callable[[StreamProcessor], bool],
+    ) -> None:
+        self.processor_id = processor_id
+        self.location_id = location_id
+        self.plan = plan
+        self.checkpoints = checkpoints
+        self.executor = executor
+        self.driver = driver
+        self.events = events
+        self._until = until
+        self._clock = clock
+        self._owns_retention = owns_retention
+        self._metadata = metadata
+        self.epoch = 0
+        self.state = "created"
+        self.error: BaseException | None = None
+        self.drain_requested = False
+        #: This processor's epoch when its DrainMonitor saw the notification.
+        self.drain_seen_epoch: int | None = None
+        self._model: JobModel | None = None
+        self._container: ContainerModel | None = None
+        self._counts: dict[str, int] = {}
+        self._cond = threading.Condition()
+        self._paused = True
+        self._in_epoch = False
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._monitor: DrainMonitor | None = None
+        self._has_windows = bool(plan.window_ms) or any(
+            spec.opcode.value == "window" for spec in plan.operators.values()
+        )
+        self._timer_ms = plan.window_ms or 1000
+        self._last_epoch_at = 0.0
+
+    def __repr__(self) -> str:
+        return f"StreamProcessor({self.processor_id!r} at {self.location_id!r}, {self.state}, epoch {self.epoch})"
+
+    # -- the coordinator's callbacks ---------------------------------------------------------
+    def on_job_model_expired(self) -> None:
+        with self._cond:
+            self._paused = True
+            self._cond.notify_all()
+            while self._in_epoch:
+                self._cond.wait(0.1)
+
+    def on_new_job_model(self, processor_id: str, job_model: JobModel) -> None:
+        with self._cond:
+            self._model = job_model
+            self._container = job_model.containers.get(processor_id)
+            active = {
+                name: task.ssps for name, task in job_model.active_tasks().items()
+            }
+            self._counts = producer_counts(self.plan, active)
+            self._paused = False
+            self._cond.notify_all()
+
+    def on_coordinator_stop(self) -> None:
+        self.request_stop()
+
+    def on_coordinator_failure(self, error: BaseException) -> None:
+        self.error = self.error or error
+        self.request_stop()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, *, drain_monitor: bool, poll_interval_ms: int, run_id: str) -> None:
+        if drain_monitor:
+            self._monitor = DrainMonitor(self._metadata, run_id, poll_interval_ms=poll_interval_ms)
+            self._monitor.register_callback(self._on_drain)
+            self._monitor.start()
+        self.state = "running"
+        self._thread = threading.Thread(
+            target=self._run, name=f"samza-nb-processor-{self.processor_id}", daemon=True
+        )
+        self._thread.start()
+
+    def request_stop(self) -> None:
+        """Stop after the epoch in flight commits (does not wait)."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the loop to end; True when it has."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return thread is None or not thread.is_alive()
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def container(self) -> ContainerModel | None:
+        return self._container
+
+    def active_tasks(self) -> list[str]:
+        container = self._container
+        if container is None:
+            return []
+        return sorted(name for name, task in container.tasks.items() if task.mode is TaskMode.ACTIVE)
+
+    def _on_drain(self) -> None:
+        if not self.drain_requested:
+            self.drain_seen_epoch = self.epoch
+            self.drain_requested = True
+            self.events.drain_seen(self)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._stop and (self._paused or self._model is None):
+                        self._cond.wait(_IDLE_SLEEP_S)
+                    if self._stop:
+                        break
+                    model, container = self._model, self._container
+                    self._in_epoch = True
+                try:
+                    worked = self._one_epoch(model, container)
+                finally:
+                    with self._cond:
+                        self._in_epoch = False
+                        self._cond.notify_all()
+                if isinstance(self._until, int) and self.epoch >= self._until:
+                    break
+                if not worked:
+                    with self._cond:
+                        self._cond.wait(_IDLE_SLEEP_S)
+            self.state = "stopped" if self._stop else "finished"
+        except BaseException as error:  # the processor thread must report every failure
+            self.error = error
+            self.state = "failed"
+        finally:
+            if self._monitor is not None:
+                self._monitor.stop()
+            self.events.processor_stopped(self)
+
+    def _one_epoch(self, model: JobModel | None, container: ContainerModel | None) -> bool:
+        """Run one epoch of this processor's active tasks; False when there was nothing to do."""
+        if model is None or container is None:
+            return False
+        tasks = [
+            task
+            for name, task in sorted(container.tasks.items())
+            if task.mode is TaskMode.ACTIVE and not self.events.is_done(name)
+        ]
+        if not tasks:
+            return False
+        newest = newest_offsets(self.plan)
+        if self._idle(tasks_ssps := {t.name: t.ssps for t in tasks}, newest):
+            return False
+        self.epoch += 1
+        self._last_epoch_at = time.monotonic()
+        now = self._clock()
+        location = container.location_id or self.location_id
+        drain = self.drain_requested
+        assignments = [
+            self.driver.assignment(
+                task, location, now_ms=now, newest=newest, drain=drain, counts=self._counts
+            )
+            for task in tasks
+        ]
+        results = self.executor.run_epoch(self.plan, assignments)
+        committed, failure = self.driver.commit(results)
+        self.events.epoch_committed(self, committed)
+        if failure is not None:
+            raise failure
+        if self._owns_retention(self):
+            all_ssps = {name: task.ssps for name, task in model.active_tasks().items()}
+            apply_retention(self.plan, all_ssps, self.checkpoints.read_all())
+        return drain or any(
+            a.bounds.get(key, 0) > a.start_offsets.get(key, 0) for a in assignments for key in a.bounds
+        ) or not self._caught_up(tasks_ssps, newest)
+
+    def _idle(self, task_ssps: dict[str, frozenset[SystemStreamPartition]], newest: dict[str, int]) -> bool:
+        """Whether an epoch now would do nothing: no message to read, no window timer due, no
+        drain and no epoch left pending by a crash. A quiet processor submits no Spark job
+        (epochs still count when ``until`` is a number)."""
+        if isinstance(self._until, int) or self.drain_requested:
+            return False
+        if not self._caught_up(task_ssps, newest):
+            return False
+        if self._has_windows and (time.monotonic() - self._last_epoch_at) * 1000 >= self._timer_ms:
+            return False
+        return not any(self.driver.has_pending_plan(task) for task in task_ssps)
+
+    def _caught_up(self, task_ssps: dict[str, frozenset[SystemStreamPartition]], newest: dict[str, int]) -> bool:
+        lags = ssp_lags(task_ssps, self.checkpoints.cached(), newest)
+        return not any(lags.values())
