@@ -20,7 +20,7 @@ stored or displayed job model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +65,7 @@ class JobInputs:
 
 
 def assign_tasks(
-    tasks: Mapping[str, TaskModel] | list[TaskModel],
+    tasks: Mapping[str, TaskModel] | Iterable[TaskModel],
     processors: Mapping[str, LocationId],
     metadata: GrouperMetadata,
     *,

@@ -359,9 +359,8 @@ def test_explorer_starts_on_the_jobs_grouper_and_its_options(spark: Any, tmp_pat
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("events", 2)
     system.write("events", events(0, 10))
-    system.end_stream("events")
     config = {"processor.locations": "host-a,host-b"}
-    job = run(shuffle_app(system, "regrouped"), config, processors=2)
+    job = run(shuffle_app(system, "regrouped"), config, processors=2, until="forever", background=True)
     assert GrouperExplorer(job).grouper.value == job.grouper == "group-by-container-count"
     assert GrouperExplorer(job, grouper="host-affinity").grouper.value == "host-affinity"
 
@@ -388,6 +387,7 @@ def test_explorer_starts_on_the_jobs_grouper_and_its_options(spark: Any, tmp_pat
     assert not job.job_model.standby_tasks()
     assert job.grouper_options == {"container_count": 1}
     assert task_assignment(job.job_model) == task_assignment(model)
+    job.stop()
 
 
 # -- a live job -------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from samza_nb.coordination.job_model_calculator import assign_tasks
 from samza_nb.errors import ConfigError, SamzaNbError
 from samza_nb.grouping import (
     Balance,
@@ -41,7 +42,6 @@ from samza_nb.grouping import (
     balance,
     build_task_models,
     check_standby_invariants,
-    grouper_for_processors,
     grouper_names,
     min_moves,
     moved_tasks,
@@ -161,12 +161,14 @@ def group(
     ``options`` are the grouper's options (a Job's ``grouper_options``); those the grouper
     needs and ``options`` leave out are filled from the processors the way :func:`run` does.
     """
-    containers = grouper_for_processors(grouper, processors, options).group(
-        tasks, GrouperMetadata.from_job_model(previous, processors)
-    )
-    return JobModel(
-        config,
-        [c.replace(location_id=processors.get(c.processor_id, c.location_id)) for c in containers],
+    # The coordinators compute every job model with the same function, so a preview made here
+    # is the model a job regrouped to these processors runs.
+    return assign_tasks(
+        tasks,
+        dict(processors),
+        GrouperMetadata.from_job_model(previous, processors),
+        grouper=grouper,
+        options=options,
     )
 
 
@@ -403,6 +405,10 @@ class GrouperExplorer(LiveWidget):
                 # The job would fail the same way, after switching to the grouper: refuse here.
                 msg = f"the draft cannot be grouped, nothing applied: {self.error}"
                 raise ConfigError(msg)
+            blocker = self.apply_blocker()
+            if blocker is not None:
+                msg = f"nothing applied: {blocker}"
+                raise ConfigError(msg)
             before = job.job_model
             expected = task_assignment(self.active_proposal)
             name = str(self.grouper.value)
@@ -417,6 +423,23 @@ class GrouperExplorer(LiveWidget):
                 text += " (the job's assignment differs from the proposal)"
             self.message.value = paragraph(text, colour=_OK)
             return after
+
+    def apply_blocker(self) -> str | None:
+        """Why Apply is disabled now (None when it may apply the proposal)."""
+        job = self.job
+        if job is None:
+            return "no job to apply to"
+        state = job.status().state
+        if state in ("finished", "stopped", "failed", "drained"):
+            return f"the job has {state}; a job that ended keeps the model it ended with"
+        if self.active_proposal is None:
+            return f"the draft cannot be grouped ({self.error})"
+        unknown = [pid for pid in self.active_proposal.containers if pid not in self.draft]
+        if unknown:
+            return f"the proposal has containers {', '.join(unknown)} that are not live processors"
+        if self.violations:
+            return f"the proposal breaks a standby invariant: {self.violations[0]}"
+        return None
 
     def _options(self, grouper: str) -> dict[str, Any]:
         """The job's grouper options when ``grouper`` is the job's grouper; none otherwise (the
@@ -436,6 +459,8 @@ class GrouperExplorer(LiveWidget):
             self.processors.value = len(ids)
             self.locations.value = ", ".join(self.draft[pid] for pid in ids)
             self.kill_choice.options = ids
+            if self.kill_choice.value not in ids and ids:
+                self.kill_choice.value = ids[0]
         finally:
             self._syncing = False
 
@@ -533,7 +558,12 @@ class GrouperExplorer(LiveWidget):
         live = {pid: self.draft.get(pid, loc) for pid, loc in self.current_processors.items()}
         # Apply moves the job to the draft in one regroup, so the proposal is one grouping.
         live = {pid: self.draft[pid] for pid in self.draft}
-        model = group(name, tasks, self.current, live, config, self._options(name))
+        job = self.job
+        if job is not None:
+            # The job's coordinator computes the preview: Apply then runs exactly this model.
+            model = job.propose(live, name, **self._options(name))
+        else:
+            model = group(name, tasks, self.current, live, config, self._options(name))
         self.active_proposal = model
         replicas = int(self.replication_factor.value)
         check_location = bool(self.check_location.value)
@@ -565,13 +595,15 @@ class GrouperExplorer(LiveWidget):
         if self.error is not None:
             return f"{self.grouper.value} over {len(self.draft)} processors: cannot group ({self.error})"
         b = self.balance
-        text = (
+        # The lower bound is that of balanced assignments: an unbalanced one may move fewer.
+        bound = (
+            f" (any balanced assignment moves at least {self.lower_bound})" if b.is_balanced else ""
+        )
+        return (
             f"{self.grouper.value} over {len(self.draft)} processors: {len(self.moves)} of {tasks} "
-            f"tasks move (any balanced assignment moves at least {self.lower_bound}); "
-            f"{b.min}–{b.max} active tasks per processor "
+            f"tasks move{bound}; {b.min}–{b.max} active tasks per processor "
             f"({'balanced' if b.is_balanced else 'unbalanced'})"
         )
-        return text
 
     def _apply_note_text(self) -> str:
         replicas = self.replication_factor.value
@@ -627,7 +659,12 @@ class GrouperExplorer(LiveWidget):
                     ", ".join(container.standby_tasks()),
                 ]
             )
-        for pid in java_sorted(pid for pid in self.current_processors if pid not in self.draft):
+        killed = (
+            pid
+            for pid in self.current_processors
+            if pid not in self.draft and pid not in self.proposal.containers
+        )
+        for pid in java_sorted(killed):
             rows.append(
                 [
                     f"{pid} (killed)",
@@ -674,8 +711,11 @@ class GrouperExplorer(LiveWidget):
     def _draw(self) -> None:
         colour = _ERROR if self.error is not None else "#24292f"
         self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)
-        note = self._apply_note_text()
-        self.apply_note.value = paragraph(note, colour=_WARN) if note else ""
+        blocker = self.apply_blocker() if self.job is not None else None
+        self.apply_button.disabled = self.job is None or blocker is not None
+        self.apply_button.tooltip = blocker or "regroup the running job to this proposal"
+        notes = [text for text in (blocker and f"Apply is off: {blocker}", self._apply_note_text()) if text]
+        self.apply_note.value = "".join(paragraph(text, colour=_WARN) for text in notes)
         self.checks.value = "".join(
             paragraph(line, colour=_OK if line.startswith("✓") else _ERROR)
             for line in self._checks_text()
