@@ -93,9 +93,12 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey("job.name", None, "Job name (Samza); app.name wins."),
     ConfigKey("job.id", "1", "Job id (Samza)."),
     ConfigKey("job.home", None, "Folder for the metadata store and state stores."),
-    ConfigKey("job.container.count", "1", "Number of containers/processors for count groupers."),
+    ConfigKey(
+        "job.container.count",
+        "1",
+        "Number of processors (run(processors=N) and --processors override it).",
+    ),
     ConfigKey("job.host-affinity.enabled", "false", "Use locality-aware grouping."),
-    ConfigKey("job.standbytasks.replication.factor", "1", "Active + standby copies per task."),
     ConfigKey("job.systemstreampartition.grouper.factory", "group-by-partition", "SSP grouper."),
     ConfigKey("job.elasticity.factor", "1", "Key buckets per input partition."),
     ConfigKey("job.intermediate.stream.partitions", None, "Partition count of intermediates."),
@@ -106,13 +109,16 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "1000",
         "DrainMonitor poll interval (Samza's default is 60000; notebooks want a quick drain).",
     ),
-    ConfigKey("job.coordinator.factory", "embedded", "embedded, zookeeper or azure."),
-    ConfigKey("job.coordinator.zk.connect", None, "ZooKeeper connect string (host:port/chroot)."),
-    ConfigKey("job.coordinator.zk.session.timeout.ms", "30000", "ZooKeeper session timeout."),
-    ConfigKey("job.coordinator.zk.connection.timeout.ms", "60000", "ZooKeeper connect timeout."),
-    ConfigKey("job.coordinator.zk.consensus.timeout.ms", "40000", "Barrier timeout."),
-    ConfigKey("job.debounce.time.ms", "20000", "Debounce before recomputing the job model."),
-    ConfigKey("task.name.grouper.factory", "group-by-container-count", "Task grouper name."),
+    ConfigKey(
+        "job.coordinator.factory",
+        "embedded",
+        "Job coordinator: `embedded` (every processor in this process).",
+    ),
+    ConfigKey(
+        "task.name.grouper.factory",
+        "group-by-container-count",
+        "Task grouper name (run(grouper=...) and --grouper override it).",
+    ),
     ConfigKey("task.broadcast.inputs", None, "Broadcast inputs: system.stream#[0-3]."),
     ConfigKey("task.window.ms", None, "Window timer interval; the planner computes it."),
     ConfigKey("task.errors.skip", "false", "Skip (and count) messages that fail to process."),
@@ -120,10 +126,22 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey("task.watermark.quorum.size.percentage", "0.5", "Quorum of active upstreams."),
     ConfigKey("task.max.epoch.messages", "100000", "Messages a task reads per SSP per epoch."),
     ConfigKey("task.epoch.min.interval.ms", "0", "Minimum time between epochs of a processor."),
-    ConfigKey("metadata.store.factory", "embedded", "embedded, in-memory, zookeeper, azure."),
+    ConfigKey(
+        "metadata.store.factory",
+        "embedded",
+        "Metadata store: `embedded` (SQLite in job.home) or `in-memory`.",
+    ),
     ConfigKey("locationid.provider.factory", "default", "Location id provider name."),
-    ConfigKey("azure.storage.connect", None, "Azure storage connection string.", secret=True),
-    ConfigKey("job.coordinator.azure.blob.length", "5120000", "Coordination blob size."),
+    ConfigKey(
+        "processor.id",
+        None,
+        "Processor ids of this process (a comma list for the embedded coordinator); 0..N-1 when unset.",
+    ),
+    ConfigKey(
+        "processor.locations",
+        None,
+        "Comma-separated location ids of the processors (simulate hosts); else the provider's.",
+    ),
     ConfigKey("spark.master", "local[*]", "Spark master URL."),
     ConfigKey("spark.app.name", None, "Spark application name; defaults to the app name."),
 )
@@ -138,7 +156,6 @@ _KEY_FAMILIES: tuple[re.Pattern[str], ...] = tuple(
         r"^serializers\.registry\.[^.]+\.[A-Za-z0-9._-]+$",
         r"^spark\.[A-Za-z0-9._-]+$",
         r"^kafka\.[A-Za-z0-9._-]+$",
-        r"^processor\.[A-Za-z0-9._-]+$",
     )
 )
 

@@ -41,8 +41,10 @@ __all__ = [
     "azure_connection_string",
     "azure_container",
     "kafka_bootstrap",
+    "StepClock",
     "kafka_topic_prefix",
     "load_service_env",
+    "run_local",
     "service_env",
     "spark",
     "spark_standalone",
@@ -220,5 +222,26 @@ def azure_container(azure_connection_string: str) -> Iterator[str]:
             client.delete_container(name)
 
 
-# -- In-memory sources and sinks, and the hand-driven clock ---------------------------------------
-# Added by the engine issue next to the runtime they drive (see DESIGN.md, "Semantics decided").
+# -- Running applications in tests ----------------------------------------------------------------
+class StepClock:
+    """A hand-driven processing-time clock for ``run(..., clock=)``: every call (one per
+    processor epoch) moves time on by ``step_ms``, from ``start_ms``."""
+
+    def __init__(self, step_ms: int = 1_000, start_ms: int = 1_700_000_000_000) -> None:
+        self.step_ms = step_ms
+        self.now_ms = start_ms
+
+    def __call__(self) -> int:
+        self.now_ms += self.step_ms
+        return self.now_ms
+
+
+def run_local(app: Any, config: Any = None, **options: Any) -> Any:
+    """:func:`samza_nb.run` with every task epoch in this process instead of on Spark.
+
+    The same tasks, checkpoints, stores and control messages, without a JVM: operator and
+    window semantics are tested in milliseconds. The product path stays Spark.
+    """
+    from samza_nb.runtime.job import run
+
+    return run(app, config, executor="local", **options)

@@ -17,6 +17,7 @@ runtime hands it plain :class:`~samza_nb.coordination.job_model_calculator.JobIn
 from __future__ import annotations
 
 import difflib
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -104,6 +105,12 @@ JobCoordinatorFactory = Callable[..., JobCoordinator]
 
 _COORDINATORS: dict[str, JobCoordinatorFactory] = {}
 
+#: Built-in coordinators: name → (module, class), imported on first use so that this contract
+#: module depends on none of its implementations.
+_BUILTINS: dict[str, tuple[str, str]] = {
+    "embedded": ("samza_nb.coordination.embedded", "EmbeddedJobCoordinator"),
+}
+
 
 def register_job_coordinator(name: str, factory: JobCoordinatorFactory) -> None:
     """Register a coordinator under ``name`` (a value of ``job.coordinator.factory``)."""
@@ -135,6 +142,7 @@ def get_job_coordinator(name: str, **options: Any) -> JobCoordinator:
 
 
 def _load_builtins() -> None:
-    # The built-in coordinators register themselves when their module is imported.
-    from samza_nb.coordination import embedded  # noqa: F401
+    for name, (module, attribute) in _BUILTINS.items():
+        if name not in _COORDINATORS:
+            _COORDINATORS[name] = getattr(importlib.import_module(module), attribute)
 

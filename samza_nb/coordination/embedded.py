@@ -21,7 +21,7 @@ from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
-from samza_nb.coordination.coordinator import JobCoordinator, register_job_coordinator
+from samza_nb.coordination.coordinator import JobCoordinator
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.errors import CoordinationError, MetadataStoreError, ModelError
 from samza_nb.grouping import GrouperMetadata
@@ -174,5 +174,3 @@ class EmbeddedJobCoordinator(JobCoordinator):
         )
         update_task_assignments(self._metadata, model)
 
-
-register_job_coordinator(EmbeddedJobCoordinator.name, EmbeddedJobCoordinator)

@@ -42,6 +42,9 @@ class EpochAssignment:
     max_messages: int = 50_000
     drain: bool = False
     skip_errors: bool = False
+    #: ``task.watermark.idle.timeout.ms`` and ``task.watermark.quorum.size.percentage``.
+    watermark_idle_timeout_ms: int = -1
+    watermark_quorum: float = 0.5
 
 
 @dataclass

@@ -90,6 +90,8 @@ class EpochDriver:
         config = plan.config
         self.max_messages = config.get_int("task.max.epoch.messages")
         self.skip_errors = config.get_bool("task.errors.skip")
+        self.watermark_idle_timeout_ms = config.get_int("task.watermark.idle.timeout.ms")
+        self.watermark_quorum = config.get_float("task.watermark.quorum.size.percentage")
         self.producer = f"{plan.app_name}-{plan.job_id}"
 
     def assignment(
@@ -134,6 +136,8 @@ class EpochDriver:
             max_messages=plan.max_messages,
             drain=plan.drain,
             skip_errors=self.skip_errors,
+            watermark_idle_timeout_ms=self.watermark_idle_timeout_ms,
+            watermark_quorum=self.watermark_quorum,
         )
 
     def _new_plan(

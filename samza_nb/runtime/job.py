@@ -17,22 +17,28 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from samza_nb.config import Config
-from samza_nb.coordination import get_location_id_provider
 from samza_nb.coordination.coordinator import get_job_coordinator
-from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.drain import cleanup, write_drain_notification
-from samza_nb.errors import ConfigError, JobError, StreamNotFoundError
+from samza_nb.errors import ConfigError, JobError
 from samza_nb.metadata import MetadataStore
-from samza_nb.metadata.registry import get_metadata_store
 from samza_nb.model import JobModel, SystemStreamPartition
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import CheckpointStore
-from samza_nb.runtime.context import default_system_of, system_of
+from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.executor import get_executor
 from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
+from samza_nb.runtime.job_setup import (
+    base_location,
+    check_inputs,
+    create_streams,
+    initial_processors,
+    job_inputs,
+    open_metadata_store,
+)
 from samza_nb.runtime.metrics import JobMetrics
 from samza_nb.runtime.processor import StreamProcessor
 from samza_nb.runtime.status import DrainStatesView, JobStatus, ProcessorStatus
@@ -63,14 +69,14 @@ class Job:
         self.config: Config = self.plan.config
         self._until = until
         self._clock = clock or (lambda: int(time.time() * 1000))
-        self._check_inputs()
+        check_inputs(self.plan)
         self.system = self.plan.default_system
         self.home = job_home(self.plan)
-        self.metadata: MetadataStore = _metadata_store(self.config, self.home)
+        self.metadata: MetadataStore = open_metadata_store(self.config, self.home)
         self.checkpoints = CheckpointStore(self.metadata)
         self.store_root = str(self.home / "stores")
         self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id"))
-        self._create_streams()
+        create_streams(self.plan)
         self._executor = get_executor(executor, self.config, spark)
         self._driver = EpochDriver(
             self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root
@@ -86,7 +92,7 @@ class Job:
         self._leaving: set[str] = set()
         #: The highest processor epoch when the first processor saw the drain notification.
         self.drain_seen_epoch: int | None = None
-        calculator = JobModelCalculator(self._job_inputs(), grouper=grouper)
+        calculator = JobModelCalculator(job_inputs(self.plan), grouper=grouper)
         self.coordinator = get_job_coordinator(
             self.config.get_str("job.coordinator.factory") or "embedded",
             calculator=calculator,
@@ -95,65 +101,8 @@ class Job:
             config=self.config,
         )
         self._processors: dict[str, StreamProcessor] = {}
-        for pid, location in self._initial_processors(processors).items():
+        for pid, location in initial_processors(self.config, processors).items():
             self._add(pid, location)
-
-    # -- setup -------------------------------------------------------------------------------
-    def _check_inputs(self) -> None:
-        for stream_id, info in self.plan.streams.items():
-            if info.kind in ("input", "side_input") and info.system.partition_count(stream_id) is None:
-                msg = (
-                    f"input stream {stream_id!r} does not exist in system {info.system.name!r}; "
-                    f"create it with {info.system.name}.create_stream({stream_id!r}, partitions=N) "
-                    f"and write to it"
-                )
-                raise StreamNotFoundError(msg)
-
-    def _create_streams(self) -> None:
-        plan = self.plan
-        for stream_id, info in plan.streams.items():
-            if info.kind not in ("input", "side_input") and info.system.partition_count(stream_id) is None:
-                system_of(plan, stream_id).create_stream(stream_id, int(info.partitions))
-        system = default_system_of(plan)
-        if system is None:
-            return
-        for store in plan.store_names:
-            stream_id = plan.changelog_stream_id(store)
-            if system.partition_count(stream_id) is None:
-                system.create_stream(stream_id, plan.task_count, compacted=True)
-
-    def _job_inputs(self) -> JobInputs:
-        ssps, broadcast = set(), set()
-        for stream_id, info in self.plan.consumed_streams.items():
-            for partition in range(int(info.partitions)):
-                ssp = SystemStreamPartition(info.system.name, stream_id, partition)
-                ssps.add(ssp)
-                if info.is_broadcast:
-                    broadcast.add(ssp)
-        return JobInputs(
-            frozenset(ssps), frozenset(broadcast), bool(self.plan.store_names), self.config
-        )
-
-    def _initial_processors(self, count: int | None) -> dict[str, str]:
-        """Processor id → location: ``run(processors=N)`` over ``job.container.count``; ids
-        from ``processor.id`` (a list) or 0..N-1; locations from ``processor.locations`` or
-        the LocationIdProvider."""
-        if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
-            msg = f"processors must be a positive int, got {count!r}"
-            raise ConfigError(msg)
-        ids = self.config.get_list("processor.id")
-        count = count or (len(ids) if ids else self.config.get_int("job.container.count"))
-        if ids and len(ids) != count:
-            msg = f"processor.id names {len(ids)} processors ({ids}) but the job has {count}"
-            raise ConfigError(msg)
-        ids = ids or [str(i) for i in range(count)]
-        configured = self.config.get_list("processor.locations")
-        base = self._base_location()
-        return {pid: (configured[i] if i < len(configured) else base) for i, pid in enumerate(ids)}
-
-    def _base_location(self) -> str:
-        provider = self.config.get_str("locationid.provider.factory") or "default"
-        return str(get_location_id_provider(provider, self.config).location_id())
 
     def _add(self, processor_id: str, location: str) -> StreamProcessor:
         processor = StreamProcessor(
@@ -368,7 +317,7 @@ class Job:
     def add_processor(self, location_id: str | None = None) -> JobModel:
         with self._lock:
             new_id = str(max((int(p) for p in self._processors if p.isdigit()), default=-1) + 1)
-            return self.regroup({**self.processors, new_id: location_id or self._base_location()})
+            return self.regroup({**self.processors, new_id: location_id or base_location(self.config)})
 
     def rebalance(self, grouper: str | None = None, **options: Any) -> JobModel:
         """Regroup the tasks (optionally with another grouper); moved tasks continue from their
@@ -486,14 +435,6 @@ def _check_until(until: Any) -> None:
     if not (isinstance(until, int) and not isinstance(until, bool) and until > 0) and until not in _UNTIL:
         msg = f"until must be one of {list(_UNTIL)} or a positive number of epochs, got {until!r}"
         raise ConfigError(msg)
-
-
-def _metadata_store(config: Config, home: Any) -> MetadataStore:
-    """``metadata.store.factory`` (embedded by default, in the job home)."""
-    name = config.get_str("metadata.store.factory") or "embedded"
-    if name == "embedded":
-        return get_metadata_store(name, config, path=metadata_store_path(home))
-    return get_metadata_store(name, config)
 
 
 def run(

@@ -100,6 +100,7 @@ class StreamProcessor:
             spec.opcode.value == "window" for spec in plan.operators.values()
         )
         self._timer_ms = plan.window_ms or 1000
+        self._min_interval_s = plan.config.get_int("task.epoch.min.interval.ms") / 1000
         self._last_epoch_at = 0.0
 
     def __repr__(self) -> str:
@@ -222,6 +223,10 @@ class StreamProcessor:
         newest = newest_offsets(self.plan)
         if self._idle(tasks_ssps := {t.name: t.ssps for t in tasks}, newest):
             return False
+        wait = self._last_epoch_at + self._min_interval_s - time.monotonic()
+        if wait > 0:  # task.epoch.min.interval.ms spaces epochs out
+            with self._cond:
+                self._cond.wait(wait)
         self.epoch += 1
         self._last_epoch_at = time.monotonic()
         now = self._clock()

@@ -78,7 +78,13 @@ class _TaskRun:
         }
         context.eos_states = EndOfStreamStates(tracked, counts)
         context.drain_states = DrainStates(tracked, counts)
-        self.watermarks = WatermarkStates(tracked, counts, clock=lambda: a.now_ms)
+        self.watermarks = WatermarkStates(
+            tracked,
+            counts,
+            idle_timeout_ms=a.watermark_idle_timeout_ms,
+            quorum_fraction=a.watermark_quorum,
+            clock=lambda: a.now_ms,
+        )
         control = a.control
         if control.get("runId") not in (None, a.run_id):
             # A new deployment (run id) starts with fresh drain and watermark state; only the

@@ -495,3 +495,33 @@ def test_settle_views_makes_a_finished_jobs_views_final_before_the_cell_ends(
     assert progress.messages_in == 30
     update = captured.outputs[-1]
     assert update.update and "finished" in update.data["text/plain"]
+
+
+@pytest.mark.spark
+def test_the_explorers_preview_is_the_model_the_job_then_runs(spark: Any, tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("events", 2)
+    system.write("events", events(0, 40))
+    config = {"processor.locations": "host-a,host-b,host-c"}
+    job = run(shuffle_app(system, "preview"), config, processors=3, grouper="host-affinity",
+              until="forever", background=True)
+    explorer = GrouperExplorer(job)
+    explorer.kill("1")
+    explorer.kill("2")
+    explorer.add("host-d")
+    preview = explorer.active_proposal
+    assert preview is not None and not explorer.apply_button.disabled
+    assert explorer.apply() == preview  # tasks, modes, changelog partitions and locations
+    assert job.job_model == preview
+    # A count grouper names containers 0..N-1 whatever the processor ids: Apply says why not.
+    explorer.grouper.value = "group-by-container-count"
+    assert explorer.apply_button.disabled
+    assert "not live processors" in explorer.apply_button.tooltip
+    assert "Apply is off" in explorer.apply_note.value
+    with pytest.raises(ConfigError, match="nothing applied"):
+        explorer.apply()
+    assert job.job_model == preview
+    job.stop()
+    explorer.grouper.value = "host-affinity"
+    explorer.refresh()
+    assert explorer.apply_button.disabled and "has stopped" in explorer.apply_button.tooltip

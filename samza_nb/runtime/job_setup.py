@@ -1,0 +1,97 @@
+"""What a job needs before its first epoch: inputs checked, streams created, the coordinator's
+inputs, its processors (ids and locations) and its metadata store, all from plan and config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from samza_nb.config import Config
+from samza_nb.coordination import get_location_id_provider
+from samza_nb.coordination.job_model_calculator import JobInputs
+from samza_nb.errors import ConfigError, StreamNotFoundError
+from samza_nb.metadata import MetadataStore
+from samza_nb.metadata.registry import get_metadata_store
+from samza_nb.model import SystemStreamPartition
+from samza_nb.plan.execution_plan import ExecutionPlan
+from samza_nb.runtime.context import default_system_of, system_of
+from samza_nb.runtime.home import metadata_store_path
+
+__all__ = [
+    "base_location",
+    "check_inputs",
+    "create_streams",
+    "initial_processors",
+    "job_inputs",
+    "open_metadata_store",
+]
+
+
+def check_inputs(plan: ExecutionPlan) -> None:
+    """A missing input is found before the job writes anything (the usual first-run mistake)."""
+    for stream_id, info in plan.streams.items():
+        if info.kind in ("input", "side_input") and info.system.partition_count(stream_id) is None:
+            msg = (
+                f"input stream {stream_id!r} does not exist in system {info.system.name!r}; "
+                f"create it with {info.system.name}.create_stream({stream_id!r}, partitions=N) "
+                f"and write to it"
+            )
+            raise StreamNotFoundError(msg)
+
+
+def create_streams(plan: ExecutionPlan) -> None:
+    """Outputs and intermediate streams with their planned partition counts; a compacted
+    changelog per store, one partition per task, in the default system."""
+    for stream_id, info in plan.streams.items():
+        if info.kind not in ("input", "side_input") and info.system.partition_count(stream_id) is None:
+            system_of(plan, stream_id).create_stream(stream_id, int(info.partitions))
+    system = default_system_of(plan)
+    if system is None:
+        return
+    for store in plan.store_names:
+        stream_id = plan.changelog_stream_id(store)
+        if system.partition_count(stream_id) is None:
+            system.create_stream(stream_id, plan.task_count, compacted=True)
+
+
+def job_inputs(plan: ExecutionPlan) -> JobInputs:
+    """The plain inputs a coordinator groups: every consumed SSP, the broadcast ones, stores."""
+    ssps, broadcast = set(), set()
+    for stream_id, info in plan.consumed_streams.items():
+        for partition in range(int(info.partitions)):
+            ssp = SystemStreamPartition(info.system.name, stream_id, partition)
+            ssps.add(ssp)
+            if info.is_broadcast:
+                broadcast.add(ssp)
+    return JobInputs(frozenset(ssps), frozenset(broadcast), bool(plan.store_names), plan.config)
+
+
+def initial_processors(config: Config, count: int | None) -> dict[str, str]:
+    """Processor id → location: ``run(processors=N)`` over ``job.container.count``; ids from
+    ``processor.id`` (a list) or 0..N-1; locations from ``processor.locations`` or the
+    LocationIdProvider."""
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+        msg = f"processors must be a positive int, got {count!r}"
+        raise ConfigError(msg)
+    ids = config.get_list("processor.id")
+    count = count or (len(ids) if ids else config.get_int("job.container.count"))
+    if ids and len(ids) != count:
+        msg = f"processor.id names {len(ids)} processors ({ids}) but the job has {count}"
+        raise ConfigError(msg)
+    ids = ids or [str(i) for i in range(count)]
+    configured = config.get_list("processor.locations")
+    base = base_location(config)
+    return {pid: (configured[i] if i < len(configured) else base) for i, pid in enumerate(ids)}
+
+
+def base_location(config: Config) -> str:
+    """This process's location id from ``locationid.provider.factory``."""
+    provider = config.get_str("locationid.provider.factory") or "default"
+    return str(get_location_id_provider(provider, config).location_id())
+
+
+def open_metadata_store(config: Config, home: Path) -> MetadataStore:
+    """``metadata.store.factory`` (embedded by default, in the job home)."""
+    name = config.get_str("metadata.store.factory") or "embedded"
+    if name == "embedded":
+        return get_metadata_store(name, config, path=metadata_store_path(home))
+    return get_metadata_store(name, config)

@@ -1,0 +1,69 @@
+"""docs/configuration.md is honest: every documented key and environment variable is read by
+the code, every documented value of a registry-backed key is accepted, and every known key is
+documented."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from samza_nb.config import ENVIRONMENT, KNOWN_KEYS
+from samza_nb.coordination import location_id_provider_names
+from samza_nb.coordination.coordinator import job_coordinator_names
+from samza_nb.grouping import grouper_names, ssp_grouper_names
+from samza_nb.metadata.registry import metadata_store_names
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "configuration.md").read_text()
+SOURCES = {
+    path: path.read_text()
+    for path in (ROOT / "samza_nb").rglob("*.py")
+    if path.name != "config.py"  # the key table itself reads nothing
+}
+
+#: Keys whose values are names in a registry: every documented value must be registered.
+REGISTRIES: dict[str, Callable[[], list[str]]] = {
+    "job.coordinator.factory": job_coordinator_names,
+    "metadata.store.factory": metadata_store_names,
+    "task.name.grouper.factory": grouper_names,
+    "job.systemstreampartition.grouper.factory": ssp_grouper_names,
+    "locationid.provider.factory": location_id_provider_names,
+}
+
+
+def _documented_keys() -> dict[str, tuple[str, str]]:
+    rows = re.findall(r"^\| `([^`]+)` \| (.*?) \| (.*) \|$", DOC, flags=re.MULTILINE)
+    return {key: (default, meaning) for key, default, meaning in rows if not key.startswith("SAMZA_NB_")}
+
+
+def _documented_variables() -> list[str]:
+    return re.findall(r"^\| `(SAMZA_NB_[A-Z_]+)` \|", DOC, flags=re.MULTILINE)
+
+
+def test_every_known_key_is_documented_and_every_documented_key_is_known() -> None:
+    assert set(_documented_keys()) == set(KNOWN_KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(_documented_keys()))
+def test_a_documented_key_is_read_by_the_code(key: str) -> None:
+    readers = [path for path, text in SOURCES.items() if f'"{key}"' in text or f"'{key}'" in text]
+    assert readers, f"docs/configuration.md documents {key!r} but no module of samza_nb reads it"
+
+
+@pytest.mark.parametrize("variable", _documented_variables())
+def test_a_documented_environment_variable_is_read_by_the_code(variable: str) -> None:
+    assert variable in ENVIRONMENT
+    readers = [path for path, text in SOURCES.items() if variable in text]
+    assert readers, f"docs/configuration.md documents ${variable} but nothing reads it"
+
+
+@pytest.mark.parametrize("key", sorted(REGISTRIES))
+def test_documented_values_of_a_registry_key_are_accepted(key: str) -> None:
+    default, meaning = _documented_keys()[key]
+    known = REGISTRIES[key]()
+    values = re.findall(r"`([^`]+)`", meaning) + re.findall(r"`([^`]+)`", default)
+    for value in values:
+        assert value in known, f"{key}: docs name {value!r}, which is not one of {known}"

@@ -1,0 +1,155 @@
+"""Every failure of user code reaches the driver as one TaskError naming operator, task, stream
+partition and offset, with the original exception as ``__cause__``; ``task.errors.skip`` applies
+on every path. Run on the in-process executor (the Spark path is covered in test_engine.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.api import LocalTable, StreamApplication, Windows
+from samza_nb.drain import write_drain_notification
+from samza_nb.errors import TaskError
+from samza_nb.metadata import EmbeddedMetadataStore
+from samza_nb.plan.kv import KV
+from samza_nb.runtime import metadata_store_path
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import StepClock, run_local
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> EmbeddedSystem:
+    return EmbeddedSystem("embedded", path=tmp_path / "log")
+
+
+class _FailingSerde:
+    """A user serde whose decode raises a plain ValueError (not a SerdeError)."""
+
+    def to_bytes(self, value: Any) -> bytes:
+        return str(value).encode()
+
+    def from_bytes(self, data: bytes) -> Any:
+        if data == b"13":
+            msg = "unlucky number"
+            raise ValueError(msg)
+        return int(data)
+
+
+class _FailingEncoder(_FailingSerde):
+    def to_bytes(self, value: Any) -> bytes:
+        if value == 30:
+            msg = "cannot encode 30"
+            raise RuntimeError(msg)
+        return str(value).encode()
+
+
+def _numbers(system: EmbeddedSystem, values: list[int], *, end: bool = True) -> None:
+    system.create_stream("numbers", 1)
+    system.write("numbers", values, serde=_FailingSerde())
+    if end:
+        system.end_stream("numbers")
+
+
+def test_a_custom_serde_raising_any_exception_on_read_is_a_task_error(system: EmbeddedSystem) -> None:
+    _numbers(system, [1, 2, 13, 4])
+    app = StreamApplication("serde-in")
+    out = app.output(system.output("out", partitions=1))
+    app.input(system.input("numbers", partitions=1, serde=_FailingSerde())).send_to(out)
+    with pytest.raises(TaskError) as failure:
+        run_local(app)
+    error = failure.value
+    assert (error.op_id, error.task, error.ssp, error.offset) == ("serde-in-1-input-0", "Partition 0", "numbers#0", 2)
+    assert isinstance(error.__cause__, ValueError) and str(error.__cause__) == "unlucky number"
+    assert "ValueError: unlucky number" in (error.worker_traceback or "")
+    skipped = run_local(app, {"task.errors.skip": "true"})
+    assert sorted(skipped.collect("out")["value"]) == [1, 2, 4]
+    assert skipped.metrics()["tasks"]["Partition 0"]["skipped"] == 1
+
+
+def test_a_custom_serde_raising_on_write_is_a_task_error_at_the_output(system: EmbeddedSystem) -> None:
+    _numbers(system, [1, 3, 5])
+    app = StreamApplication("serde-out")
+    out = app.output(system.output("out", partitions=1, serde=_FailingEncoder()))
+    app.input(system.input("numbers", partitions=1, serde=_FailingSerde())).map(lambda n: n * 10).send_to(out)
+    with pytest.raises(TaskError) as failure:
+        run_local(app)
+    error = failure.value
+    assert error.op_id is not None and "send_to" in error.op_id
+    assert (error.ssp, error.offset) == ("numbers#0", 1)
+    assert isinstance(error.__cause__, RuntimeError)
+    skipped = run_local(app, {"task.errors.skip": "true"})
+    assert sorted(skipped.collect("out")["value"]) == [10, 50]
+
+
+def _window_then(system: EmbeddedSystem, name: str, after: Any) -> StreamApplication:
+    app = StreamApplication(name)
+    out = app.output(system.output(f"{name}-out", partitions=1))
+    (
+        app.input(system.input("numbers", partitions=1, serde=_FailingSerde()))
+        .window(Windows.tumbling(timedelta(seconds=1), initial=lambda: 0, fold=lambda n, s: s + n), op_id="sum")
+        .map(after)
+        .send_to(out)
+    )
+    return app
+
+
+def _explode(pane: Any) -> Any:
+    msg = f"pane {pane.message} refused"
+    raise KeyError(msg)
+
+
+def test_a_function_failing_when_a_processing_time_window_fires(system: EmbeddedSystem) -> None:
+    _numbers(system, [1, 2, 3], end=False)
+    app = _window_then(system, "timer", _explode)
+    with pytest.raises(TaskError, match="while firing timers") as failure:
+        run_local(app, until=5, clock=StepClock(step_ms=1_500))
+    error = failure.value
+    assert (error.op_id or "").startswith("timer-1-map") and error.task == "Partition 0"
+    assert error.ssp is None and isinstance(error.__cause__, KeyError)
+    job = run_local(app, {"task.errors.skip": "true"}, until=5, clock=StepClock(step_ms=1_500))
+    assert job.metrics()["tasks"]["Partition 0"]["skipped"] >= 1
+    assert job.collect("timer-out").empty
+
+
+def test_a_function_failing_while_a_drain_flushes_windows(system: EmbeddedSystem, tmp_path: Path) -> None:
+    _numbers(system, [1, 2, 3], end=False)
+    app = _window_then(system, "drainfail", _explode)
+    # Huge windows never fire by time: only the drain flushes them.
+    first = run_local(app, until=1, clock=StepClock(step_ms=1))
+    store = EmbeddedMetadataStore(metadata_store_path(first.plan))
+    write_drain_notification(store, first.run_id)  # the same deployment resumes and drains
+    with pytest.raises(TaskError) as failure:
+        run_local(app, until="end-of-stream", clock=StepClock(step_ms=1))
+    assert (failure.value.op_id or "").startswith("drainfail-1-map")
+    assert isinstance(failure.value.__cause__, KeyError)
+
+
+def test_a_side_input_processor_failing_names_the_table_and_offset(system: EmbeddedSystem) -> None:
+    system.create_stream("profiles", 1)
+    system.write("profiles", [{"key": "a", "value": 1}, {"key": "b", "value": "bad"}])
+    system.end_stream("profiles")
+    system.create_stream("clicks", 1)
+    system.write("clicks", [{"user": "a"}])
+    system.end_stream("clicks")
+
+    def to_entry(message: Any) -> KV[str, int]:
+        return KV(message["key"], int(message["value"]))
+
+    app = StreamApplication("sides")
+    table = app.table(LocalTable("profiles-table", side_inputs=(system.input("profiles", partitions=1),),
+                                 side_input_processor=to_entry))
+    out = app.output(system.output("joined", partitions=1))
+    (
+        app.input(system.input("clicks", partitions=1))
+        .join_table(table, lambda click, record: [click["user"], record.value if record else None],
+                    key_fn=lambda click: click["user"])
+        .send_to(out)
+    )
+    with pytest.raises(TaskError) as failure:
+        run_local(app)
+    error = failure.value
+    assert error.op_id == "table profiles-table" and (error.ssp, error.offset) == ("profiles#0", 1)
+    assert isinstance(error.__cause__, ValueError)
