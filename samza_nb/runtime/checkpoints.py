@@ -39,13 +39,22 @@ class Checkpoint:
 
 @dataclass
 class EpochPlan:
-    """What an epoch reads: per SSP up to ``bounds`` (an offset) and at most ``max_messages``."""
+    """What an epoch reads: per SSP up to ``bounds`` (an offset) and at most ``max_messages``.
+
+    ``plan_id`` is new for every plan and tags everything the epoch appends, so a replay of
+    this plan (after a crash, drain epochs included) rewrites exactly what the crashed attempt
+    wrote and is deduplicated, while no epoch of another incarnation can ever match it;
+    ``run_id`` is the deployment the plan was made in (a replay re-sends its drain messages
+    under it).
+    """
 
     seq: int
     now_ms: int
     bounds: dict[str, int]
     drain: bool = False
     max_messages: int = 50_000
+    plan_id: str = ""
+    run_id: str = ""
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -55,6 +64,8 @@ class EpochPlan:
                 "bounds": self.bounds,
                 "drain": self.drain,
                 "maxMessages": self.max_messages,
+                "planId": self.plan_id,
+                "runId": self.run_id,
             },
             sort_keys=True,
         ).encode()
@@ -68,6 +79,8 @@ class EpochPlan:
             dict(fields["bounds"]),
             bool(fields["drain"]),
             int(fields.get("maxMessages", 50_000)),
+            str(fields.get("planId", "")),
+            str(fields.get("runId", "")),
         )
 
 

@@ -170,7 +170,9 @@ class TaskContext:
                 if system is not None
                 else None
             )
-            store = self.stores[name] = TaskStore(name, Path(path), changelog, a.producer)
+            store = self.stores[name] = TaskStore(
+                name, Path(path), changelog, a.task_name, a.producer
+            )
         return store
 
     def table(self, table_id: str) -> TableView:

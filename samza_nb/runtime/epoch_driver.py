@@ -11,6 +11,7 @@ failure into a :class:`TaskError`.
 from __future__ import annotations
 
 import pickle
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -121,10 +122,10 @@ class EpochDriver:
             self.checkpoints.write_plan(task.name, plan)
         return EpochAssignment(
             task_name=task.name,
-            producer=f"{self.producer}/{task.name}",
+            producer=f"{self.producer}/{task.name}@{plan.plan_id}",
             seq=checkpoint.seq,
             now_ms=plan.now_ms,
-            run_id=self.run_id,
+            run_id=plan.run_id or self.run_id,
             location_id=location_id,
             store_root=self.store_root,
             changelog_partition=task.changelog_partition,
@@ -159,7 +160,7 @@ class EpochDriver:
                 bounds[key] = max(start, newest.get(key, start))
         # A drain crosses one shuffle per epoch: each task reads its whole intermediate backlog.
         limit = _UNLIMITED if drain else self.max_messages
-        return EpochPlan(seq, now_ms, bounds, drain, limit)
+        return EpochPlan(seq, now_ms, bounds, drain, limit, uuid.uuid4().hex[:16], self.run_id)
 
     def _default_offset(self, stream_id: str, partition: int, newest: Mapping[str, int]) -> int:
         default = self.plan.config.get_str(f"streams.{stream_id}.samza.offset.default") or "oldest"

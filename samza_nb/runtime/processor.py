@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from samza_nb.drain import DrainMonitor
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode
+from samza_nb.runtime import faults
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
@@ -113,6 +114,7 @@ class StreamProcessor:
             self._cond.notify_all()
             while self._in_epoch:
                 self._cond.wait(0.1)
+        faults.reached("in-rebalance")
 
     def on_new_job_model(self, processor_id: str, job_model: JobModel) -> None:
         with self._cond:
@@ -239,7 +241,9 @@ class StreamProcessor:
             for task in tasks
         ]
         results = self.executor.run_epoch(self.plan, assignments)
+        faults.reached("after-flush-before-commit")
         committed, failure = self.driver.commit(results)
+        faults.reached("mid-commit")
         self.events.epoch_committed(self, committed)
         if failure is not None:
             raise failure

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from samza_nb.model import SystemStreamPartition
+from samza_nb.runtime import faults
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
@@ -41,3 +42,4 @@ def apply_retention(
     for (stream_id, partition), offset in lowest.items():
         if offset > 0:
             system_of(plan, stream_id).delete_before(stream_id, partition, offset)
+            faults.reached("in-retention")

@@ -24,6 +24,7 @@ import msgspec
 from rocksdict import Options, Rdict, WriteBatch
 
 from samza_nb.errors import JobError
+from samza_nb.runtime import faults
 from samza_nb.systems.base import MessageKind, Record, StreamSystem
 
 __all__ = ["ChangelogRef", "TaskStore", "store_path"]
@@ -68,10 +69,13 @@ class ChangelogRef:
 class TaskStore:
     """One store of one task for one epoch: a read-through, write-back cache over RocksDB."""
 
-    def __init__(self, name: str, path: Path, changelog: ChangelogRef | None, task: str):
+    def __init__(
+        self, name: str, path: Path, changelog: ChangelogRef | None, task: str, producer: str
+    ):
         self.name = name
         self.path = path
         self.task = task
+        self.producer = producer
         self._changelog = changelog
         self._db: Rdict | None = None
         self._dirty: dict[bytes, bytes | None] = {}
@@ -192,8 +196,9 @@ class TaskStore:
             ]
             log = self._changelog
             log.system.append(
-                log.stream_id, log.partition, records, producer=self.task, producer_seq=producer_seq
+                log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
             )
+            faults.reached("mid-store-flush")
         batch = WriteBatch(raw_mode=True)
         for key, value in self._dirty.items():
             if value is None:

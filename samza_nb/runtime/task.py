@@ -24,6 +24,7 @@ from samza_nb.model import SystemStream, SystemStreamPartition
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.plan.tables import LocalTable
+from samza_nb.runtime import faults
 from samza_nb.runtime.context import TaskContext, system_of
 from samza_nb.runtime.control import (
     LONG_MAX,
@@ -375,8 +376,11 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
             run.offsets = dict(applied["offsets"])
             return run.result(dict(applied["control"]), {}, replayed=True)
         run.process()
+        if assignment.drain:
+            faults.reached("in-drain-epoch")
         control = run.control_snapshot()
         messages_out = run.write_outputs()
+        faults.reached("after-output-append")
         run.flush_stores(control)
         return run.result(control, messages_out, replayed=False)
     except Exception as error:  # every failure is reported with its place

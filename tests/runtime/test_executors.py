@@ -14,7 +14,12 @@ import pytest
 
 from samza_nb.api import KV, StreamApplication, Triggers, Windows
 from samza_nb.errors import ConfigError
-from samza_nb.examples.page_views import build_app, expected_counts, generate_page_views, write_page_views
+from samza_nb.examples.page_views import (
+    build_app,
+    expected_counts,
+    generate_page_views,
+    write_page_views,
+)
 from samza_nb.runtime import run
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local

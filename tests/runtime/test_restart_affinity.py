@@ -7,7 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from samza_nb.coordination import LocalityManager
-from samza_nb.examples.page_views import build_app, expected_counts, generate_page_views, write_page_views
+from samza_nb.examples.page_views import (
+    build_app,
+    expected_counts,
+    generate_page_views,
+    write_page_views,
+)
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.model import TaskMode
 from samza_nb.runtime import metadata_store_path

@@ -1,0 +1,49 @@
+"""Kills at named points of an epoch: the test-only switch the crash tests use.
+
+Set in the environment of a job's process before it starts (Spark's Python workers inherit it):
+
+- ``SAMZA_NB_KILL_AT=<point>[:<n>]``: SIGKILL the job's process the n-th time (default: the
+  first) any process of the job reaches ``point``;
+- ``SAMZA_NB_KILL_PID``: the process to kill (the job's driver; a Spark worker kills it
+  rather than itself); default: the process reaching the point;
+- ``SAMZA_NB_KILL_COUNTER``: a file counting the hits across processes (needed for n > 1).
+
+Unset (always, outside the crash tests), a point costs one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+__all__ = ["KILL_POINTS", "reached"]
+
+#: Every named point, in the order an epoch reaches them.
+KILL_POINTS = (
+    "in-drain-epoch",  # a task has injected its drain control messages
+    "after-output-append",  # a task appended its outputs, before its stores flush
+    "mid-store-flush",  # a store appended its changelog, before its RocksDB write batch
+    "after-flush-before-commit",  # every task of the epoch returned, before the commit
+    "mid-commit",  # checkpoints written, before the job records the epoch and applies retention
+    "in-retention",  # retention deleted intermediate data of one partition, not yet the others
+    "in-rebalance",  # processors expired for a new model, before the model is stored
+)
+
+
+def reached(point: str) -> None:
+    """SIGKILL the job's process if the kill switch names ``point`` (and this is the n-th hit)."""
+    wanted = os.environ.get("SAMZA_NB_KILL_AT")
+    if not wanted:
+        return
+    name, _, nth = wanted.partition(":")
+    if name != point:
+        return
+    if int(nth or 1) > 1:
+        counter = os.environ.get("SAMZA_NB_KILL_COUNTER")
+        if not counter:
+            return
+        with open(counter, "ab") as hits:  # O_APPEND: concurrent hits each add one byte
+            hits.write(b".")
+        if os.path.getsize(counter) < int(nth):
+            return
+    os.kill(int(os.environ.get("SAMZA_NB_KILL_PID") or os.getpid()), signal.SIGKILL)
