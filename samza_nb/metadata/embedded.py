@@ -27,6 +27,7 @@ from samza_nb.metadata.base import (
     namespace_suffix,
     parse_namespaced_key,
 )
+from samza_nb.secrecy import private_dir
 
 __all__ = ["EmbeddedMetadataStore"]
 
@@ -68,7 +69,8 @@ class EmbeddedMetadataStore(MetadataStore):
         self._pid = -1
         self._closed = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # The folder is the guard of the store's -wal and -shm files (they follow the umask).
+            private_dir(self.path.parent)
         except OSError as error:
             msg = f"embedded metadata store {str(self.path)!r}: cannot create its folder: {error}"
             raise MetadataStoreError(msg) from error
