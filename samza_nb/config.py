@@ -37,8 +37,9 @@ class ConfigKey:
     """One documented configuration key.
 
     Numeric keys (an int or float default, or ``value_kind`` given) carry the range of values
-    that make sense (``minimum``/``maximum``, both inclusive); integers never exceed Java's
-    ``Integer.MAX_VALUE``, as Samza reads them as ints. A value is checked when it is set.
+    that make sense (``minimum``/``maximum``, both inclusive); integers stay within Java's
+    ``Integer.MAX_VALUE`` (durations, ``*.ms``, within 100 years). A value is checked when it
+    is set.
     """
 
     name: str
@@ -70,7 +71,7 @@ class ConfigKey:
         if kind not in ("int", "float"):
             return _EXPECTED.get(kind, "any text")
         noun = "an integer" if kind == "int" else "a number"
-        low, high = self._bounds()
+        low, high = self.bounds
         if low is not None and high is not None:
             return f"{noun} from {_number(low)} to {_number(high)}"
         if low is not None:
@@ -95,19 +96,25 @@ class ConfigKey:
             msg = f"config {self.name}={shown!r}: expected {self.allowed} ({self.doc})"
             raise ConfigError(msg)
 
-    def _bounds(self) -> tuple[float | None, float | None]:
-        high = self.maximum if self.maximum is not None or self.kind == "float" else _INT_MAX
-        return self.minimum, high
+    @property
+    def bounds(self) -> tuple[float | None, float | None]:
+        """(minimum, maximum) of a numeric key, inclusive; None where unbounded."""
+        if self.maximum is not None or self.kind != "int":
+            return self.minimum, self.maximum
+        return self.minimum, _MS_MAX if self.name.endswith(".ms") else _INT_MAX
 
     def _in_range(self, number: float) -> bool:
-        low, high = self._bounds()
+        low, high = self.bounds
         return (low is None or number >= low) and (high is None or number <= high)
 
 
 _TRUE_WORDS = ("true", "1", "yes", "on")
 _FALSE_WORDS = ("false", "0", "no", "off", "")
 _EXPECTED = {"bool": "true or false", "int": "an integer", "float": "a number"}
-_INT_MAX = 2**31 - 1
+_INT_MAX = 2**31 - 1  # Java's Integer.MAX_VALUE: Samza reads counts as ints.
+# Durations may exceed 24.8 days (Integer.MAX_VALUE ms), as Samza reads them as longs, but stay
+# within what Python's timers accept: 100 years.
+_MS_MAX = 100 * 365 * 24 * 3600 * 1000
 
 
 def _number(value: float) -> str:
