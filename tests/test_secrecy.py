@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from samza_nb.api import StreamApplication
 from samza_nb.cli import main
-from samza_nb.config import Config
+from samza_nb.config import KNOWN_KEYS, Config
 from samza_nb.errors import ConfigError
 from samza_nb.examples.page_views import app as page_views_app
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskModel
-from samza_nb.secrecy import MASK, private_dir, redact
+from samza_nb.secrecy import MASK, is_secret_key, private_dir, redact
 from samza_nb.systems import EmbeddedSystem
 
 QUICKSTART = "samza_nb.examples.page_views:app"
@@ -209,3 +209,8 @@ def test_private_dir_leaves_existing_folders_alone(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert _mode(tmp_path / "c") == 0o700
+
+
+def test_the_key_table_and_the_secret_rules_agree() -> None:
+    for key in KNOWN_KEYS.values():
+        assert is_secret_key(key.name) == key.secret, key.name
