@@ -38,8 +38,8 @@ import weakref
 from pathlib import Path
 
 from samza_nb.coordination.lease import JobLease
-from samza_nb.errors import JobLeaseError, MetadataStoreError
-from samza_nb.metadata.base import Fence, MetadataStore, namespaced_key
+from samza_nb.errors import JobLeaseError
+from samza_nb.metadata.base import Fence, MetadataStore, generation_of, namespaced_key
 from samza_nb.secrecy import private_dir
 
 __all__ = ["GENERATION_KEY", "LOCK_FILE_NAME", "EmbeddedJobLease"]
@@ -197,12 +197,7 @@ class EmbeddedJobLease(JobLease):
             time.sleep(min(_POLL_SECONDS, max(0.0, limit - waited)))
 
     def _stored_generation(self) -> int:
-        raw = self.store.get(GENERATION_KEY)
-        try:
-            return 0 if raw is None else int(raw)
-        except ValueError as error:
-            msg = f"{self.store!r}: the job lease generation is not a number: {raw!r:.40}"
-            raise MetadataStoreError(msg) from error
+        return generation_of(self.store.get(GENERATION_KEY), repr(self.store))
 
     def _bump(self) -> int:
         # Only the lock holder bumps, so read-then-write cannot race another acquirer here.

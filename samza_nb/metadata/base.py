@@ -16,6 +16,7 @@ __all__ = [
     "Fence",
     "MetadataStore",
     "check_fence",
+    "generation_of",
     "namespace_suffix",
     "namespaced_key",
     "parse_namespaced_key",
@@ -83,15 +84,20 @@ def check_value(key: str, value: object, store: str) -> bytes:
     raise MetadataStoreError(msg)
 
 
+def generation_of(stored: bytes | None, store: str) -> int:
+    """The job lease generation stored as ``stored`` (0 when missing)."""
+    try:
+        return 0 if stored is None else int(stored)
+    except ValueError as error:
+        msg = f"{store}: the job lease generation is not a number: {stored!r:.40}"
+        raise MetadataStoreError(msg) from error
+
+
 def check_fence(fence: Fence, stored: bytes | None, store: str) -> None:
     """Raise :class:`~samza_nb.errors.JobLeaseError` unless ``stored`` (the value under the
     fence key, None when missing) is the fence's generation."""
-    key, generation = fence
-    try:
-        current = 0 if stored is None else int(stored)
-    except ValueError as error:
-        msg = f"{store}: the job lease generation under {key!r} is not a number: {stored!r:.40}"
-        raise MetadataStoreError(msg) from error
+    generation = fence[1]
+    current = generation_of(stored, store)
     if current != generation:
         msg = (
             f"{store}: fenced: this run holds generation {generation} of the job lease but "
