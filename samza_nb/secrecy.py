@@ -9,8 +9,10 @@ key), and parts of any text are secret when the *value* says so, whatever the ke
 everywhere text about a config is shown: ``repr(Config)``, ``Config.masked()``, error messages,
 the plan's JSON and a job model's JSON.
 
-Files beside secrets (SQLite's ``-wal``, RocksDB's files) follow the umask, so the folder is
-the guard: :func:`private_dir` creates job homes, metadata and log folders with mode 0700.
+Files beside secrets (RocksDB's files) follow the umask, so the folder is the guard:
+:func:`private_dir` creates job homes, metadata and log folders with mode 0700. SQLite gives its
+``-wal`` and ``-shm`` files the mode of the database file, which :func:`private_file` creates
+0600, so a database stays private even in a folder that was already open to others.
 
 Like :mod:`samza_nb.errors` this module imports nothing of samza_nb, so every layer may use it.
 
@@ -29,7 +31,15 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["MASK", "is_secret_key", "mask_config", "mask_value", "private_dir", "redact"]
+__all__ = [
+    "MASK",
+    "is_secret_key",
+    "mask_config",
+    "mask_value",
+    "private_dir",
+    "private_file",
+    "redact",
+]
 
 MASK = "********"
 
@@ -134,3 +144,15 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
         # mkdir's mode is filtered by the umask; chmod makes it exactly owner-only.
         os.chmod(each, 0o700)
     return folder
+
+
+def private_file(path: str | os.PathLike[str]) -> Path:
+    """Create the empty file ``path`` with mode 0600 unless it exists (then it is left alone),
+    in a folder made by :func:`private_dir`. Returns the path."""
+    file = Path(path)
+    private_dir(file.parent)
+    try:
+        os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
+    return file

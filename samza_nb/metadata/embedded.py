@@ -29,7 +29,7 @@ from samza_nb.metadata.base import (
     namespace_suffix,
     parse_namespaced_key,
 )
-from samza_nb.secrecy import private_dir
+from samza_nb.secrecy import private_file
 
 __all__ = ["EmbeddedMetadataStore"]
 
@@ -71,8 +71,8 @@ class EmbeddedMetadataStore(MetadataStore):
         self._pid = -1
         self._closed = False
         try:
-            # The folder is the guard of the store's -wal and -shm files (they follow the umask).
-            private_dir(self.path.parent)
+            # Owner only; SQLite gives the -wal and -shm files the database file's mode.
+            private_file(self.path)
         except OSError as error:
             msg = f"embedded metadata store {str(self.path)!r}: cannot create its folder: {error}"
             raise MetadataStoreError(msg) from error
