@@ -151,6 +151,12 @@ class EmbeddedJobLease(JobLease):
         if self._fd is None:
             msg = f"{self!r}: this run does not hold the job lease of {str(self.job_home)!r}"
             raise JobLeaseError(msg, holder=self.holder())
+        if not self._lock_file_is_mine(self._fd):
+            msg = (
+                f"fenced: the job home {str(self.job_home)!r} was deleted or replaced while this "
+                "run held its lease; another run may own it now"
+            )
+            raise JobLeaseError(msg, holder=self.holder())
         current = self._stored_generation()
         if current != self._generation:
             msg = (
@@ -193,8 +199,22 @@ class EmbeddedJobLease(JobLease):
                     f"job home {str(self.job_home)!r} is in use by {holder}; only one run of a "
                     f"job may run at a time {how}"
                 )
+                if holder.startswith(f"pid {os.getpid()} on {socket.gethostname()} "):
+                    msg += (
+                        "; that is this process: a run started earlier here (in this notebook "
+                        "kernel?) still runs, stop it first"
+                    )
                 raise JobLeaseError(msg, holder=holder)
             time.sleep(min(_POLL_SECONDS, max(0.0, limit - waited)))
+
+    def _lock_file_is_mine(self, fd: int) -> bool:
+        """Whether the lock file in the job home is still the file this run locked."""
+        try:
+            path = os.stat(self.lock_file)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (path.st_dev, path.st_ino) == (held.st_dev, held.st_ino)
 
     def _stored_generation(self) -> int:
         return generation_of(self.store.get(GENERATION_KEY), repr(self.store))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 import textwrap
@@ -149,3 +150,21 @@ def test_a_store_that_cannot_fence_refuses(job_home: Path) -> None:
     with pytest.raises(MetadataStoreError, match="cannot check a job lease fence"):
         plain.put_all({"a": b"1"}, fence=(GENERATION_KEY, 0))
     assert plain.data == {}
+
+
+def test_a_deleted_job_home_fences_the_run_that_held_it(tmp_path: Path) -> None:
+    home = tmp_path / "app-1"
+    with EmbeddedMetadataStore(home / "metadata.sqlite3") as store:
+        lease = EmbeddedJobLease(home, store)
+        lease.acquire()
+        lease.check()
+        shutil.rmtree(home)
+        with pytest.raises(JobLeaseError, match="was deleted or replaced"):
+            lease.check()
+        lease.release()
+
+
+def test_a_second_run_in_the_same_process_says_so(job_home: Path, store: MetadataStore) -> None:
+    with EmbeddedJobLease(job_home, store):
+        with pytest.raises(JobLeaseError, match="that is this process: a run started earlier"):
+            EmbeddedJobLease(job_home, store).acquire()
