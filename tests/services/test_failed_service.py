@@ -15,7 +15,7 @@ from samza_nb import cli, services
 from samza_nb.services._process import ProcessRecord, is_alive
 from samza_nb.services.zookeeper import zookeeper_session_ok
 
-pytestmark = pytest.mark.services
+pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 
 def _env_entries(path: Path) -> dict[str, str]:
