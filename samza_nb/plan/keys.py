@@ -24,7 +24,7 @@ samza_nb.errors.SerdeError: operator 'by-page': key {'page': 1} is a dict, whose
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -54,8 +54,22 @@ _INSTEAD = {
 }
 
 
+# Types whose JSON is stable whatever their value: the common keys skip every other check.
+_STABLE_TYPES = frozenset({str, int, bool, bytes, type(None)})
+
+
 def _unstable(key: Any) -> tuple[str, Any] | None:
     """(reason, offending part) for the first part of ``key`` without stable bytes, or None."""
+    kind = type(key)
+    if kind in _STABLE_TYPES:
+        return None
+    if kind is tuple or kind is list:
+        for item in key:
+            if type(item) not in _STABLE_TYPES:
+                found = _unstable(item)
+                if found is not None:
+                    return found
+        return None
     if isinstance(key, float):
         if math.isnan(key):
             return "nan", key
@@ -64,7 +78,7 @@ def _unstable(key: Any) -> tuple[str, Any] | None:
         return "dict", key
     if isinstance(key, set | frozenset):
         return "set", key
-    if isinstance(key, list | tuple):
+    if isinstance(key, list | tuple):  # subclasses (named tuples, KV)
         for item in key:
             found = _unstable(item)
             if found is not None:
@@ -80,9 +94,11 @@ def check_partition_key(key: Any, op_id: str) -> None:
     """Raise :class:`~samza_nb.errors.SerdeError` naming the operator and the key when ``key``
     has no stable bytes (a dict, a set, NaN or infinity, also inside a list or tuple)."""
     found = _unstable(key)
-    if found is None:
-        return
-    reason, part = found
+    if found is not None:
+        _refuse(key, op_id, *found)
+
+
+def _refuse(key: Any, op_id: str, reason: str, part: Any) -> NoReturn:
     subject = f"key {_describe(key)}"
     if part is not key:
         subject += f" holds {_describe(part)}, which"
@@ -96,7 +112,11 @@ def encode_partition_key(key: Any, op_id: str) -> bytes:
     Raises :class:`~samza_nb.errors.SerdeError` naming ``op_id`` and the key when the key has
     no stable bytes (see the module docs) or is not JSON-encodable at all.
     """
-    check_partition_key(key, op_id)
+    # The hot path: one call per message of a partition_by or window; common keys are cheap.
+    if type(key) not in _STABLE_TYPES:
+        found = _unstable(key)
+        if found is not None:
+            _refuse(key, op_id, *found)
     try:
         return _encode(key)
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as error:
