@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from samza_nb.errors import SerdeError
 from samza_nb.plan import serdes
 from samza_nb.plan.keys import check_partition_key, encode_partition_key
+from samza_nb.plan.kv import KV
 
 
 def _today(key: Any) -> bytes:
@@ -120,3 +121,9 @@ def test_a_key_that_is_not_json_names_the_operator_and_type() -> None:
 
 def test_check_partition_key_accepts_what_encode_accepts() -> None:
     check_partition_key(("a", 1, 2.5, None, [True, b"x"]), "by-key")
+
+
+def test_tuple_subclasses_are_checked_like_tuples() -> None:
+    assert encode_partition_key(KV("a", 1), "by-kv") == _today(KV("a", 1))
+    with pytest.raises(SerdeError, match="is a dict"):
+        encode_partition_key(KV("a", {"x": 1}), "by-kv")
