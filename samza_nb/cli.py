@@ -48,7 +48,7 @@ def _print_infos(infos: Sequence[services.ServiceInfo]) -> None:
         if info.seconds is not None:
             line += f"  ({info.seconds:.1f} s)"
         print(line.rstrip())
-        for log_file in info.log_files if info.state in ("started", "unhealthy") else ():
+        for log_file in info.log_files if info.state == "started" or info.is_failed else ():
             print(f"{'':<10} log {log_file}")
 
 
@@ -68,7 +68,7 @@ def _services(args: argparse.Namespace) -> int:
     infos = services.status(names)
     _print_infos(infos)
     print(f"env file   {services.env_file_path()}")
-    return 0 if all(info.state != "unhealthy" for info in infos) else 1
+    return 1 if any(info.is_failed for info in infos) else 0
 
 
 def add_services_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

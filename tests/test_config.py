@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from samza_nb.config import KNOWN_KEYS, Config
 from samza_nb.errors import ConfigError
@@ -41,3 +43,108 @@ def test_every_default_is_of_its_own_kind() -> None:
     for key in KNOWN_KEYS.values():
         if key.default is not None:
             key.check(key.default)
+
+
+# -- ranges -----------------------------------------------------------------------------------
+
+_NUMERIC = sorted(key.name for key in KNOWN_KEYS.values() if key.kind in ("int", "float"))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("task.max.epoch.messages", "0", "an integer from 1 to 2147483647"),
+        ("task.max.epoch.messages", "-5", "an integer from 1 to 2147483647"),
+        ("job.container.count", "0", "an integer from 1 to 2147483647"),
+        ("job.elasticity.factor", "0", "an integer from 1 to 2147483647"),
+        ("job.intermediate.stream.partitions", "0", "an integer from 1 to 2147483647"),
+        ("job.intermediate.stream.partitions", "many", "an integer from 1 to 2147483647"),
+        ("task.window.ms", "0", "an integer from 1 to 3153600000000"),
+        ("task.epoch.min.interval.ms", "-1", "an integer from 0 to 3153600000000"),
+        ("task.watermark.idle.timeout.ms", "-2", "an integer from -1 to 3153600000000"),
+        ("task.max.epoch.messages", "99999999999999999999", "an integer from 1 to 2147483647"),
+        ("task.window.ms", "3153600000001", "an integer from 1 to 3153600000000"),
+        ("task.watermark.quorum.size.percentage", "1.5", "a number from 0 to 1"),
+        ("task.watermark.quorum.size.percentage", "nan", "a number from 0 to 1"),
+        ("task.watermark.quorum.size.percentage", "-inf", "a number from 0 to 1"),
+    ],
+)
+def test_a_value_out_of_range_is_one_line_naming_key_value_and_range(
+    key: str, value: str, allowed: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Config({key: value})
+    message = str(raised.value)
+    assert message.startswith(f"config {key}='{value}': expected {allowed} (")
+    assert "\n" not in message
+    with pytest.raises(ConfigError, match=allowed):
+        Config().with_overrides({key: value})
+    with pytest.raises(ConfigError, match=allowed):
+        Config.from_properties(f"{key}={value}\n")
+
+
+def test_every_numeric_key_has_a_range() -> None:
+    for name in _NUMERIC:
+        low, high = KNOWN_KEYS[name].bounds
+        assert low is not None and high is not None, name
+    assert "task.window.ms" in _NUMERIC and "job.intermediate.stream.partitions" in _NUMERIC
+
+
+def test_a_thirty_day_window_fits() -> None:
+    thirty_days = 30 * 24 * 3600 * 1000
+    assert Config({"task.window.ms": thirty_days}).get_int("task.window.ms") == thirty_days
+
+
+def test_ids_are_text() -> None:
+    assert Config({"job.id": "prod-eu", "app.id": "blue"}).get_str("job.id") == "prod-eu"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.one_of(st.sampled_from(sorted(KNOWN_KEYS)), st.text(max_size=30)),
+        st.one_of(st.text(max_size=30), st.integers().map(str), st.floats().map(str)),
+        max_size=6,
+    )
+)
+def test_any_config_is_accepted_in_range_or_refused_with_a_config_error(
+    entries: dict[str, str],
+) -> None:
+    try:
+        config = Config(entries)
+    except ConfigError as error:
+        assert "\n" not in str(error)
+        return
+    for name in _NUMERIC:
+        key = KNOWN_KEYS[name]
+        if name not in config:
+            continue
+        value = config.get_int(name) if key.kind == "int" else config.get_float(name)
+        low, high = key.bounds
+        assert low is not None and high is not None and low <= value <= high
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_any_properties_text_parses_or_is_a_config_error(text: str) -> None:
+    try:
+        Config.from_properties(text + "\n=")
+    except ConfigError:
+        pass
+    try:
+        Config.from_properties(text)
+    except ConfigError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_NUMERIC), st.integers(min_value=-(2**70), max_value=2**70))
+def test_numeric_keys_accept_exactly_their_range(name: str, number: int) -> None:
+    low, high = KNOWN_KEYS[name].bounds
+    assert low is not None and high is not None
+    inside = low <= number <= high
+    if inside:
+        assert Config({name: str(number)})[name] == str(number)
+    else:
+        with pytest.raises(ConfigError, match=f"config {name}="):
+            Config({name: str(number)})

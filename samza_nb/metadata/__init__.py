@@ -8,6 +8,7 @@ issues. Values are JSON bytes, never pickles.
 from samza_nb.metadata.base import MetadataStore, namespaced_key, parse_namespaced_key
 from samza_nb.metadata.embedded import EmbeddedMetadataStore
 from samza_nb.metadata.in_memory import InMemoryMetadataStore
+from samza_nb.metadata.incarnation import Incarnation, JobHomeGuard
 from samza_nb.metadata.namespaced import NamespacedMetadataStore
 from samza_nb.metadata.registry import (
     get_metadata_store,
@@ -18,6 +19,8 @@ from samza_nb.metadata.registry import (
 __all__ = [
     "EmbeddedMetadataStore",
     "InMemoryMetadataStore",
+    "Incarnation",
+    "JobHomeGuard",
     "MetadataStore",
     "NamespacedMetadataStore",
     "get_metadata_store",

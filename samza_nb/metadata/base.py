@@ -10,9 +10,21 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import TracebackType
 
-from samza_nb.errors import MetadataStoreError
+from samza_nb.errors import JobLeaseError, MetadataStoreError
 
-__all__ = ["MetadataStore", "namespace_suffix", "namespaced_key", "parse_namespaced_key"]
+__all__ = [
+    "Fence",
+    "MetadataStore",
+    "check_fence",
+    "generation_of",
+    "namespace_suffix",
+    "namespaced_key",
+    "parse_namespaced_key",
+]
+
+#: ``(key, generation)``: write only while the value under ``key`` is ``generation`` (a job
+#: lease's fencing token, stored as its decimal digits).
+Fence = tuple[str, int]
 
 
 def namespaced_key(namespace: str, key: str) -> str:
@@ -72,6 +84,29 @@ def check_value(key: str, value: object, store: str) -> bytes:
     raise MetadataStoreError(msg)
 
 
+def generation_of(stored: bytes | None, store: str) -> int:
+    """The job lease generation stored as ``stored`` (0 when missing)."""
+    try:
+        return 0 if stored is None else int(stored)
+    except ValueError as error:
+        msg = f"{store}: the job lease generation is not a number: {stored!r:.40}"
+        raise MetadataStoreError(msg) from error
+
+
+def check_fence(fence: Fence, stored: bytes | None, store: str) -> None:
+    """Raise :class:`~samza_nb.errors.JobLeaseError` unless ``stored`` (the value under the
+    fence key, None when missing) is the fence's generation."""
+    generation = fence[1]
+    current = generation_of(stored, store)
+    if current != generation:
+        msg = (
+            f"{store}: fenced: this run holds generation {generation} of the job lease but "
+            f"generation {current} is current (another run of the job took over); nothing "
+            "was written"
+        )
+        raise JobLeaseError(msg)
+
+
 class MetadataStore(ABC):
     """A small durable key → bytes store shared by the processors of a job.
 
@@ -95,8 +130,17 @@ class MetadataStore(ABC):
     def all(self) -> dict[str, bytes]:
         """A snapshot of every entry."""
 
-    def put_all(self, entries: Mapping[str, bytes]) -> None:
-        """Write several entries (one after the other unless the store overrides it)."""
+    def put_all(self, entries: Mapping[str, bytes], *, fence: Fence | None = None) -> None:
+        """Write several entries (one after the other unless the store overrides it).
+
+        With ``fence``, write only if the generation stored under the fence key is the given
+        one, checked in the same transaction as the write, else raise
+        :class:`~samza_nb.errors.JobLeaseError` and write nothing. Stores that cannot make the
+        check atomic refuse a fence with MetadataStoreError.
+        """
+        if fence is not None:
+            msg = f"{self!r} cannot check a job lease fence atomically with a write"
+            raise MetadataStoreError(msg)
         for key, value in entries.items():
             self.put(key, value)
 

@@ -21,12 +21,15 @@ from typing import TypeVar
 
 from samza_nb.errors import MetadataStoreError
 from samza_nb.metadata.base import (
+    Fence,
     MetadataStore,
+    check_fence,
     check_key,
     check_value,
     namespace_suffix,
     parse_namespaced_key,
 )
+from samza_nb.secrecy import private_file
 
 __all__ = ["EmbeddedMetadataStore"]
 
@@ -68,7 +71,8 @@ class EmbeddedMetadataStore(MetadataStore):
         self._pid = -1
         self._closed = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Owner only; SQLite gives the -wal and -shm files the database file's mode.
+            private_file(self.path)
         except OSError as error:
             msg = f"embedded metadata store {str(self.path)!r}: cannot create its folder: {error}"
             raise MetadataStoreError(msg) from error
@@ -135,18 +139,29 @@ class EmbeddedMetadataStore(MetadataStore):
         data = check_value(key, value, repr(self))
         self._run(f"put {key!r}", lambda connection: connection.execute(_UPSERT, (key, data)))
 
-    def put_all(self, entries: Mapping[str, bytes]) -> None:
-        """Write all entries in one transaction: readers see all of them or none."""
+    def put_all(self, entries: Mapping[str, bytes], *, fence: Fence | None = None) -> None:
+        """Write all entries in one transaction: readers see all of them or none.
+
+        With ``fence = (key, generation)`` the transaction first checks that the value under
+        ``key`` is ``generation`` and otherwise raises JobLeaseError, writing nothing: a run
+        that lost the job lease can never commit after the next one took it.
+        """
         rows = [
             (check_key(key, repr(self)), check_value(key, value, repr(self)))
             for key, value in entries.items()
         ]
-        if not rows:
+        if not rows and fence is None:
             return
 
         def write(connection: sqlite3.Connection) -> None:
             try:
+                # IMMEDIATE takes the write lock first, so no writer slips between check and write.
                 connection.execute("BEGIN IMMEDIATE")
+                if fence is not None:
+                    row = connection.execute(
+                        "SELECT value FROM metadata WHERE key = ?", (fence[0],)
+                    ).fetchone()
+                    check_fence(fence, None if row is None else bytes(row[0]), repr(self))
                 connection.executemany(_UPSERT, rows)
                 connection.execute("COMMIT")
             except BaseException:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Mapping
 from typing import ClassVar
 
-from samza_nb.metadata.base import MetadataStore, check_key, check_value
+from samza_nb.metadata.base import Fence, MetadataStore, check_fence, check_key, check_value
 
 __all__ = ["InMemoryMetadataStore"]
 
@@ -51,7 +51,7 @@ class InMemoryMetadataStore(MetadataStore):
         with self._lock:
             self._entries[key] = data
 
-    def put_all(self, entries: Mapping[str, bytes]) -> None:
+    def put_all(self, entries: Mapping[str, bytes], *, fence: Fence | None = None) -> None:
         checked = {
             check_key(key, "InMemoryMetadataStore"): check_value(
                 key, value, "InMemoryMetadataStore"
@@ -59,6 +59,8 @@ class InMemoryMetadataStore(MetadataStore):
             for key, value in entries.items()
         }
         with self._lock:
+            if fence is not None:
+                check_fence(fence, self._entries.get(fence[0]), "InMemoryMetadataStore")
             self._entries.update(checked)
 
     def delete(self, key: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from samza_nb.errors import MetadataStoreError
-from samza_nb.metadata.base import MetadataStore, check_key, namespaced_key
+from samza_nb.metadata.base import Fence, MetadataStore, check_key, namespaced_key
 
 __all__ = ["NamespacedMetadataStore"]
 
@@ -52,8 +52,9 @@ class NamespacedMetadataStore(MetadataStore):
     def put(self, key: str, value: bytes) -> None:
         self.store.put(self._key(key), value)
 
-    def put_all(self, entries: Mapping[str, bytes]) -> None:
-        self.store.put_all({self._key(key): value for key, value in entries.items()})
+    def put_all(self, entries: Mapping[str, bytes], *, fence: Fence | None = None) -> None:
+        """The fence key is a key of the underlying store, not of this namespace."""
+        self.store.put_all({self._key(key): value for key, value in entries.items()}, fence=fence)
 
     def delete(self, key: str) -> None:
         self.store.delete(self._key(key))

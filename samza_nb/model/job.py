@@ -13,6 +13,7 @@ from samza_nb.model.container import ContainerModel
 from samza_nb.model.names import java_sorted
 from samza_nb.model.system_stream import SystemStreamPartition
 from samza_nb.model.task import TaskMode, TaskModel
+from samza_nb.secrecy import mask_config
 
 __all__ = ["JobModel"]
 
@@ -214,9 +215,14 @@ class JobModel:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready object, with Samza's field names and field order."""
+        """The JSON-ready object, with Samza's field names and field order.
+
+        Secrets in the config are masked (:func:`samza_nb.secrecy.mask_config`): a stored or
+        printed job model never carries a password, key or connection string, and reads back
+        with the mask in their place. Processors take their config from the job, not from it.
+        """
         return {
-            "config": dict(self._config),
+            "config": mask_config(self._config),
             "containers": {pid: c.to_json() for pid, c in self._containers.items()},
             "max-change-log-stream-partitions": self.max_changelog_partitions,
         }

@@ -78,22 +78,26 @@ def _select(names: Iterable[str] | None, *, default_only: bool) -> list[str]:
 
 
 @contextlib.contextmanager
-def _locked(home: ServicesHome) -> Iterator[None]:
-    """One up/down/install at a time per services folder (bounded wait)."""
+def _locked(home: ServicesHome, *, wait: bool = True) -> Iterator[bool]:
+    """One up/down/install at a time per services folder (bounded wait). Without ``wait``
+    yields False at once when another command holds the lock."""
     home.root.mkdir(parents=True, exist_ok=True)
     with open(home.root / ".lock", "a+") as handle:
-        deadline = time.monotonic() + _LOCK_TIMEOUT
+        deadline = time.monotonic() + (_LOCK_TIMEOUT if wait else 0.0)
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not wait:
+                    yield False
+                    return
                 if time.monotonic() >= deadline:
                     msg = f"another samza-nb services command holds {home.root / '.lock'}"
                     raise ServiceError(msg) from None
                 time.sleep(0.2)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -191,9 +195,19 @@ def status(
     services_dir: str | os.PathLike[str] | None = None,
     env_file: str | os.PathLike[str] | None = None,
 ) -> list[ServiceInfo]:
-    """Where each service runs (or that it is stopped, unhealthy or external)."""
+    """Where each service runs (or that it is stopped, unhealthy, failed or external).
+
+    A failed service's address is dropped from the env file at once, so nothing connects to a
+    dead address; ``up()`` starts it again.
+    """
     home = ServicesHome.resolve(services_dir, env_file)
-    return [SERVICES[name](home).status() for name in _select(names, default_only=False)]
+    infos = [SERVICES[name](home).status() for name in _select(names, default_only=False)]
+    if any(info.state == "failed" for info in infos):
+        with _locked(home, wait=False) as locked:
+            # Busy: an up or down runs now and rewrites the env file itself.
+            if locked:
+                _write_env_file(home)
+    return infos
 
 
 def env_file_path(

@@ -75,7 +75,9 @@ class ServiceInfo:
     """What ``up``/``status`` report about one service. ``env`` may hold secrets: never print it."""
 
     name: str
-    state: str  # "running", "started", "stopped", "not running", "external" or "unhealthy"
+    # "running", "started", "stopped", "not running", "external", "unhealthy" (up but not
+    # answering) or "failed" (a process died without being stopped: killed or crashed)
+    state: str
     address: str = ""
     pids: tuple[int, ...] = ()
     log_files: tuple[str, ...] = ()
@@ -85,6 +87,11 @@ class ServiceInfo:
     @property
     def is_up(self) -> bool:
         return self.state in ("running", "started", "external")
+
+    @property
+    def is_failed(self) -> bool:
+        """Recorded as started but not working: ``samza-nb services status`` exits 1."""
+        return self.state in ("unhealthy", "failed")
 
 
 class Service(ABC):
@@ -187,7 +194,8 @@ class Service(ABC):
         return None if value is None else self._external(value)[0]
 
     def status(self) -> ServiceInfo:
-        """Running, unhealthy (processes up but not answering), stopped or external."""
+        """Running, unhealthy (processes up but not answering), failed (a recorded process
+        died: only :meth:`stop` forgets a service), stopped or external."""
         value = self.external_value()
         if value is not None:
             env, address = self._external(value)
@@ -197,8 +205,7 @@ class Service(ABC):
         if not state or not records:
             return ServiceInfo(self.name, "stopped")
         if not all(is_alive(record) for record in records):
-            alive = "unhealthy" if any(map(is_alive, records)) else "stopped"
-            return self._info(alive, state, records)
+            return self._info("failed", state, records)
         try:
             healthy = self._healthy(state)
         except OSError:

@@ -24,6 +24,7 @@ import msgspec
 
 from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
+from samza_nb.secrecy import private_file
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
 from samza_nb.systems.partitioning import partition_for_key
 
@@ -116,7 +117,8 @@ class _Connections:
         key = (os.getpid(), str(path))
         connection = connections.get(key)
         if connection is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Owner only: the log holds the job's data (SQLite's -wal and -shm follow its mode).
+            private_file(path)
             connection = sqlite3.connect(
                 str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )

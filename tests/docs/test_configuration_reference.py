@@ -35,8 +35,13 @@ REGISTRIES: dict[str, Callable[[], list[str]]] = {
 
 
 def _documented_keys() -> dict[str, tuple[str, str]]:
-    rows = re.findall(r"^\| `([^`]+)` \| (.*?) \| (.*) \|$", DOC, flags=re.MULTILINE)
-    return {key: (default, meaning) for key, default, meaning in rows if not key.startswith("SAMZA_NB_")}
+    """Key → (default, meaning) from the rows of the key table (key | default | values | meaning)."""
+    keys = {}
+    for line in DOC.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if len(cells) == 4 and cells[0].startswith("`") and not cells[0].startswith("`SAMZA_NB_"):
+            keys[cells[0].strip("`")] = (cells[1], cells[3])
+    return keys
 
 
 def _documented_variables() -> list[str]:

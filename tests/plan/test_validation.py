@@ -272,7 +272,8 @@ def test_missing_stream_without_partitions() -> None:
 def test_non_positive_intermediate_partitions(streams: Streams) -> None:
     app, source = _app(streams)
     source.partition_by(lambda m: m, op_id="p").sink(print)
-    with pytest.raises(PlanError, match="job.intermediate.stream.partitions must be positive"):
+    # Refused when the config is built, before planning: one line with the allowed range.
+    with pytest.raises(ConfigError, match="job.intermediate.stream.partitions='0': expected an integer from 1"):
         app.plan({"job.intermediate.stream.partitions": 0})
 
 

@@ -1,0 +1,247 @@
+"""Secrets never show: not in a Config's repr, str or masked(), not in error messages, not in
+the plan's JSON (``samza-nb plan --format json``), not in a job model's JSON; and the folders
+the embedded metadata store and log create are the owner's alone."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from samza_nb.api import StreamApplication
+from samza_nb.cli import main
+from samza_nb.config import KNOWN_KEYS, Config
+from samza_nb.errors import ConfigError
+from samza_nb.examples.page_views import app as page_views_app
+from samza_nb.metadata import EmbeddedMetadataStore
+from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskModel
+from samza_nb.secrecy import MASK, is_secret_key, private_dir, redact
+from samza_nb.systems import EmbeddedSystem
+
+QUICKSTART = "samza_nb.examples.page_views:app"
+
+# Secrets as they come: base64 keys, hex, passwords with punctuation. No separators of the forms
+# they are embedded in (";", "&", quotes, spaces), as no such form can carry them unquoted.
+_SECRET = st.text(
+    alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_.!@#$%^()",
+    min_size=8,
+    max_size=40,
+)
+
+# (key, value with the secret at {s}): secrets found by the key, by the value, or by both.
+_FORMS: list[tuple[str, str]] = [
+    (
+        "systems.kafka.consumer.sasl.jaas.config",
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="app" '
+        'password="{s}";',
+    ),
+    (
+        "systems.kafka.producer.extra",  # an innocent key: the JAAS value gives it away
+        "org.apache.kafka.common.security.scram.ScramLoginModule required username=u password={s};",
+    ),
+    (
+        "systems.eventhubs.connection.string",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={s}",
+    ),
+    (
+        "systems.eventhubs.streams.extra",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={s};"
+        "EntityPath=e",
+    ),
+    (
+        "systems.azure.account",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net",
+    ),
+    (
+        "systems.blob.endpoint",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net",
+    ),
+    ("systems.blob.sas", "https://acct.blob.core.windows.net/c?sv=2022-11-02&sp=r&sig={s}"),
+    ("systems.blob.url", "SharedAccessSignature={s}"),
+    ("stores.profile.password", "{s}"),
+    ("systems.kafka.consumer.ssl.key.password", "{s}"),
+    ("systems.db.url", "postgresql://bob:{s}@db.example.com:5432/x"),
+    ("systems.db.options", "user=bob;password={s};timeout=5"),
+    ("systems.x.client.secret", "{s}"),
+]
+
+
+def _entries(secret: str) -> dict[str, str]:
+    return {key: form.format(s=secret) for key, form in _FORMS}
+
+
+@functools.cache
+def _app() -> StreamApplication:
+    return page_views_app()
+
+
+def _job_model(config: Config) -> JobModel:
+    task = TaskModel("Partition 0", [SystemStreamPartition("kafka", "in", 0)], 0)
+    return JobModel(config, [ContainerModel("0", [task])])
+
+
+_SHOWN: dict[str, Callable[[Config], str]] = {
+    "repr": repr,
+    "str": str,
+    "masked": lambda config: json.dumps(config.masked()),
+    "plan json": lambda config: _app().plan(config).to_json(),
+    "job model json": lambda config: _job_model(config).to_json(),
+    "job model dict": lambda config: json.dumps(_job_model(config).to_dict()),
+}
+
+
+@pytest.mark.parametrize("shown", sorted(_SHOWN))
+@settings(max_examples=40, deadline=None)
+@given(secret=_SECRET)
+def test_no_secret_is_ever_shown(shown: str, secret: str) -> None:
+    # A secret that is part of the surrounding text ("connecti") proves nothing.
+    assume(secret not in _SHOWN[shown](Config(_entries("Placeholder0"))))
+    config = Config(_entries(secret))
+    text = _SHOWN[shown](config)
+    assert secret not in text
+    assert MASK in text
+
+
+@settings(max_examples=60, deadline=None)
+@given(secret=_SECRET, key=st.sampled_from([key for key, _ in _FORMS]))
+def test_every_form_is_masked_on_its_own(secret: str, key: str) -> None:
+    form = dict(_FORMS)[key]
+    assume(secret not in repr(Config({key: form.format(s="Placeholder0")})))
+    config = Config({key: form.format(s=secret)})
+    assert secret not in repr(config)
+    assert secret not in json.dumps(config.masked())
+
+
+def test_what_is_not_secret_stays_readable() -> None:
+    config = Config(
+        {
+            "systems.blob.endpoint": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=k3y",
+            "stores.counts.key.serde": "json",
+            "systems.kafka.consumer.bootstrap.servers": "127.0.0.1:9092",
+            "systems.kafka.producer.extra": 'x.PlainLoginModule required username="u" password="p";',
+        }
+    )
+    masked = config.masked()
+    assert masked["systems.blob.endpoint"] == (
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={MASK}"
+    )
+    assert masked["stores.counts.key.serde"] == "json"
+    assert masked["systems.kafka.consumer.bootstrap.servers"] == "127.0.0.1:9092"
+    assert masked["systems.kafka.producer.extra"] == f"x.PlainLoginModule required {MASK}"
+    # A *key* key holding something key-like is masked whole; a short word is not.
+    assert Config({"systems.x.api.key": "short"}).masked()["systems.x.api.key"] == MASK
+    assert Config({"stores.x.key.id": "Zm9vYmFyYmF6cXV4MTIzNDU2"}).masked()["stores.x.key.id"] == MASK
+    assert Config({"stores.x.key.id": "kv7"}).masked()["stores.x.key.id"] == "kv7"
+
+
+def _messages(secret: str) -> list[str]:
+    """The errors of configs that quote a secret value."""
+    messages = []
+    attempts: list[Callable[[], object]] = [
+        # A secret put under a numeric key by mistake (swapped lines).
+        lambda: Config({"task.max.epoch.messages": f"password={secret}"}),
+        # A malformed properties line.
+        lambda: Config.from_properties(f"=AccountKey={secret}\n"),
+        lambda: Config({"systems.x.options": f"password={secret}"}, validate=False).get_int(
+            "systems.x.options"
+        ),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ConfigError) as raised:
+            attempt()
+        messages.append(str(raised.value))
+    messages.append(redact(f"connect failed: Endpoint=sb://h/;SharedAccessKey={secret}"))
+    return messages
+
+
+@settings(max_examples=40, deadline=None)
+@given(secret=_SECRET)
+def test_error_messages_that_quote_values_mask_them(secret: str) -> None:
+    assume(not any(secret in message for message in _messages("Placeholder0")))
+    for message in _messages(secret):
+        assert secret not in message
+
+
+def test_plan_json_on_the_command_line_masks_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SAMZA_NB_HOME", str(tmp_path))
+    secret = "c2VjcmV0LWtleS0xMjM0NTY="
+    properties = tmp_path / "job.properties"
+    properties.write_text(
+        "systems.kafka.consumer.sasl.jaas.config=org.apache.kafka.common.security.plain."
+        f'PlainLoginModule required username="u" password="{secret}";\n'
+        f"systems.hub.connection.string=Endpoint=sb://h/;SharedAccessKey={secret}\n",
+        encoding="utf-8",
+    )
+    args = ["plan", QUICKSTART, "--config", str(properties), "--format", "json"]
+    args += ["--set", f"systems.other.settings=AccountName=a;AccountKey={secret}"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert secret not in out
+    assert json.loads(out)["config"]["systems.hub.connection.string"] == MASK
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_the_embedded_metadata_store_creates_its_folders_owner_only(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    home = tmp_path / "jobs" / "app-1"
+    with EmbeddedMetadataStore(home / "metadata.sqlite3") as store:
+        store.put("k", b"v")
+    assert _mode(home) == 0o700
+    assert _mode(tmp_path / "jobs") == 0o700
+    assert _mode(tmp_path) == 0o755  # it existed: left as it was
+
+
+def test_the_embedded_databases_are_owner_only_even_in_an_open_folder(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    old = os.umask(0o022)
+    try:
+        with EmbeddedMetadataStore(tmp_path / "metadata.sqlite3") as store:
+            store.put("k", b"v")
+            files = [tmp_path / "metadata.sqlite3", tmp_path / "metadata.sqlite3-wal"]
+            assert {_mode(file) for file in files} == {0o600}
+        system = EmbeddedSystem("embedded", path=tmp_path / "log")
+        system.create_stream("s", partitions=1)
+        system.write("s", [{"a": 1}])
+        assert _mode(tmp_path / "log" / "log.sqlite3") == 0o600
+        assert _mode(tmp_path / "log" / "log.sqlite3-wal") == 0o600
+        system.close()
+    finally:
+        os.umask(old)
+
+
+def test_the_embedded_log_creates_its_folder_owner_only(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "data" / "embedded")
+    system.create_stream("s", partitions=1)
+    assert _mode(tmp_path / "data" / "embedded") == 0o700
+    assert _mode(tmp_path / "data") == 0o700
+    system.close()
+
+
+def test_private_dir_leaves_existing_folders_alone(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    private_dir(tmp_path / "a" / "b")
+    assert _mode(tmp_path) == 0o755
+    assert _mode(tmp_path / "a") == 0o700 and _mode(tmp_path / "a" / "b") == 0o700
+    old = os.umask(0o000)
+    try:
+        private_dir(tmp_path / "c")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "c") == 0o700
+
+
+def test_the_key_table_and_the_secret_rules_agree() -> None:
+    for key in KNOWN_KEYS.values():
+        assert is_secret_key(key.name) == key.secret, key.name
