@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
+from samza_nb.metadata.base import Fence
 
 __all__ = ["CHECKPOINT_NAMESPACE", "EPOCH_NAMESPACE", "Checkpoint", "CheckpointStore", "EpochPlan"]
 
@@ -92,7 +93,9 @@ class CheckpointStore:
     sees the commits of other processes too).
     """
 
-    def __init__(self, store: MetadataStore):
+    def __init__(self, store: MetadataStore, *, fence: Fence | None = None):
+        """``fence``: commit only while the job's lease generation is this one (JobLease)."""
+        self._fence = fence
         self._checkpoints = NamespacedMetadataStore(store, CHECKPOINT_NAMESPACE)
         self._plans = NamespacedMetadataStore(store, EPOCH_NAMESPACE)
         self._cache: dict[str, Checkpoint] = {}
@@ -119,7 +122,9 @@ class CheckpointStore:
 
     def write_all(self, checkpoints: dict[str, Checkpoint]) -> None:
         """Commit several tasks' checkpoints at once (one transaction where the store has them)."""
-        self._checkpoints.put_all({task: cp.to_json() for task, cp in checkpoints.items()})
+        self._checkpoints.put_all(
+            {task: cp.to_json() for task, cp in checkpoints.items()}, fence=self._fence
+        )
         self._cache.update(checkpoints)
 
     def pending_plan(self, task: str, seq: int) -> EpochPlan | None:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from samza_nb.coordination.lease import JobLease
 from samza_nb.errors import TaskError
 from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
@@ -83,8 +84,10 @@ class EpochDriver:
         *,
         run_id: str,
         store_root: str,
+        lease: JobLease | None = None,
     ) -> None:
         self.plan = plan
+        self.lease = lease
         self.checkpoints = checkpoints
         self.run_id = run_id
         self.store_root = store_root
@@ -168,6 +171,12 @@ class EpochDriver:
             return newest.get(ssp_key(stream_id, partition), 0)
         oldest = system_of(self.plan, stream_id).oldest_offsets(stream_id)
         return oldest.get(partition, 0)
+
+    def check_lease(self) -> None:
+        """Raise JobLeaseError when a newer incarnation of the job took the lease: a fenced
+        processor stops before it reads or writes anything (its commits would fail anyway)."""
+        if self.lease is not None:
+            self.lease.check()
 
     def has_pending_plan(self, task: str) -> bool:
         return self.checkpoints.pending_plan(task, self.checkpoints.read(task).seq) is not None

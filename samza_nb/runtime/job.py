@@ -14,14 +14,16 @@ import html
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.coordination.coordinator import get_job_coordinator
+from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.drain import cleanup, write_drain_notification
 from samza_nb.errors import ConfigError, JobError
-from samza_nb.metadata import MetadataStore
+from samza_nb.metadata import JobHomeGuard, MetadataStore
 from samza_nb.model import JobModel, SystemStreamPartition
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.plan.serdes import KVSerde
@@ -35,6 +37,7 @@ from samza_nb.runtime.job_setup import (
     base_location,
     check_inputs,
     create_streams,
+    existing_job_data,
     initial_processors,
     job_inputs,
     open_metadata_store,
@@ -62,6 +65,8 @@ class Job:
         clock: Callable[[], int] | None = None,
         executor: str = "spark",
         spark: Any = None,
+        lease_wait: bool = False,
+        lease_timeout: float | None = None,
     ):
         _check_until(until)
         self.app = app
@@ -73,13 +78,24 @@ class Job:
         self.system = self.plan.default_system
         self.home = job_home(self.plan)
         self.metadata: MetadataStore = open_metadata_store(self.config, self.home)
-        self.checkpoints = CheckpointStore(self.metadata)
         self.store_root = str(self.home / "stores")
+        # One incarnation of the job at a time: the lease first, before anything is written.
+        self.lease = EmbeddedJobLease(self.home, self.metadata, label=f"{self.plan.app_name}-{self.plan.job_id}")
+        self.lease.acquire(wait=lease_wait, timeout=lease_timeout)
+        try:
+            JobHomeGuard(self.home, self.metadata).check(existing_job_data(self.plan, Path(self.store_root)))
+            self._setup(processors, grouper, executor, spark)
+        except BaseException:
+            self.lease.release()
+            raise
+
+    def _setup(self, processors: int | None, grouper: str | None, executor: str, spark: Any) -> None:
+        self.checkpoints = CheckpointStore(self.metadata, fence=self.lease.fence)
         self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id"))
         create_streams(self.plan)
         self._executor = get_executor(executor, self.config, spark)
         self._driver = EpochDriver(
-            self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root
+            self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root, lease=self.lease
         )
         self._metrics = JobMetrics()
         self._lock = threading.RLock()
@@ -170,6 +186,7 @@ class Job:
         for processor in list(self._processors.values()):
             processor.join()
         self.coordinator.stop()
+        self.lease.release()
         if self._state == "running":
             self._state = "stopped"
         return self.status()
@@ -231,6 +248,8 @@ class Job:
                 p.alive for p in self._processors.values() if p is not processor
             ):
                 self._state = "stopped" if self._stop_requested else "finished"
+            if not any(p.alive for p in self._processors.values() if p is not processor):
+                self.lease.release()  # the last processor stopped: the next run may take over
 
     def _caught_up(self) -> bool:
         lags = self._ssp_lags()

@@ -18,6 +18,7 @@ from samza_nb.runtime.home import metadata_store_path
 
 __all__ = [
     "base_location",
+    "existing_job_data",
     "check_inputs",
     "create_streams",
     "initial_processors",
@@ -51,6 +52,26 @@ def create_streams(plan: ExecutionPlan) -> None:
         stream_id = plan.changelog_stream_id(store)
         if system.partition_count(stream_id) is None:
             system.create_stream(stream_id, plan.task_count, compacted=True)
+
+
+def existing_job_data(plan: ExecutionPlan, store_root: Path) -> list[str]:
+    """The job's own data that outlive a run: intermediate streams and changelogs holding
+    messages, store folders. With a fresh metadata store, any of it means the store was lost
+    (JobHomeGuard)."""
+    found = []
+    streams = [sid for sid, info in plan.streams.items() if info.kind == "intermediate"]
+    streams += [plan.changelog_stream_id(store) for store in plan.store_names]
+    system = default_system_of(plan)
+    for stream_id in streams:
+        owner = system_of(plan, stream_id) if stream_id in plan.streams else system
+        if owner is None or owner.partition_count(stream_id) is None:
+            continue
+        messages = sum(owner.newest_offsets(stream_id).values())
+        if messages:
+            found.append(f"stream {stream_id!r} ({messages} messages)")
+    if store_root.is_dir():
+        found += [f"store folder {path}" for path in sorted(store_root.glob("*/*/*")) if path.is_dir()]
+    return found
 
 
 def job_inputs(plan: ExecutionPlan) -> JobInputs:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from samza_nb.plan.keys import check_partition_key
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import (
     JoinOperatorSpec,
@@ -42,7 +43,7 @@ class JoinImpl(OperatorImpl):
         is_left = source is not None and source.spec is spec.left
         key_fn = spec.left_key_fn if is_left else spec.right_key_fn
         key = self.call(key_fn, message) if key_fn is not None else message.key
-        if key is None or key is SKIPPED:
+        if key is None or key is SKIPPED or self.call(check_partition_key, key, self.op_id) is SKIPPED:
             return
         now = self.context.now_ms
         store_key = _pack(to_storable(key))

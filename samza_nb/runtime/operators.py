@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
-
+from samza_nb.plan.keys import check_partition_key, encode_partition_key
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import (
     BroadcastOperatorSpec,
@@ -240,7 +239,11 @@ class OutputImpl(OperatorImpl):
         self.writer = context.writer(spec.stream_id)
         serde = context.stream_serde(spec.stream_id)
         self.kv = isinstance(serde, KVSerde)
-        self.key_encode = serde.key_serde.to_bytes if isinstance(serde, KVSerde) else _json_key
+        self.key_encode = (
+            serde.key_serde.to_bytes
+            if isinstance(serde, KVSerde)
+            else lambda key: encode_partition_key(key, spec.op_id)
+        )
         self.value_encode = serde.value_serde.to_bytes if isinstance(serde, KVSerde) else serde.to_bytes
 
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
@@ -255,10 +258,6 @@ class OutputImpl(OperatorImpl):
             self.writer.write_keyed(key_bytes, self.value_encode(message.value))
         else:
             self.writer.write_unkeyed(self.value_encode(message))
-
-
-def _json_key(key: Any) -> bytes:
-    return msgspec.json.encode(key)
 
 
 class PartitionByImpl(OperatorImpl):
@@ -281,6 +280,7 @@ class PartitionByImpl(OperatorImpl):
     def _encode(self, message: Any) -> tuple[bytes | None, bytes]:
         key = self.key_fn(message)  # type: ignore[misc]
         value = self.value_fn(message) if self.value_fn is not None else message
+        check_partition_key(key, self.op_id)
         key_bytes = self.key_encode(key) if key is not None else None
         return key_bytes, self.value_encode(value)
 

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Protocol
 from samza_nb.drain import DrainMonitor
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode
-from samza_nb.runtime import faults
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.executor import Executor
+from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.retention import apply_retention
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class StreamProcessor:
             self._cond.notify_all()
             while self._in_epoch:
                 self._cond.wait(0.1)
-        faults.reached("in-rebalance")
+        kill_point("in-rebalance")
 
     def on_new_job_model(self, processor_id: str, job_model: JobModel) -> None:
         with self._cond:
@@ -229,6 +229,7 @@ class StreamProcessor:
         if wait > 0:  # task.epoch.min.interval.ms spaces epochs out
             with self._cond:
                 self._cond.wait(wait)
+        self.driver.check_lease()
         self.epoch += 1
         self._last_epoch_at = time.monotonic()
         now = self._clock()
@@ -241,9 +242,9 @@ class StreamProcessor:
             for task in tasks
         ]
         results = self.executor.run_epoch(self.plan, assignments)
-        faults.reached("after-flush-before-commit")
+        kill_point("after-flush-before-commit")
         committed, failure = self.driver.commit(results)
-        faults.reached("mid-commit")
+        kill_point("mid-commit")
         self.events.epoch_committed(self, committed)
         if failure is not None:
             raise failure

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from samza_nb.model import SystemStreamPartition
-from samza_nb.runtime import faults
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
+from samza_nb.runtime.faults import reached as kill_point
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -42,4 +42,4 @@ def apply_retention(
     for (stream_id, partition), offset in lowest.items():
         if offset > 0:
             system_of(plan, stream_id).delete_before(stream_id, partition, offset)
-            faults.reached("in-retention")
+            kill_point("in-retention")

@@ -24,7 +24,8 @@ import msgspec
 from rocksdict import Options, Rdict, WriteBatch
 
 from samza_nb.errors import JobError
-from samza_nb.runtime import faults
+from samza_nb.runtime.faults import reached as kill_point
+from samza_nb.secrecy import private_dir
 from samza_nb.systems.base import MessageKind, Record, StreamSystem
 
 __all__ = ["ChangelogRef", "TaskStore", "store_path"]
@@ -88,7 +89,7 @@ class TaskStore:
     def open(self, committed_seq: int) -> dict[str, Any]:
         """Open the store, rebuilding it from the changelog when its epoch differs from
         ``committed_seq``; returns its metadata ({} for a fresh store)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)
         try:
             self._db = Rdict(str(self.path), _options())
         except Exception as error:  # RocksDB reports corruption as a bare Exception
@@ -198,7 +199,7 @@ class TaskStore:
             log.system.append(
                 log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
             )
-            faults.reached("mid-store-flush")
+            kill_point("mid-store-flush")
         batch = WriteBatch(raw_mode=True)
         for key, value in self._dirty.items():
             if value is None:

@@ -24,7 +24,6 @@ from samza_nb.model import SystemStream, SystemStreamPartition
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.plan.tables import LocalTable
-from samza_nb.runtime import faults
 from samza_nb.runtime.context import TaskContext, system_of
 from samza_nb.runtime.control import (
     LONG_MAX,
@@ -38,6 +37,7 @@ from samza_nb.runtime.control import (
     control_from_payload,
 )
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
+from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.systems.base import MessageKind
@@ -377,10 +377,10 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
             return run.result(dict(applied["control"]), {}, replayed=True)
         run.process()
         if assignment.drain:
-            faults.reached("in-drain-epoch")
+            kill_point("in-drain-epoch")
         control = run.control_snapshot()
         messages_out = run.write_outputs()
-        faults.reached("after-output-append")
+        kill_point("after-output-append")
         run.flush_stores(control)
         return run.result(control, messages_out, replayed=False)
     except Exception as error:  # every failure is reported with its place

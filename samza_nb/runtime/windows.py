@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from samza_nb.plan.keys import check_partition_key
 from samza_nb.plan.operators import WindowOperatorSpec
 from samza_nb.plan.windows import (
     AccumulationMode,
@@ -131,7 +132,7 @@ class WindowImpl(OperatorImpl):
         window = self.window
         now = self.context.now_ms
         key = self.call(window.key_fn, message) if window.key_fn is not None else None
-        if key is SKIPPED:
+        if key is SKIPPED or self.call(check_partition_key, key, self.op_id) is SKIPPED:
             return
         if window.window_type is WindowType.SESSION:
             store_key = self._store_key(key, 0)
