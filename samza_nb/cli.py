@@ -154,7 +154,15 @@ def _run(args: argparse.Namespace) -> int:
     config = _config(args)
     print(repr(app.plan(config)))
     job = run(
-        app, config, processors=args.processors, grouper=args.grouper, until=_until(args.until), background=True
+        app,
+        config,
+        processors=args.processors,
+        grouper=args.grouper,
+        until=_until(args.until),
+        background=True,
+        executor=args.executor,
+        lease_wait=args.wait,
+        lease_timeout=args.wait_timeout,
     )
     print(f"run id {job.run_id}; metadata store {job.home}")
     if threading.current_thread() is threading.main_thread():
@@ -197,8 +205,20 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         ),
     )
     _add_app_arguments(parser)
-    parser.add_argument("--processors", type=int, default=1, help="logical processors (default 1)")
-    parser.add_argument("--grouper", default="group-by-container-count", help="task grouper name")
+    parser.add_argument(
+        "--processors", type=int, default=None, help="processors (default job.container.count, 1)"
+    )
+    parser.add_argument(
+        "--grouper", default=None, help="task grouper (default task.name.grouper.factory)"
+    )
+    parser.add_argument(
+        "--wait", action="store_true", help="queue behind a run of the same job instead of failing"
+    )
+    parser.add_argument("--wait-timeout", type=float, default=None, help="seconds --wait may take")
+    parser.add_argument(
+        "--executor", choices=["spark", "local"], default="spark",
+        help="where task epochs run: spark (default) or local (in this process, for debugging)",
+    )
     parser.add_argument(
         "--until",
         default="end-of-stream",
@@ -291,11 +311,39 @@ def add_drain_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.set_defaults(handler=_drain)
 
 
+def _reset(args: argparse.Namespace) -> int:
+    from samza_nb.runtime.reset import reset_job
+
+    removed = reset_job(_application(args).plan(_config(args)), dry_run=not args.yes)
+    for line in removed:
+        print(("deleted " if args.yes else "would delete ") + line)
+    if not args.yes:
+        print("nothing deleted: pass --yes to reset the job")
+    return 0
+
+
+def add_reset_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``samza-nb reset module:app --yes``."""
+    parser = subparsers.add_parser(
+        "reset",
+        help="start a job over: delete its job home, intermediate streams and changelogs",
+        description=(
+            "Delete everything a job keeps between runs (its job home with checkpoints and "
+            "stores, its intermediate streams and store changelogs), so its next run reads its "
+            "inputs from the start. Refused while the job runs. Without --yes it only lists."
+        ),
+    )
+    _add_app_arguments(parser)
+    parser.add_argument("--yes", action="store_true", help="really delete")
+    parser.set_defaults(handler=_reset)
+
+
 #: Every subcommand: a function adding its parser to the shared subparsers.
 COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     add_run_command,
     add_plan_command,
     add_drain_command,
+    add_reset_command,
     add_services_command,
 ]
 

@@ -466,12 +466,16 @@ def run(
     background: bool = False,
     clock: Callable[[], int] | None = None,
     executor: str = "spark",
+    lease_wait: bool = False,
+    lease_timeout: float | None = None,
 ) -> Job:
     """Run ``app``; returns the Job (finished unless ``background=True``).
 
     ``processors`` overrides ``job.container.count``; ``grouper`` overrides
     ``task.name.grouper.factory``; ``executor="local"`` runs task epochs in this process
-    instead of on Spark (tests; see :func:`samza_nb.testing.run_local`).
+    instead of on Spark (tests; see :func:`samza_nb.testing.run_local`). One run of a job at a
+    time: another run holding the job's lease fails this one at once, naming it, unless
+    ``lease_wait`` (then up to ``lease_timeout`` seconds).
     """
     _check_until(until)
     job = Job(
@@ -482,5 +486,7 @@ def run(
         until=until,
         clock=clock,
         executor=executor,
+        lease_wait=lease_wait,
+        lease_timeout=lease_timeout,
     )
     return job.start(background)

@@ -76,4 +76,5 @@ class JobMetrics:
                 "streams": stream_entries,
                 "operators": dict(self._operators),
                 "epochs": epochs,
+                "rebuilt_stores": list(self.rebuilt_stores),
             }

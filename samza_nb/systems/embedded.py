@@ -122,9 +122,17 @@ class _Connections:
             connection = sqlite3.connect(
                 str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.executescript(_SCHEMA)
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("PRAGMA synchronous=NORMAL")
+                connection.executescript(_SCHEMA)
+            except sqlite3.DatabaseError as error:
+                connection.close()
+                msg = (
+                    f"the embedded log {str(path)!r} cannot be opened: {error}; restore the file "
+                    "from a copy, or move it away to start an empty log"
+                )
+                raise StreamSystemError(msg) from error
             connections[key] = connection
         return connection
 
