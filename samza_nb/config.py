@@ -149,6 +149,9 @@ ENVIRONMENT: dict[str, str] = {
     "SAMZA_NB_LOCATION_ID": "Overrides the location id of processors started in this process.",
     "SAMZA_NB_ZK_CONNECT": "Use this ZooKeeper instead of starting one (host:port).",
     "SAMZA_NB_KAFKA_BOOTSTRAP": "Use this Kafka bootstrap address instead of the test broker.",
+    "SAMZA_NB_KAFKA_CONFIG_FILE": (
+        "Properties file of librdkafka options (SASL/SSL secrets) for every KafkaSystem client."
+    ),
     "SAMZA_NB_AZURE_CONNECTION_STRING": "Use this Azure storage account instead of Azurite.",
     "SAMZA_NB_SERVICES_ENV": "Path of the env file with the addresses of running services.",
     "SAMZA_NB_SERVICES_DIR": "Folder for service data, logs and pid files.",
