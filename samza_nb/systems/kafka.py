@@ -33,7 +33,6 @@ from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
 from samza_nb.systems.kafka_config import KafkaClientConfig, broker_api_versions, is_secret_option
 from samza_nb.systems.kafka_reader import (
     DedupTracker,
-    Readers,
     consume_range,
     decode_message,
     record_headers,
@@ -60,8 +59,6 @@ class _ProcessClients:
         self.lock = threading.RLock()
         self._admin: Any = None
         self._producer: Any = None
-        self.readers = Readers(self._make_consumer)
-        self._probe = threading.local()
         self.topics: dict[str, int] = {}
         self.topics_read = 0.0
         self.tansu: bool | None = None
@@ -91,7 +88,8 @@ class _ProcessClients:
                 self._producer = Producer(self.settings.producer_options(defaults))
             return self._producer
 
-    def _make_consumer(self, **extra: Any) -> Any:
+    def consumer(self, **extra: Any) -> Any:
+        """A new consumer (the caller closes it; see kafka_reader.consume_range)."""
         from confluent_kafka import Consumer
 
         defaults: dict[str, Any] = {
@@ -107,22 +105,11 @@ class _ProcessClients:
         defaults.update(extra)
         return Consumer(self.settings.consumer_options(defaults))
 
-    def probe_consumer(self) -> Any:
-        consumer = getattr(self._probe, "consumer", None)
-        if consumer is None:
-            consumer = self._probe.consumer = self._make_consumer(**{"queued.max.messages.kbytes": 4096})
-        return consumer
-
     def close(self) -> None:
         with self.lock:
             if self._producer is not None:
                 self._producer.flush(10)
                 self._producer = None
-            self.readers.close()
-            probe = getattr(self._probe, "consumer", None)
-            if probe is not None:
-                probe.close()
-                self._probe.consumer = None
 
 
 _CLIENTS: dict[tuple[int, str], _ProcessClients] = {}
@@ -372,7 +359,6 @@ class KafkaSystem(StreamSystem):
                 del clients.trackers[key]
             for key in [key for key in clients.seen_high if key[0] == stream_id]:
                 del clients.seen_high[key]
-        clients.readers.forget(stream_id)
 
     def list_streams(self) -> dict[str, int]:
         return dict(sorted(self._topics().items()))
@@ -410,7 +396,7 @@ class KafkaSystem(StreamSystem):
         wanted = {p: offset - 1 for p, offset in listed.items() if offset > 0}
         if not wanted:
             return {}
-        consumer = self._clients().probe_consumer()
+        consumer = self._clients().consumer(**{"queued.max.messages.kbytes": 4096})
         consumer.assign([TopicPartition(stream_id, p, offset) for p, offset in wanted.items()])
         highs: dict[int, int] = {}
         deadline = time.monotonic() + self._timeout
@@ -421,7 +407,7 @@ class KafkaSystem(StreamSystem):
                     if error is not None and error.code() == KafkaError._PARTITION_EOF:
                         highs[message.partition()] = message.offset()
         finally:
-            consumer.unassign()
+            consumer.close()
         if len(highs) < len(wanted):
             _log.warning(
                 "%s: no high watermark for partitions %s of topic %r within %gs; using the "
@@ -562,7 +548,7 @@ class KafkaSystem(StreamSystem):
         clients = self._clients()
         key = (stream_id, partition)
         messages, next_offset, high = consume_range(
-            clients.readers.reader(stream_id, partition),
+            clients.consumer(),
             stream_id, partition, offset, bound, max_messages,
             stall_timeout=min(self._timeout, 2.0), describe=self._where,
         )
@@ -606,13 +592,10 @@ class KafkaSystem(StreamSystem):
             oldest = self.oldest_offsets(stream_id)[partition]
             start = max(oldest, offset - self._dedup_lookback)
             tracker = DedupTracker(start)
-        # A separate reader: the caller's reader keeps its position and prefetched messages.
-        reader = clients.readers.reader(f"\0scan:{stream_id}", partition)
-        reader.assigned = None
         position = start
         while position < offset:
             messages, next_offset, _ = consume_range(
-                reader, stream_id, partition, position, offset, 50_000,
+                clients.consumer(), stream_id, partition, position, offset, 50_000,
                 stall_timeout=min(self._timeout, 2.0), describe=self._where,
             )
             for message in messages:
