@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
-from samza_nb.systems import EmbeddedSystem, KafkaSystem, MessageKind, Record, StreamSystem, partition_for_key
+from samza_nb.systems import (
+    EmbeddedSystem,
+    KafkaSystem,
+    MessageKind,
+    Record,
+    StreamSystem,
+    partition_for_key,
+)
 from samza_nb.systems.base import Fetched
 
 Named = tuple[StreamSystem, Callable[[str], str]]
