@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import struct
@@ -29,6 +30,7 @@ __all__ = ["KafkaClientConfig", "is_secret_option", "mask_options"]
 CONFIG_FILE_VARIABLE = "SAMZA_NB_KAFKA_CONFIG_FILE"
 
 _MASK = "********"
+_LIBRDKAFKA_LOG = logging.getLogger("samza_nb.systems.librdkafka")
 _SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "private", "key.pem", "sasl.username")
 
 # Options of the Samza system config that are not librdkafka options.
@@ -132,7 +134,8 @@ class KafkaClientConfig:
 
     # -- what clients get ---------------------------------------------------------------------
     def _base(self) -> dict[str, Any]:
-        base: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
+        # librdkafka's own log lines go to Python logging, not straight to stderr.
+        base: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": _LIBRDKAFKA_LOG}
         if self.config_file:
             base.update({k: v for k, v in _read_file(self.config_file).items() if k != "bootstrap.servers"})
         base.update(self.common)
