@@ -29,8 +29,8 @@ import msgspec
 
 from samza_nb.config import Config
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
+from samza_nb.kafka_settings import KafkaClientConfig, broker_api_versions, is_secret_option
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
-from samza_nb.systems.kafka_config import KafkaClientConfig, broker_api_versions, is_secret_option
 from samza_nb.systems.kafka_reader import (
     DedupTracker,
     consume_range,

@@ -1,4 +1,4 @@
-"""Client settings of a Kafka system: bootstrap servers, librdkafka options, secrets.
+"""Kafka client settings, shared by the Kafka system and the Kafka metadata store.
 
 Secrets (SASL passwords, JAAS configs, SSL key passwords …) belong in a properties file or the
 environment, never in a notebook cell: :class:`KafkaClientConfig` reads ``config_file`` (or the
