@@ -120,7 +120,23 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey("task.watermark.quorum.size.percentage", "0.5", "Quorum of active upstreams."),
     ConfigKey("task.max.epoch.messages", "100000", "Messages a task reads per SSP per epoch."),
     ConfigKey("task.epoch.min.interval.ms", "0", "Minimum time between epochs of a processor."),
-    ConfigKey("metadata.store.factory", "embedded", "embedded, in-memory, zookeeper, azure."),
+    ConfigKey("metadata.store.factory", "embedded", "embedded, in-memory, kafka, zookeeper, azure."),
+    ConfigKey(
+        "job.coordinator.system",
+        None,
+        "System whose Kafka cluster hosts the coordinator stream (kafka metadata store); "
+        "default job.default.system.",
+    ),
+    ConfigKey(
+        "job.coordinator.stream",
+        None,
+        "Coordinator stream topic; default __samza_coordinator_<app.name>_<app.id>.",
+    ),
+    ConfigKey(
+        "job.coordinator.replication.factor",
+        "-1",
+        "Replication factor of the coordinator stream topic (-1: the broker's default).",
+    ),
     ConfigKey("locationid.provider.factory", "default", "Location id provider name."),
     ConfigKey("azure.storage.connect", None, "Azure storage connection string.", secret=True),
     ConfigKey("job.coordinator.azure.blob.length", "5120000", "Coordination blob size."),

@@ -48,6 +48,7 @@ _json_encode = msgspec.json.Encoder().encode
 # ApiVersions keys: a broker without CreatePartitions is Tansu-like (see the module doc).
 _CREATE_PARTITIONS = 37
 _TOPIC_CACHE_SECONDS = 5.0
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class _ProcessClients:
@@ -267,7 +268,7 @@ class KafkaSystem(StreamSystem):
             clients.topics = {
                 name: len(topic.partitions)
                 for name, topic in metadata.topics.items()
-                if not name.startswith("__") and topic.error is None
+                if name not in _INTERNAL_TOPICS and topic.error is None
             }
             clients.topics_read = time.monotonic()
         return clients.topics
