@@ -203,3 +203,17 @@ def test_pickled_system_carries_no_client(kafka_bootstrap: str, kafka_topic_pref
     assert all(type(value).__module__.split(".")[0] != "cimpl" for value in state.values())
     copy = pickle.loads(pickle.dumps(system))
     assert sorted(copy.read_frame(topic)["value"]) == [1, 2, 3]
+
+
+def test_quickstart_writes_its_input_topic(kafka_bootstrap: str, kafka_topic_prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from samza_nb.examples.page_views import expected_counts, generate_page_views, main
+
+    topic = kafka_topic_prefix + "page-views"
+    assert main(["--kafka", kafka_bootstrap, "--events", "500", "--topic", topic]) == 0
+    assert "wrote 500 page views" in capsys.readouterr().out
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    frame = system.read_frame(topic)
+    assert system.partition_count(topic) == 4
+    assert len(frame) == 500
+    us = [value["page"] for value in frame["value"] if value["country"] == "US"]
+    assert len(us) == sum(expected_counts(generate_page_views(500)).values())
