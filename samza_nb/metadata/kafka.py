@@ -190,7 +190,9 @@ class CoordinatorStreamMetadataStore(MetadataStore):
                 if time.monotonic() > deadline:
                     msg = f"{self._where}: no end of the stream within {self.timeout:g}s (is the broker reachable?)"
                     raise MetadataStoreError(msg)
-                messages = consumer.consume(num_messages=10_000, timeout=0.1)
+                messages = consumer.consume(num_messages=10_000, timeout=0) or consumer.consume(
+                    num_messages=1, timeout=0.1
+                )
                 at_end = False
                 for message in messages:
                     error = message.error()

@@ -403,7 +403,8 @@ class KafkaSystem(StreamSystem):
         deadline = time.monotonic() + self._timeout
         try:
             while len(highs) < len(wanted) and time.monotonic() < deadline:
-                for message in consumer.consume(num_messages=10_000, timeout=0.1):
+                batch = consumer.consume(num_messages=10_000, timeout=0)
+                for message in batch or consumer.consume(num_messages=1, timeout=0.1):
                     error = message.error()
                     if error is not None and error.code() == KafkaError._PARTITION_EOF:
                         highs[message.partition()] = message.offset()
@@ -562,20 +563,27 @@ class KafkaSystem(StreamSystem):
             if existing is not None and existing.position == offset:
                 tracker = existing
             expected = -1
+            current: list[Record] = []
+            make = tuple.__new__
             for message in messages:
-                record, producer, seq, ordinal = decode_message(message)
-                if producer is not None:
-                    if tracker is None:
-                        tracker = self._rebuilt_tracker(stream_id, partition, offset)
-                    if not tracker.admit(producer, seq, ordinal):
-                        continue
-                    if producer_seq_below is not None and seq >= producer_seq_below:
-                        continue
-                at = message.offset()
-                if at == expected:
-                    batches[-1][1].append(record)
+                if message.headers() is None:
+                    # A plain user message (an input topic): the fast path.
+                    stamp_type, stamp = message.timestamp()
+                    record = make(Record, (0, message.key(), message.value(), stamp if stamp_type else None))
                 else:
-                    batches.append((at, [record]))
+                    record, producer, seq, ordinal = decode_message(message)
+                    if producer is not None:
+                        if tracker is None:
+                            tracker = self._rebuilt_tracker(stream_id, partition, offset)
+                        if not tracker.admit(producer, seq, ordinal):
+                            continue
+                        if producer_seq_below is not None and seq >= producer_seq_below:
+                            continue
+                at = message.offset()
+                if at != expected:
+                    current = []
+                    batches.append((at, current))
+                current.append(record)
                 expected = at + 1
             if tracker is not None:
                 tracker.position = next_offset

@@ -141,7 +141,10 @@ def _consume(
         if position >= bound and position >= next_offset:
             next_offset = bound
             break
-        batch = consumer.consume(num_messages=min(max_messages - len(taken), 10_000), timeout=0.1)
+        # consume() waits until the batch is full or the timeout passes: take what is queued
+        # at once, and wait only for the first message when nothing is.
+        wanted = min(max_messages - len(taken), 10_000)
+        batch = consumer.consume(num_messages=wanted, timeout=0) or consumer.consume(num_messages=1, timeout=0.1)
         if not batch:
             if time.monotonic() - last_progress > stall_timeout:
                 break

@@ -1,0 +1,131 @@
+"""Kafka read throughput: 200,000 page views in a 4-partition topic.
+
+Measured in one run, on the same topic:
+  (c) the floor: one confluent-kafka consumer assigned to the 4 partitions, decoding each
+      event (JSON) and counting the US views per page;
+  (k) KafkaSystem.fetch, the runtime's read path (headers, dedup, batches), 4 partitions one
+      after the other, with the same decoding and counting.
+The full pipeline comparison of issue 13 ((a) samza_nb at-least-once, (a') exactly-once,
+(b) Quix Streams) needs the runtime on Kafka and is not measured here yet.
+
+    .venv/bin/python bench/kafka.py --events 200000 [--bootstrap host:port]
+
+The broker is --bootstrap, else $SAMZA_NB_KAFKA_BOOTSTRAP, else the services env file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import uuid
+from collections import Counter
+
+import msgspec
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from samza_nb.examples.page_views import expected_counts, generate_page_views
+from samza_nb.services import read_service_env
+from samza_nb.systems import KafkaSystem
+
+PARTITIONS = 4
+_decode = msgspec.json.Decoder().decode
+
+
+def bootstrap_address(given: str | None) -> str:
+    if given:
+        return given
+    env = os.environ.get("SAMZA_NB_KAFKA_BOOTSTRAP") or read_service_env().get("SAMZA_NB_KAFKA_BOOTSTRAP")
+    if not env:
+        msg = "no Kafka broker: pass --bootstrap or start one (samza-nb services up kafka)"
+        raise SystemExit(msg)
+    return env
+
+
+def floor(bootstrap: str, topic: str, events: int) -> tuple[float, Counter[str]]:
+    """(c): one plain consumer; seconds from assign to the last event counted."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": topic + "-floor",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
+    counts: Counter[str] = Counter()
+    seen = ended = 0
+    started = time.perf_counter()
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    deadline = time.monotonic() + 120
+    while (seen < events or ended < PARTITIONS) and time.monotonic() < deadline:
+        # What is queued at once; wait (for one message) only when nothing is.
+        batch = consumer.consume(num_messages=10_000, timeout=0) or consumer.consume(num_messages=1, timeout=0.5)
+        for message in batch:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    ended += 1
+                continue
+            view = _decode(message.value())
+            seen += 1
+            if view["country"] == "US":
+                counts[view["page"]] += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed, counts
+
+
+def system_fetch(system: KafkaSystem, topic: str) -> tuple[float, Counter[str]]:
+    """(k): KafkaSystem.fetch, partition after partition, up to the newest offsets."""
+    counts: Counter[str] = Counter()
+    started = time.perf_counter()
+    newest = system.newest_offsets(topic)
+    for partition, bound in sorted(newest.items()):
+        offset = 0
+        while offset < bound:
+            fetched = system.fetch(topic, partition, offset, bound, 100_000)
+            for _first, records in fetched.batches:
+                for record in records:
+                    view = _decode(record.value)
+                    if view["country"] == "US":
+                        counts[view["page"]] += 1
+            if fetched.next_offset <= offset:
+                break
+            offset = fetched.next_offset
+    return time.perf_counter() - started, counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--bootstrap", default=None)
+    args = parser.parse_args()
+    bootstrap = bootstrap_address(args.bootstrap)
+    topic = f"bench-page-views-{uuid.uuid4().hex[:8]}"
+    system = KafkaSystem("kafka", bootstrap)
+    events = generate_page_views(args.events)
+    expected = expected_counts(events)
+    try:
+        system.create_stream(topic, PARTITIONS)
+        started = time.perf_counter()
+        system.write(topic, events)
+        write_s = time.perf_counter() - started
+        floor_s, floor_counts = floor(bootstrap, topic, len(events))
+        fetch_s, fetch_counts = system_fetch(system, topic)
+        assert floor_counts == expected, "the floor consumer counted wrong"
+        assert fetch_counts == expected, "KafkaSystem.fetch counted wrong"
+        print(f"events: {len(events):,} in {PARTITIONS} partitions of {topic} at {bootstrap}")
+        print(f"write  KafkaSystem.write        {len(events) / write_s:>12,.0f} events/s")
+        print(f"(c)    confluent-kafka floor    {len(events) / floor_s:>12,.0f} events/s")
+        print(f"(k)    KafkaSystem.fetch        {len(events) / fetch_s:>12,.0f} events/s  k/c = {floor_s / fetch_s:.2f}")
+    finally:
+        system.close()
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.delete_topics([topic]).values():
+            future.result(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
