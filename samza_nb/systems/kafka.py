@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -38,6 +38,9 @@ from samza_nb.systems.kafka_reader import (
     record_headers,
 )
 from samza_nb.systems.partitioning import partition_for_key
+
+if TYPE_CHECKING:
+    from samza_nb.systems.kafka_transaction import KafkaTransaction
 
 __all__ = ["KafkaSystem"]
 
@@ -192,6 +195,26 @@ class KafkaSystem(StreamSystem):
     def bootstrap_servers(self) -> str:
         return self._settings.bootstrap_servers
 
+    @property
+    def settings(self) -> KafkaClientConfig:
+        """The client settings (secrets included: never print ``producer_options()``)."""
+        return self._settings
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    @property
+    def retries(self) -> int:
+        return self._retries
+
+    def transaction(self, transactional_id: str) -> KafkaTransaction:
+        """A transactional producer for one task's epochs (exactly-once); see
+        :class:`~samza_nb.systems.kafka_transaction.KafkaTransaction`."""
+        from samza_nb.systems.kafka_transaction import KafkaTransaction
+
+        return KafkaTransaction(self, transactional_id)
+
     # -- clients and errors --------------------------------------------------------------------
     def _clients(self) -> _ProcessClients:
         key = (os.getpid(), self._settings.fingerprint())
@@ -209,10 +232,11 @@ class KafkaSystem(StreamSystem):
             clients.close()
 
     @property
-    def _where(self) -> str:
+    def where(self) -> str:
+        """The system and its bootstrap servers, for messages."""
         return f"Kafka system {self.name!r} (bootstrap servers {self.bootstrap_servers})"
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         """``text`` with the value of every secret option masked."""
         options = {**self._settings.common, **self._settings.consumer, **self._settings.producer}
         for key, value in options.items():
@@ -221,7 +245,7 @@ class KafkaSystem(StreamSystem):
         return text
 
     def _fail(self, operation: str, error: BaseException) -> StreamSystemError:
-        msg = self._scrub(f"{self._where}: {operation} failed: {error}")
+        msg = self.scrub(f"{self.where}: {operation} failed: {error}")
         return StreamSystemError(msg)
 
     def _call(self, operation: str, call: Callable[[float], _T]) -> _T:
@@ -240,9 +264,9 @@ class KafkaSystem(StreamSystem):
                 last = error
             if attempt + 1 < self._retries:
                 time.sleep(min(0.2 * 2**attempt, 2.0))
-        reason = self._scrub(str(last) or type(last).__name__)
+        reason = self.scrub(str(last) or type(last).__name__)
         msg = (
-            f"{self._where}: {operation} failed after {self._retries} attempts of "
+            f"{self.where}: {operation} failed after {self._retries} attempts of "
             f"{self._timeout:g}s each (is the broker reachable?): {reason}"
         )
         raise StreamSystemError(msg) from None
@@ -257,7 +281,7 @@ class KafkaSystem(StreamSystem):
                 apis = broker_api_versions(self.bootstrap_servers, self._timeout)
                 tansu = apis is not None and _CREATE_PARTITIONS not in apis
             clients.tansu = tansu
-            _log.debug("%s: Tansu-like broker: %s", self._where, tansu)
+            _log.debug("%s: Tansu-like broker: %s", self.where, tansu)
         return clients.tansu
 
     # -- topics -------------------------------------------------------------------------------
@@ -280,16 +304,16 @@ class KafkaSystem(StreamSystem):
             count = self._topics().get(stream_id)
         if count is None:
             msg = (
-                f"topic {stream_id!r} does not exist on {self._where}; create it with "
+                f"topic {stream_id!r} does not exist on {self.where}; create it with "
                 f"{self.name}.create_stream({stream_id!r}, partitions=N)"
             )
             raise StreamNotFoundError(msg)
         return count
 
-    def _require_partition(self, stream_id: str, partition: int) -> int:
+    def require_partition(self, stream_id: str, partition: int) -> int:
         count = self._require(stream_id)
         if not 0 <= partition < count:
-            msg = f"topic {stream_id!r} on {self._where} has partitions 0..{count - 1}, not {partition}"
+            msg = f"topic {stream_id!r} on {self.where} has partitions 0..{count - 1}, not {partition}"
             raise StreamSystemError(msg)
         return count
 
@@ -326,7 +350,7 @@ class KafkaSystem(StreamSystem):
             existing = self._topics().get(stream_id)
         if existing is not None and existing != partitions:
             msg = (
-                f"topic {stream_id!r} already exists on {self._where} with {existing} partitions, "
+                f"topic {stream_id!r} already exists on {self.where} with {existing} partitions, "
                 f"not {partitions}; delete it or use {existing} partitions"
             )
             raise StreamSystemError(msg)
@@ -414,7 +438,7 @@ class KafkaSystem(StreamSystem):
             _log.warning(
                 "%s: no high watermark for partitions %s of topic %r within %gs; using the "
                 "listed end offsets",
-                self._where, sorted(set(wanted) - set(highs)), stream_id, self._timeout,
+                self.where, sorted(set(wanted) - set(highs)), stream_id, self._timeout,
             )
         return highs
 
@@ -432,7 +456,7 @@ class KafkaSystem(StreamSystem):
         (which crashes a broker thread on it) and on brokers that refuse it."""
         from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-        self._require_partition(stream_id, partition)
+        self.require_partition(stream_id, partition)
         clients = self._clients()
         if self._is_tansu() or stream_id in clients.delete_records_skipped:
             if stream_id not in clients.delete_records_skipped:
@@ -440,7 +464,7 @@ class KafkaSystem(StreamSystem):
                 _log.info(
                     "%s: not deleting old records of topic %r: the broker does not support "
                     "DeleteRecords safely (Tansu); the topic keeps them until its retention",
-                    self._where, stream_id,
+                    self.where, stream_id,
                 )
             return 0
         before = self._list_offsets(stream_id, self._require(stream_id), latest=False)[partition]
@@ -464,7 +488,7 @@ class KafkaSystem(StreamSystem):
             if not unsupported and "unsupported" not in str(error).lower():
                 raise
             clients.delete_records_skipped.add(stream_id)
-            _log.info("%s: DeleteRecords is not supported; keeping old records of %r", self._where, stream_id)
+            _log.info("%s: DeleteRecords is not supported; keeping old records of %r", self.where, stream_id)
             return 0
         return max(0, low - before)
 
@@ -483,7 +507,7 @@ class KafkaSystem(StreamSystem):
         this always returns True."""
         if not records:
             return True
-        self._require_partition(stream_id, partition)
+        self.require_partition(stream_id, partition)
         self._produce_all(
             stream_id,
             [
@@ -516,20 +540,20 @@ class KafkaSystem(StreamSystem):
                 except BufferError:
                     client.poll(0.05)
             else:
-                msg = f"{self._where}: append to topic {stream_id!r}: the producer queue stayed full"
+                msg = f"{self.where}: append to topic {stream_id!r}: the producer queue stayed full"
                 raise StreamSystemError(msg)
         remaining = client.flush(self._timeout * self._retries)
         if errors:
             first = errors[0]
             if first.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 self._clients().topics.pop(stream_id, None)
-                msg = f"topic {stream_id!r} does not exist on {self._where} (append failed)"
+                msg = f"topic {stream_id!r} does not exist on {self.where} (append failed)"
                 raise StreamNotFoundError(msg)
-            msg = self._scrub(f"{self._where}: append to topic {stream_id!r}: {len(errors)} records failed: {first.str()}")
+            msg = self.scrub(f"{self.where}: append to topic {stream_id!r}: {len(errors)} records failed: {first.str()}")
             raise StreamSystemError(msg)
         if remaining:
             msg = (
-                f"{self._where}: append to topic {stream_id!r}: {remaining} records not "
+                f"{self.where}: append to topic {stream_id!r}: {remaining} records not "
                 f"acknowledged within {self._timeout * self._retries:g}s (is the broker reachable?)"
             )
             raise StreamSystemError(msg)
@@ -546,13 +570,13 @@ class KafkaSystem(StreamSystem):
     ) -> Fetched:
         if offset >= bound or max_messages <= 0:
             return Fetched([], offset)
-        self._require_partition(stream_id, partition)
+        self.require_partition(stream_id, partition)
         clients = self._clients()
         key = (stream_id, partition)
         messages, next_offset, high = consume_range(
             clients.consumer(),
             stream_id, partition, offset, bound, max_messages,
-            stall_timeout=min(self._timeout, 2.0), describe=self._where,
+            stall_timeout=min(self._timeout, 2.0), describe=self.where,
         )
         if high is not None and high > clients.seen_high.get(key, -1):
             clients.seen_high[key] = high
@@ -605,7 +629,7 @@ class KafkaSystem(StreamSystem):
         while position < offset:
             messages, next_offset, _ = consume_range(
                 clients.consumer(), stream_id, partition, position, offset, 50_000,
-                stall_timeout=min(self._timeout, 2.0), describe=self._where,
+                stall_timeout=min(self._timeout, 2.0), describe=self.where,
             )
             for message in messages:
                 _record, producer, seq, ordinal = decode_message(message)
