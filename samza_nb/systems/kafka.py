@@ -68,6 +68,8 @@ class _ProcessClients:
         self.tansu: bool | None = None
         self.trackers: dict[tuple[str, int], DedupTracker] = {}
         self.seen_high: dict[tuple[str, int], int] = {}
+        # (topic, partition) -> (listed end offset, high watermark a fetch reported for it)
+        self.probed: dict[tuple[str, int], tuple[int, int]] = {}
         self.delete_records_skipped: set[str] = set()
 
     def admin(self) -> Any:
@@ -384,6 +386,8 @@ class KafkaSystem(StreamSystem):
                 del clients.trackers[key]
             for key in [key for key in clients.seen_high if key[0] == stream_id]:
                 del clients.seen_high[key]
+            for key in [key for key in clients.probed if key[0] == stream_id]:
+                del clients.probed[key]
 
     def list_streams(self) -> dict[str, int]:
         return dict(sorted(self._topics().items()))
@@ -418,27 +422,40 @@ class KafkaSystem(StreamSystem):
         fetch of that batch returns the true high watermark."""
         from confluent_kafka import KafkaError, TopicPartition
 
-        wanted = {p: offset - 1 for p, offset in listed.items() if offset > 0}
+        clients = self._clients()
+        highs: dict[int, int] = {}
+        wanted: dict[int, int] = {}
+        for p, offset in listed.items():
+            known = clients.probed.get((stream_id, p))
+            if known is not None and known[0] == offset:
+                # Every append moves the last batch, so an unchanged listed offset means an
+                # unchanged high watermark.
+                highs[p] = known[1]
+            elif offset > 0:
+                wanted[p] = offset - 1
         if not wanted:
-            return {}
+            return highs
         consumer = self._clients().consumer(**{"queued.max.messages.kbytes": 4096})
         consumer.assign([TopicPartition(stream_id, p, offset) for p, offset in wanted.items()])
-        highs: dict[int, int] = {}
         deadline = time.monotonic() + self._timeout
         try:
-            while len(highs) < len(wanted) and time.monotonic() < deadline:
+            while not wanted.keys() <= highs.keys() and time.monotonic() < deadline:
                 batch = consumer.consume(num_messages=10_000, timeout=0)
                 for message in batch or consumer.consume(num_messages=1, timeout=0.1):
                     error = message.error()
                     if error is not None and error.code() == KafkaError._PARTITION_EOF:
                         highs[message.partition()] = message.offset()
+                        clients.probed[(stream_id, message.partition())] = (
+                            listed[message.partition()], message.offset()
+                        )
         finally:
             consumer.close()
-        if len(highs) < len(wanted):
+        missing = sorted(set(wanted) - set(highs))
+        if missing:
             _log.warning(
                 "%s: no high watermark for partitions %s of topic %r within %gs; using the "
                 "listed end offsets",
-                self.where, sorted(set(wanted) - set(highs)), stream_id, self._timeout,
+                self.where, missing, stream_id, self._timeout,
             )
         return highs
 

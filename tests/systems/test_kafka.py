@@ -80,6 +80,11 @@ def test_batching_producer_bounds_come_from_the_high_watermark(
     values, _offsets, end = read_values(system, topic, 0, 400)
     assert [int(v) for v in values] == list(range(1500))
     assert end == 1500
+    # More batches later: the bound moves with them.
+    for i in range(300):
+        producer.produce(topic, b"%d" % (1500 + i), partition=0)
+    assert producer.flush(15) == 0
+    assert fresh.newest_offsets(topic) == {0: 1800, 1: 700}
 
 
 def test_a_cut_short_append_is_completed_by_its_retry(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
