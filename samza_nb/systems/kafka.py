@@ -597,6 +597,14 @@ class KafkaSystem(StreamSystem):
         )
         if high is not None and high > clients.seen_high.get(key, -1):
             clients.seen_high[key] = high
+        if messages and messages[0].offset() > offset:
+            oldest = self.oldest_offsets(stream_id)[partition]
+            if offset < oldest:
+                _log.info(
+                    "%s: offset %d of %s[%d] is below the oldest stored offset %d (deleted by "
+                    "retention); reading from %d",
+                    self.where, offset, stream_id, partition, oldest, oldest,
+                )
         batches: list[tuple[int, list[Record]]] = []
         tracker: DedupTracker | None = None
         with clients.lock:
