@@ -4,7 +4,9 @@ Measured in one run, on the same topic:
   (c) the floor: one confluent-kafka consumer assigned to the 4 partitions, decoding each
       event (JSON) and counting the US views per page;
   (k) KafkaSystem.fetch, the runtime's read path (headers, dedup, batches), 4 partitions one
-      after the other, with the same decoding and counting.
+      after the other, with the same decoding and counting;
+  (i) the same records appended as an intermediate stream (headers, (producer, seq) per append
+      of 5,000) and fetched back with deduplication.
 The full pipeline comparison of issue 13 ((a) samza_nb at-least-once, (a') exactly-once,
 (b) Quix Streams) needs the runtime on Kafka and is not measured here yet.
 
@@ -97,6 +99,34 @@ def system_fetch(system: KafkaSystem, topic: str) -> tuple[float, Counter[str]]:
     return time.perf_counter() - started, counts
 
 
+def intermediate_round_trip(system: KafkaSystem, topic: str, source: str) -> tuple[float, float, int]:
+    """(i): the records of ``source`` appended as an intermediate stream would be (headers,
+    (producer, seq) per append of 5,000), then fetched with deduplication; seconds for each."""
+    batches = []
+    for partition in range(PARTITIONS):
+        bound = system.newest_offsets(source)[partition]
+        offset = 0
+        while offset < bound:
+            fetched = system.fetch(source, partition, offset, bound, 5_000)
+            batches.extend((partition, records) for _first, records in fetched.batches)
+            offset = fetched.next_offset
+    system.create_stream(topic, PARTITIONS)
+    started = time.perf_counter()
+    for seq, (partition, records) in enumerate(batches):
+        system.append(topic, partition, records, producer=f"task-{partition}", producer_seq=seq)
+    append_s = time.perf_counter() - started
+    started = time.perf_counter()
+    count = 0
+    newest = system.newest_offsets(topic)
+    for partition, bound in newest.items():
+        offset = 0
+        while offset < bound:
+            fetched = system.fetch(topic, partition, offset, bound, 100_000)
+            count += fetched.messages
+            offset = fetched.next_offset
+    return append_s, time.perf_counter() - started, count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--events", type=int, default=200_000)
@@ -116,14 +146,19 @@ def main() -> None:
         fetch_s, fetch_counts = system_fetch(system, topic)
         assert floor_counts == expected, "the floor consumer counted wrong"
         assert fetch_counts == expected, "KafkaSystem.fetch counted wrong"
+        append_s, dedup_s, copied = intermediate_round_trip(system, topic + "-intermediate", topic)
+        assert copied == len(events), "the intermediate copy lost or duplicated records"
         print(f"events: {len(events):,} in {PARTITIONS} partitions of {topic} at {bootstrap}")
         print(f"write  KafkaSystem.write        {len(events) / write_s:>12,.0f} events/s")
         print(f"(c)    confluent-kafka floor    {len(events) / floor_s:>12,.0f} events/s")
         print(f"(k)    KafkaSystem.fetch        {len(events) / fetch_s:>12,.0f} events/s  k/c = {floor_s / fetch_s:.2f}")
+        print(f"(i)    append with headers      {len(events) / append_s:>12,.0f} events/s")
+        print(f"(i)    fetch with dedup         {len(events) / dedup_s:>12,.0f} events/s")
     finally:
         system.close()
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.delete_topics([topic]).values():
+        topics = [name for name in admin.list_topics(timeout=10).topics if name.startswith(topic)]
+        for future in admin.delete_topics(topics).values():
             future.result(timeout=30)
 
 
