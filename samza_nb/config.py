@@ -208,7 +208,24 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "metadata.store.factory",
         "embedded",
-        "Metadata store: `embedded` (SQLite in job.home) or `in-memory`.",
+        "Metadata store: `embedded` (SQLite in job.home), `in-memory` or `kafka` (coordinator stream).",
+    ),
+    ConfigKey(
+        "job.coordinator.system",
+        None,
+        "System whose Kafka cluster hosts the coordinator stream (kafka metadata store); "
+        "default job.default.system.",
+    ),
+    ConfigKey(
+        "job.coordinator.stream",
+        None,
+        "Coordinator stream topic; default __samza_coordinator_<app.name>_<app.id>.",
+    ),
+    ConfigKey(
+        "job.coordinator.replication.factor",
+        "-1",
+        "Replication factor of the coordinator stream topic (-1: the broker's default).",
+        minimum=-1,
     ),
     ConfigKey("locationid.provider.factory", "default", "Location id provider name."),
     ConfigKey(
@@ -244,6 +261,9 @@ ENVIRONMENT: dict[str, str] = {
     "SAMZA_NB_LOCATION_ID": "Overrides the location id of processors started in this process.",
     "SAMZA_NB_ZK_CONNECT": "Use this ZooKeeper instead of starting one (host:port).",
     "SAMZA_NB_KAFKA_BOOTSTRAP": "Use this Kafka bootstrap address instead of the test broker.",
+    "SAMZA_NB_KAFKA_CONFIG_FILE": (
+        "Properties file of librdkafka options (SASL/SSL secrets) for every KafkaSystem client."
+    ),
     "SAMZA_NB_AZURE_CONNECTION_STRING": "Use this Azure storage account instead of Azurite.",
     "SAMZA_NB_SERVICES_ENV": "Path of the env file with the addresses of running services.",
     "SAMZA_NB_SERVICES_DIR": "Folder for service data, logs and pid files.",

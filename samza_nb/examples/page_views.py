@@ -7,6 +7,11 @@ From a shell, over the default embedded system (``$SAMZA_NB_HOME``)::
     python -m samza_nb.examples.page_views --events 100000   # write the input
     samza-nb plan samza_nb.examples.page_views:app
     samza-nb run samza_nb.examples.page_views:app
+
+Over Kafka (the input topic ``page-views`` has no end: run until caught up or drain)::
+
+    python -m samza_nb.examples.page_views --kafka localhost:9092 --events 100000
+    SAMZA_NB_KAFKA_BOOTSTRAP=localhost:9092 samza-nb run samza_nb.examples.page_views:kafka_app
 """
 
 from __future__ import annotations
@@ -19,9 +24,16 @@ from datetime import timedelta
 from typing import Any
 
 from samza_nb.api import KV, StreamApplication, Windows
-from samza_nb.systems import EmbeddedSystem
+from samza_nb.systems import EmbeddedSystem, KafkaSystem, StreamSystem
 
-__all__ = ["app", "build_app", "expected_counts", "generate_page_views", "write_page_views"]
+__all__ = [
+    "app",
+    "build_app",
+    "expected_counts",
+    "generate_page_views",
+    "kafka_app",
+    "write_page_views",
+]
 
 COUNTRIES = ("US", "US", "US", "DE", "IN", "BR")
 
@@ -38,13 +50,19 @@ def generate_page_views(count: int, *, pages: int = 50, seed: int = 7) -> list[d
 
 
 def write_page_views(
-    system: EmbeddedSystem, events: list[dict[str, Any]], *, partitions: int = 4, end: bool = True
+    system: EmbeddedSystem | KafkaSystem,
+    events: list[dict[str, Any]],
+    *,
+    partitions: int = 4,
+    end: bool = True,
+    stream: str = "page-views",
 ) -> None:
-    """Create the ``page-views`` stream (if needed), write the events, optionally end it."""
-    system.create_stream("page-views", partitions)
-    system.write("page-views", events)
-    if end:
-        system.end_stream("page-views")
+    """Create the ``page-views`` stream (if needed), write the events, optionally end it
+    (embedded only: a Kafka topic has no end of stream)."""
+    system.create_stream(stream, partitions)
+    system.write(stream, events)
+    if end and isinstance(system, EmbeddedSystem):
+        system.end_stream(stream)
 
 
 def expected_counts(events: list[dict[str, Any]]) -> dict[str, int]:
@@ -53,7 +71,7 @@ def expected_counts(events: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def build_app(
-    system: EmbeddedSystem,
+    system: StreamSystem,
     *,
     name: str = "page-views",
     partitions: int = 4,
@@ -84,17 +102,42 @@ def app() -> StreamApplication:
     return build_app(EmbeddedSystem("embedded"))
 
 
+def kafka_app() -> StreamApplication:
+    """The quickstart over Kafka at ``$SAMZA_NB_KAFKA_BOOTSTRAP`` (client secrets, if any, in
+    ``$SAMZA_NB_KAFKA_CONFIG_FILE``)."""
+    return build_app(KafkaSystem("kafka"))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write generated page views to the embedded system.")
+    parser = argparse.ArgumentParser(
+        description="Write generated page views to the embedded system or to a Kafka topic."
+    )
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--path", default=None, help="embedded system folder (default $SAMZA_NB_HOME/embedded)")
     parser.add_argument("--no-end", action="store_true", help="leave the stream open (unbounded)")
+    parser.add_argument(
+        "--kafka",
+        metavar="BOOTSTRAP",
+        default=None,
+        help="write the topic page-views to this Kafka cluster instead (host:port[,host:port]; "
+        "client secrets in $SAMZA_NB_KAFKA_CONFIG_FILE)",
+    )
+    parser.add_argument("--topic", default="page-views", help="Kafka topic (default page-views)")
     args = parser.parse_args(argv)
-    system = EmbeddedSystem("embedded", path=args.path)
     events = generate_page_views(args.events, seed=args.seed)
-    write_page_views(system, events, end=not args.no_end)
     us = sum(expected_counts(events).values())
+    if args.kafka:
+        kafka = KafkaSystem("kafka", args.kafka)
+        try:
+            write_page_views(kafka, events, partitions=args.partitions, stream=args.topic)
+        finally:
+            kafka.close()
+        print(f"wrote {len(events):,} page views ({us:,} from the US) to topic {args.topic!r} at {args.kafka}")
+        return 0
+    system = EmbeddedSystem("embedded", path=args.path)
+    write_page_views(system, events, partitions=args.partitions, end=not args.no_end)
     print(f"wrote {len(events):,} page views ({us:,} from the US) to {system.path}")
     return 0
 

@@ -1,7 +1,7 @@
 """Metadata stores by name (``metadata.store.factory``); an unknown name lists the known ones.
 
-"embedded" and "in-memory" are built in; the ZooKeeper, Kafka and Azure stores register here
-in later issues.
+"embedded", "in-memory" and "kafka" (the coordinator stream, samza_nb.metadata.kafka) are built
+in; the ZooKeeper and Azure stores register here in later issues.
 """
 
 from __future__ import annotations
@@ -43,7 +43,17 @@ def _in_memory(config: Config, shared: str | None = None) -> MetadataStore:
     return InMemoryMetadataStore() if shared is None else InMemoryMetadataStore.shared(shared)
 
 
-_STORES: dict[str, MetadataStoreFactory] = {"embedded": _embedded, "in-memory": _in_memory}
+def _kafka(config: Config, **options: Any) -> MetadataStore:
+    from samza_nb.metadata.kafka import CoordinatorStreamMetadataStore
+
+    return CoordinatorStreamMetadataStore.from_config(config, **options)
+
+
+_STORES: dict[str, MetadataStoreFactory] = {
+    "embedded": _embedded,
+    "in-memory": _in_memory,
+    "kafka": _kafka,
+}
 
 
 def metadata_store_names() -> list[str]:
@@ -65,14 +75,17 @@ def get_metadata_store(
     """A metadata store by name (default: ``metadata.store.factory`` of ``config``).
 
     ``embedded`` takes ``path=`` (else ``{job.home}/metadata.sqlite3``), ``timeout=`` and
-    ``retries=``; ``in-memory`` takes ``shared="name"`` to share one store in the process.
+    ``retries=``; ``in-memory`` takes ``shared="name"`` to share one store in the process;
+    ``kafka`` reads ``job.coordinator.system`` / ``job.coordinator.stream`` /
+    ``job.coordinator.replication.factor`` and the system's ``systems.<name>.*`` keys, and takes
+    ``timeout=``.
 
     >>> get_metadata_store("in-memory")
     InMemoryMetadataStore(0 entries)
     >>> get_metadata_store("zookeper")
     Traceback (most recent call last):
     ...
-    samza_nb.errors.ConfigError: unknown metadata store 'zookeper'; known: embedded, in-memory
+    samza_nb.errors.ConfigError: unknown metadata store 'zookeper'; known: embedded, in-memory, kafka
     """
     resolved = Config.of(config)
     store_name = name or resolved.get_str("metadata.store.factory") or "embedded"

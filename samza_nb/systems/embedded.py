@@ -375,6 +375,13 @@ class EmbeddedSystem(StreamSystem):
         batches = self.read_batches(
             stream_id, partition, offset, limit, producer_seq_below=producer_seq_below
         )
+        if producer_seq_below is not None:
+            # Filtered-out batches are gaps of this read: the read covered [offset, offset +
+            # limit) of what is stored, returned or not.
+            oldest = self.oldest_offsets(stream_id).get(partition, 0)
+            newest = self.newest_offsets(stream_id).get(partition, 0)
+            start = max(offset, oldest)
+            return Fetched(batches, max(offset, min(start + limit, newest)))  # type: ignore[arg-type]
         if not batches:
             oldest = self.oldest_offsets(stream_id).get(partition, 0)
             if offset < oldest:

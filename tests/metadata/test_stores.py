@@ -79,7 +79,7 @@ def test_namespaced_view_reads_only_its_namespace() -> None:
 
 
 def test_registry(tmp_path: Path) -> None:
-    assert metadata_store_names() == ["embedded", "in-memory"]
+    assert metadata_store_names() == ["embedded", "in-memory", "kafka"]
     store = get_metadata_store("embedded", path=tmp_path / "m.sqlite3")
     assert isinstance(store, EmbeddedMetadataStore)
     store.close()

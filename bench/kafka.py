@@ -1,0 +1,166 @@
+"""Kafka read throughput: 200,000 page views in a 4-partition topic.
+
+Measured in one run, on the same topic:
+  (c) the floor: one confluent-kafka consumer assigned to the 4 partitions, decoding each
+      event (JSON) and counting the US views per page;
+  (k) KafkaSystem.fetch, the runtime's read path (headers, dedup, batches), 4 partitions one
+      after the other, with the same decoding and counting;
+  (i) the same records appended as an intermediate stream (headers, (producer, seq) per append
+      of 5,000) and fetched back with deduplication.
+The full pipeline comparison of issue 13 ((a) samza_nb at-least-once, (a') exactly-once,
+(b) Quix Streams) needs the runtime on Kafka and is not measured here yet.
+
+    .venv/bin/python bench/kafka.py --events 200000 [--bootstrap host:port]
+
+The broker is --bootstrap, else $SAMZA_NB_KAFKA_BOOTSTRAP, else the services env file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import uuid
+from collections import Counter
+
+import msgspec
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from samza_nb.examples.page_views import expected_counts, generate_page_views
+from samza_nb.services import read_service_env
+from samza_nb.systems import KafkaSystem
+
+PARTITIONS = 4
+_decode = msgspec.json.Decoder().decode
+
+
+def bootstrap_address(given: str | None) -> str:
+    if given:
+        return given
+    env = os.environ.get("SAMZA_NB_KAFKA_BOOTSTRAP") or read_service_env().get("SAMZA_NB_KAFKA_BOOTSTRAP")
+    if not env:
+        msg = "no Kafka broker: pass --bootstrap or start one (samza-nb services up kafka)"
+        raise SystemExit(msg)
+    return env
+
+
+def floor(bootstrap: str, topic: str, events: int) -> tuple[float, Counter[str]]:
+    """(c): one plain consumer; seconds from assign to the last event counted."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": topic + "-floor",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
+    counts: Counter[str] = Counter()
+    seen = ended = 0
+    started = time.perf_counter()
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    deadline = time.monotonic() + 120
+    while (seen < events or ended < PARTITIONS) and time.monotonic() < deadline:
+        # What is queued at once; wait (for one message) only when nothing is.
+        batch = consumer.consume(num_messages=10_000, timeout=0) or consumer.consume(num_messages=1, timeout=0.5)
+        for message in batch:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    ended += 1
+                continue
+            view = _decode(message.value())
+            seen += 1
+            if view["country"] == "US":
+                counts[view["page"]] += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed, counts
+
+
+def system_fetch(system: KafkaSystem, topic: str) -> tuple[float, Counter[str]]:
+    """(k): KafkaSystem.fetch, partition after partition, up to the newest offsets."""
+    counts: Counter[str] = Counter()
+    started = time.perf_counter()
+    newest = system.newest_offsets(topic)
+    for partition, bound in sorted(newest.items()):
+        offset = 0
+        while offset < bound:
+            fetched = system.fetch(topic, partition, offset, bound, 100_000)
+            for _first, records in fetched.batches:
+                for record in records:
+                    view = _decode(record.value)
+                    if view["country"] == "US":
+                        counts[view["page"]] += 1
+            if fetched.next_offset <= offset:
+                break
+            offset = fetched.next_offset
+    return time.perf_counter() - started, counts
+
+
+def intermediate_round_trip(system: KafkaSystem, topic: str, source: str) -> tuple[float, float, int]:
+    """(i): the records of ``source`` appended as an intermediate stream would be (headers,
+    (producer, seq) per append of 5,000), then fetched with deduplication; seconds for each."""
+    batches = []
+    for partition in range(PARTITIONS):
+        bound = system.newest_offsets(source)[partition]
+        offset = 0
+        while offset < bound:
+            fetched = system.fetch(source, partition, offset, bound, 5_000)
+            batches.extend((partition, records) for _first, records in fetched.batches)
+            offset = fetched.next_offset
+    system.create_stream(topic, PARTITIONS)
+    started = time.perf_counter()
+    for seq, (partition, records) in enumerate(batches):
+        system.append(topic, partition, records, producer=f"task-{partition}", producer_seq=seq)
+    append_s = time.perf_counter() - started
+    started = time.perf_counter()
+    count = 0
+    newest = system.newest_offsets(topic)
+    for partition, bound in newest.items():
+        offset = 0
+        while offset < bound:
+            fetched = system.fetch(topic, partition, offset, bound, 100_000)
+            count += fetched.messages
+            offset = fetched.next_offset
+    return append_s, time.perf_counter() - started, count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--bootstrap", default=None)
+    args = parser.parse_args()
+    bootstrap = bootstrap_address(args.bootstrap)
+    topic = f"bench-page-views-{uuid.uuid4().hex[:8]}"
+    system = KafkaSystem("kafka", bootstrap)
+    events = generate_page_views(args.events)
+    expected = expected_counts(events)
+    try:
+        system.create_stream(topic, PARTITIONS)
+        started = time.perf_counter()
+        system.write(topic, events)
+        write_s = time.perf_counter() - started
+        floor_s, floor_counts = floor(bootstrap, topic, len(events))
+        fetch_s, fetch_counts = system_fetch(system, topic)
+        assert floor_counts == expected, "the floor consumer counted wrong"
+        assert fetch_counts == expected, "KafkaSystem.fetch counted wrong"
+        append_s, dedup_s, copied = intermediate_round_trip(system, topic + "-intermediate", topic)
+        assert copied == len(events), "the intermediate copy lost or duplicated records"
+        print(f"events: {len(events):,} in {PARTITIONS} partitions of {topic} at {bootstrap}")
+        print(f"write  KafkaSystem.write        {len(events) / write_s:>12,.0f} events/s")
+        print(f"(c)    confluent-kafka floor    {len(events) / floor_s:>12,.0f} events/s")
+        print(f"(k)    KafkaSystem.fetch        {len(events) / fetch_s:>12,.0f} events/s  k/c = {floor_s / fetch_s:.2f}")
+        print(f"(i)    append with headers      {len(events) / append_s:>12,.0f} events/s")
+        print(f"(i)    fetch with dedup         {len(events) / dedup_s:>12,.0f} events/s")
+    finally:
+        system.close()
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        topics = [name for name in admin.list_topics(timeout=10).topics if name.startswith(topic)]
+        for future in admin.delete_topics(topics).values():
+            future.result(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""Kafka client settings, shared by the Kafka system and the Kafka metadata store.
+
+Secrets (SASL passwords, JAAS configs, SSL key passwords …) belong in a properties file or the
+environment, never in a notebook cell: :class:`KafkaClientConfig` reads ``config_file`` (or the
+file named by ``$SAMZA_NB_KAFKA_CONFIG_FILE``) in each process that opens a client, and masks
+every secret-looking option whenever it is printed. Samza-style keys
+(``systems.<name>.consumer.*``, ``systems.<name>.producer.*``) come in through
+:meth:`KafkaClientConfig.from_config`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from samza_nb.config import Config, environment, parse_properties
+from samza_nb.errors import ConfigError
+
+__all__ = ["KafkaClientConfig", "is_secret_option", "mask_options"]
+
+#: Where a properties file of librdkafka options (secrets included) may be named.
+CONFIG_FILE_VARIABLE = "SAMZA_NB_KAFKA_CONFIG_FILE"
+
+_MASK = "********"
+_LIBRDKAFKA_LOG = logging.getLogger("samza_nb.systems.librdkafka")
+_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "private", "key.pem", "sasl.username")
+
+# Options of the Samza system config that are not librdkafka options.
+_SAMZA_ONLY = ("samza.", "default.stream.", "config.file", "tansu")
+
+
+def is_secret_option(key: str) -> bool:
+    """Whether a librdkafka option carries a secret (its value is never shown)."""
+    lowered = key.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
+def mask_options(options: Mapping[str, Any]) -> dict[str, str]:
+    """``options`` as text with every secret value replaced by ``********``."""
+    return {key: (_MASK if is_secret_option(key) else str(value)) for key, value in options.items()}
+
+
+def _librdkafka_key(key: str) -> str:
+    # Python keyword arguments cannot hold dots: ``sasl_mechanism`` means ``sasl.mechanism``.
+    return key.replace("_", ".") if "." not in key else key
+
+
+@dataclass(frozen=True)
+class KafkaClientConfig:
+    """Everything needed to open producers, consumers and admin clients of one cluster."""
+
+    bootstrap_servers: str
+    common: dict[str, str] = field(default_factory=dict)
+    consumer: dict[str, str] = field(default_factory=dict)
+    producer: dict[str, str] = field(default_factory=dict)
+    config_file: str | None = None
+
+    @classmethod
+    def build(
+        cls,
+        bootstrap_servers: str | None,
+        options: Mapping[str, Any],
+        *,
+        consumer: Mapping[str, Any] | None = None,
+        producer: Mapping[str, Any] | None = None,
+        config_file: str | os.PathLike[str] | None = None,
+    ) -> KafkaClientConfig:
+        common = {_librdkafka_key(key): str(value) for key, value in options.items()}
+        servers = bootstrap_servers or common.pop("bootstrap.servers", None)
+        common.pop("bootstrap.servers", None)
+        file = str(config_file) if config_file is not None else environment(CONFIG_FILE_VARIABLE)
+        if not servers and file:
+            servers = _read_file(file).get("bootstrap.servers")
+        if not servers:
+            servers = environment("SAMZA_NB_KAFKA_BOOTSTRAP")
+        if not servers:
+            msg = (
+                "a Kafka system needs bootstrap servers: pass bootstrap_servers='host:port', set "
+                "systems.<name>.bootstrap.servers, or set $SAMZA_NB_KAFKA_BOOTSTRAP"
+            )
+            raise ConfigError(msg)
+        return cls(
+            bootstrap_servers=str(servers),
+            common=common,
+            consumer={_librdkafka_key(k): str(v) for k, v in (consumer or {}).items()},
+            producer={_librdkafka_key(k): str(v) for k, v in (producer or {}).items()},
+            config_file=file or None,
+        )
+
+    @classmethod
+    def from_config(cls, name: str, config: Config | Mapping[str, Any]) -> KafkaClientConfig:
+        """Samza-style keys of system ``name``:
+
+        - ``systems.<name>.bootstrap.servers`` (or ``consumer.``/``producer.bootstrap.servers``),
+        - ``systems.<name>.consumer.<option>`` / ``systems.<name>.producer.<option>``: librdkafka
+          options of consumers / producers (an option set identically in both applies to the
+          admin client too),
+        - ``systems.<name>.config.file``: a properties file of librdkafka options for every
+          client, read in each process (put ``sasl.password`` and friends there).
+        """
+        entries = Config.of(config).subset(f"systems.{name}.")
+        consumer = {k[len("consumer.") :]: v for k, v in entries.items() if k.startswith("consumer.")}
+        producer = {k[len("producer.") :]: v for k, v in entries.items() if k.startswith("producer.")}
+        servers = (
+            entries.get("bootstrap.servers")
+            or consumer.pop("bootstrap.servers", None)
+            or producer.pop("bootstrap.servers", None)
+        )
+        consumer.pop("bootstrap.servers", None)
+        producer.pop("bootstrap.servers", None)
+        shared = {k: v for k, v in consumer.items() if producer.get(k) == v}
+        common = {
+            k: v
+            for k, v in entries.items()
+            if not k.startswith(("consumer.", "producer.", "bootstrap.servers"))
+            and not k.startswith(_SAMZA_ONLY)
+        }
+        common.update(shared)
+        return cls.build(
+            servers,
+            common,
+            consumer={k: v for k, v in consumer.items() if k not in shared},
+            producer={k: v for k, v in producer.items() if k not in shared},
+            config_file=entries.get("config.file"),
+        )
+
+    # -- what clients get ---------------------------------------------------------------------
+    def _base(self) -> dict[str, Any]:
+        # librdkafka's own log lines go to Python logging, not straight to stderr.
+        base: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": _LIBRDKAFKA_LOG}
+        if self.config_file:
+            base.update({k: v for k, v in _read_file(self.config_file).items() if k != "bootstrap.servers"})
+        base.update(self.common)
+        return base
+
+    def admin_options(self) -> dict[str, Any]:
+        return self._base()
+
+    def consumer_options(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        options: dict[str, Any] = dict(overrides)
+        options.update(self._base())
+        options.update(self.consumer)
+        return options
+
+    def producer_options(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        options: dict[str, Any] = dict(overrides)
+        options.update(self._base())
+        options.update(self.producer)
+        return options
+
+    @property
+    def security_protocol(self) -> str:
+        return str(self._base().get("security.protocol", "plaintext")).lower()
+
+    def fingerprint(self) -> str:
+        """A digest identifying these settings (a cache key for clients; never shown)."""
+        payload = json.dumps(
+            [self.bootstrap_servers, self.common, self.consumer, self.producer, self.config_file],
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+    def describe(self) -> str:
+        """The settings for a repr: bootstrap servers and options, secrets masked."""
+        parts = [f"bootstrap_servers={self.bootstrap_servers!r}"]
+        for label, options in (("", self.common), ("consumer.", self.consumer), ("producer.", self.producer)):
+            parts.extend(f"{label}{k}={v!r}" for k, v in sorted(mask_options(options).items()))
+        if self.config_file:
+            parts.append(f"config_file={self.config_file!r}")
+        return ", ".join(parts)
+
+
+def _read_file(path: str) -> dict[str, str]:
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as error:
+        msg = f"cannot read the Kafka client config file {path!r}: {error.strerror}"
+        raise ConfigError(msg) from error
+    return parse_properties(text, source=path)
+
+
+def broker_api_versions(bootstrap_servers: str, timeout: float) -> dict[int, tuple[int, int]] | None:
+    """The APIs the first reachable bootstrap broker supports (ApiVersions v0 over a plain
+    socket), or None when none answers. Only for plaintext listeners."""
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+                client_id = b"samza-nb"
+                body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+                sock.sendall(struct.pack(">i", len(body)) + body)
+                (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+                data = _read_exactly(sock, size)
+        except (OSError, ValueError, struct.error):
+            continue
+        _correlation, error, count = struct.unpack(">ihi", data[:10])
+        if error:
+            continue
+        apis = {}
+        for index in range(count):
+            key, low, high = struct.unpack(">hhh", data[10 + 6 * index : 16 + 6 * index])
+            apis[key] = (low, high)
+        return apis
+    return None
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = b""
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            msg = "connection closed"
+            raise OSError(msg)
+        chunks += chunk
+    return chunks

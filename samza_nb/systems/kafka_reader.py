@@ -1,0 +1,178 @@
+"""Reading a Kafka partition range: consumers per thread, record headers, dedup on read.
+
+Records the runtime appends carry headers: ``samza.kind`` (Samza's MessageType ordinal, absent
+for user messages) and, for idempotent appends, ``samza.producer`` / ``samza.seq`` /
+``samza.ord`` (producer task, its sequence number, the record's ordinal inside that append).
+Kafka cannot refuse a second append of the same (producer, seq) — a task restarted after a
+crash appends its epoch again — so the reader drops it: a :class:`DedupTracker` per partition
+remembers, per producer and sequence number, the highest ordinal already delivered, and a
+record at or below it is a duplicate. The first copy wins, as on the embedded log; a first copy
+cut short by a crash is completed by the second (its missing ordinals are new).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from samza_nb.errors import StreamNotFoundError, StreamSystemError
+from samza_nb.systems.base import MessageKind, Record
+
+__all__ = ["DedupTracker", "consume_range", "decode_message", "record_headers"]
+
+KIND = "samza.kind"
+PRODUCER = "samza.producer"
+SEQ = "samza.seq"
+ORDINAL = "samza.ord"
+
+# Keep the highest ordinals of this many recent sequence numbers per producer.
+_SEQS_KEPT = 4096
+
+
+def record_headers(kind: int, producer: str | None, seq: int | None, ordinal: int) -> list[tuple[str, bytes]] | None:
+    """The headers of one appended record (None when it needs none)."""
+    headers: list[tuple[str, bytes]] = []
+    if kind != MessageKind.USER:
+        headers.append((KIND, b"%d" % kind))
+    if producer is not None:
+        headers.append((PRODUCER, producer.encode()))
+        headers.append((SEQ, b"%d" % (seq or 0)))
+        headers.append((ORDINAL, b"%d" % ordinal))
+    return headers or None
+
+
+def decode_message(message: Any) -> tuple[Record, str | None, int, int]:
+    """(record, producer, seq, ordinal) of a consumed confluent-kafka message."""
+    headers = message.headers()
+    kind = MessageKind.USER
+    producer: str | None = None
+    seq = ordinal = 0
+    if headers:
+        for name, value in headers:
+            if name == KIND:
+                kind = int(value)
+            elif name == PRODUCER:
+                producer = value.decode()
+            elif name == SEQ:
+                seq = int(value)
+            elif name == ORDINAL:
+                ordinal = int(value)
+    stamp_type, stamp = message.timestamp()
+    record = Record(kind, message.key(), message.value(), stamp if stamp_type else None)
+    return record, producer, seq, ordinal
+
+
+class DedupTracker:
+    """What one reader of a partition has delivered, up to ``position``."""
+
+    __slots__ = ("position", "producers")
+
+    def __init__(self, position: int):
+        self.position = position
+        self.producers: dict[str, dict[int, int]] = {}
+
+    def admit(self, producer: str, seq: int, ordinal: int) -> bool:
+        """Whether the record is new (and remember it)."""
+        seen = self.producers.get(producer)
+        if seen is None:
+            seen = self.producers[producer] = {}
+        highest = seen.get(seq)
+        if highest is not None and ordinal <= highest:
+            return False
+        seen[seq] = ordinal
+        if len(seen) > _SEQS_KEPT:
+            for old in sorted(seen)[: len(seen) - _SEQS_KEPT]:
+                del seen[old]
+        return True
+
+
+def consume_range(
+    consumer: Any,
+    topic: str,
+    partition: int,
+    offset: int,
+    bound: int,
+    max_messages: int,
+    *,
+    stall_timeout: float,
+    describe: str,
+) -> tuple[list[Any], int, int | None]:
+    """Messages with ``offset <= message offset < bound`` (at most ``max_messages``), where the
+    next read starts, and the partition's high watermark the fetches reported (or None).
+
+    The next read starts past every consumed message and, once the consumer's position or the
+    end-of-partition event shows it (transaction markers move them without delivering
+    anything), past the gaps up to ``bound``. A read that gets nothing for ``stall_timeout``
+    seconds returns what it has.
+
+    ``consumer`` is a fresh consumer, closed here: librdkafka crashes the process (a metadata
+    update with a null topic name, on Tansu) when a consumer that once read a topic lives on
+    after the topic is deleted, so no consumer outlives one read.
+    """
+    from confluent_kafka import TopicPartition
+
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        return _consume(consumer, topic, partition, offset, bound, max_messages, stall_timeout, describe)
+    finally:
+        consumer.close()
+
+
+def _consume(
+    consumer: Any,
+    topic: str,
+    partition: int,
+    offset: int,
+    bound: int,
+    max_messages: int,
+    stall_timeout: float,
+    describe: str,
+) -> tuple[list[Any], int, int | None]:
+    from confluent_kafka import KafkaError, TopicPartition
+
+    where = [TopicPartition(topic, partition)]
+    taken: list[Any] = []
+    next_offset = offset
+    last_progress = time.monotonic()
+    done = False
+    while not done and len(taken) < max_messages:
+        # Everything below the consumer's position was delivered (or was a gap).
+        position = consumer.position(where)[0].offset
+        if position >= bound and position >= next_offset:
+            next_offset = bound
+            break
+        # consume() waits until the batch is full or the timeout passes: take what is queued
+        # at once, and wait only for the first message when nothing is.
+        wanted = min(max_messages - len(taken), 10_000)
+        batch = consumer.consume(num_messages=wanted, timeout=0) or consumer.consume(num_messages=1, timeout=0.1)
+        if not batch:
+            if time.monotonic() - last_progress > stall_timeout:
+                break
+            continue
+        last_progress = time.monotonic()
+        for message in batch:
+            error = message.error()
+            if error is not None:
+                code = error.code()
+                if code == KafkaError._PARTITION_EOF:
+                    # At the high watermark: nothing more to read now.
+                    next_offset = max(next_offset, min(message.offset(), bound))
+                    done = True
+                    continue
+                if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                    msg = f"{describe}: topic {topic!r} does not exist"
+                    raise StreamNotFoundError(msg)
+                if error.retriable() or code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+                    continue
+                msg = f"{describe}: reading {topic}[{partition}] at offset {next_offset}: {error.str()}"
+                raise StreamSystemError(msg)
+            at = message.offset()
+            if at >= bound:
+                next_offset = bound
+                done = True
+                break
+            if at >= offset:
+                taken.append(message)
+                next_offset = at + 1
+    _low, high = consumer.get_watermark_offsets(where[0], cached=True)
+    return taken, next_offset, (high if high is not None and high >= 0 else None)

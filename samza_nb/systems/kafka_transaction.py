@@ -1,0 +1,129 @@
+"""One task's transactional producer: everything an epoch appends, committed or aborted together.
+
+For ``task.processing.guarantee=exactly-once`` the runtime opens one :class:`KafkaTransaction`
+per task (``transactional.id`` = job and task), and per epoch calls :meth:`begin`, appends the
+epoch's outputs, intermediate records, changelog records and its checkpoint record, then
+:meth:`commit`. Records carry the same headers as :meth:`KafkaSystem.append` writes, so readers
+deduplicate a retried epoch's records even where the broker neither hides aborted records
+from ``read_committed`` readers nor fences a stale producer cleanly (Tansu, librdkafka's mock
+cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from samza_nb.errors import StreamSystemError
+from samza_nb.systems.base import Record
+from samza_nb.systems.kafka_reader import record_headers
+
+if TYPE_CHECKING:
+    from samza_nb.systems.kafka import KafkaSystem
+
+__all__ = ["KafkaTransaction"]
+
+
+class KafkaTransaction:
+    """A transactional producer of ``system`` with id ``transactional_id``.
+
+    Opening it (``init_transactions``) fences any earlier producer with the same id on a broker
+    that implements fencing. Not thread-safe: one task uses it.
+    """
+
+    def __init__(self, system: KafkaSystem, transactional_id: str):
+        from confluent_kafka import Producer
+
+        if not isinstance(transactional_id, str) or not transactional_id:
+            msg = f"a transactional id must be a non-empty string, got {transactional_id!r}"
+            raise StreamSystemError(msg)
+        self.system = system
+        self.transactional_id = transactional_id
+        self._timeout = system.timeout * system.retries
+        options = system.settings.producer_options(
+            {"acks": "all", "enable.idempotence": True, "linger.ms": 5,
+             "message.timeout.ms": int(self._timeout * 1000)}
+        )
+        options["transactional.id"] = transactional_id
+        self._producer: Any = Producer(options)
+        self._open = False
+        self._errors: list[Any] = []
+        self._run("initialise the transactional producer", lambda: self._producer.init_transactions(self._timeout))
+
+    def __repr__(self) -> str:
+        return f"KafkaTransaction({self.transactional_id!r}, open={self._open})"
+
+    def _run(self, operation: str, call: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        try:
+            call()
+        except KafkaException as error:
+            kafka_error = error.args[0] if error.args else None
+            fenced = kafka_error is not None and kafka_error.fatal()
+            detail = "this producer was fenced by a newer one with the same id; " if fenced else ""
+            msg = self.system.scrub(
+                f"{self.system.where}: transaction {self.transactional_id!r}: {operation} failed: "
+                f"{detail}{error}"
+            )
+            raise StreamSystemError(msg) from None
+
+    def begin(self) -> None:
+        """Start the epoch's transaction."""
+        self._errors.clear()
+        self._run("begin", self._producer.begin_transaction)
+        self._open = True
+
+    def append(
+        self,
+        stream_id: str,
+        partition: int,
+        records: Sequence[Record],
+        *,
+        producer: str | None = None,
+        producer_seq: int | None = None,
+    ) -> None:
+        """Produce records inside the open transaction (sent, not yet committed)."""
+        if not self._open:
+            msg = f"transaction {self.transactional_id!r}: append({stream_id!r}) outside begin()/commit()"
+            raise StreamSystemError(msg)
+        self.system.require_partition(stream_id, partition)
+
+        def delivered(error: Any, _message: Any) -> None:
+            if error is not None:
+                self._errors.append(error)
+
+        for ordinal, (kind, key, value, timestamp) in enumerate(records):
+            headers = record_headers(kind, producer, producer_seq, ordinal)
+            for _ in range(1000):
+                try:
+                    self._producer.produce(
+                        stream_id, value, key, partition=partition, timestamp=timestamp or 0,
+                        headers=headers, on_delivery=delivered,
+                    )
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)
+            else:
+                msg = f"transaction {self.transactional_id!r}: the producer queue stayed full"
+                raise StreamSystemError(msg)
+
+    def commit(self) -> None:
+        """Commit everything appended since :meth:`begin` (flushes first)."""
+        self._run("commit", lambda: self._producer.commit_transaction(self._timeout))
+        self._open = False
+        if self._errors:
+            msg = f"transaction {self.transactional_id!r}: {len(self._errors)} records failed: {self._errors[0].str()}"
+            raise StreamSystemError(msg)
+
+    def abort(self) -> None:
+        """Abort the open transaction (its records stay in the log on brokers that do not hide
+        them; readers drop them when the epoch is appended again)."""
+        if self._open:
+            self._run("abort", lambda: self._producer.abort_transaction(self._timeout))
+            self._open = False
+
+    def close(self) -> None:
+        if self._open:
+            self.abort()
+        self._producer.flush(self._timeout)

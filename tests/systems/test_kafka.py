@@ -1,0 +1,258 @@
+"""KafkaSystem against the test broker: what the contract does not show (gaps from transaction
+markers, batching producers, partial appends, broker errors, secrets, pickling)."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from samza_nb.errors import StreamSystemError
+from samza_nb.systems import EmbeddedSystem, KafkaSystem, MessageKind, Record
+from samza_nb.systems.kafka_reader import ORDINAL, PRODUCER, SEQ
+from samza_nb.systems.kafka_transaction import KafkaTransaction
+
+pytestmark = pytest.mark.services
+
+SECRET = "hunter2-very-secret"
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required password="jaas-secret-1"'
+
+
+def read_values(system: KafkaSystem, topic: str, partition: int, chunk: int) -> tuple[list[bytes], list[int], int]:
+    """Values and offsets of every record below the newest offset, and where reading ended."""
+    bound = system.newest_offsets(topic)[partition]
+    offset, values, offsets = 0, [], []
+    for _ in range(10_000):
+        if offset >= bound:
+            break
+        fetched = system.fetch(topic, partition, offset, bound, chunk)
+        for first, records in fetched.batches:
+            values.extend(record.value for record in records)
+            offsets.extend(range(first, first + len(records)))
+        assert fetched.next_offset > offset
+        offset = fetched.next_offset
+    return values, offsets, offset
+
+
+def test_transaction_markers_leave_gaps_that_fetch_moves_past(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "tx"
+    system.create_stream(topic, 1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": kafka_topic_prefix + "tx-id"})
+    producer.init_transactions(15)
+    for transaction in range(3):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(topic, b"%d" % (transaction * 5 + i), partition=0)
+        producer.commit_transaction(15)
+    newest = system.newest_offsets(topic)[0]
+    assert newest > 15  # one commit marker per transaction
+    for chunk in (1, 4, 100):
+        values, offsets, end = read_values(system, topic, 0, chunk)
+        assert [int(v) for v in values] == list(range(15))
+        assert offsets != list(range(15))  # offsets do not count messages
+        assert end == newest  # a reader that read everything is at the high watermark
+
+
+def test_batching_producer_bounds_come_from_the_high_watermark(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "batched"
+    system.create_stream(topic, 2)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 200, "batch.num.messages": 10_000})
+    for i in range(1500):
+        producer.produce(topic, b"%d" % i, partition=0)
+    assert producer.flush(15) == 0
+    for i in range(700):
+        producer.produce(topic, b"%d" % i, partition=1)
+    assert producer.flush(15) == 0
+    # Tansu 0.6 lists the last batch's base offset + 1 as the end offset; newest_offsets must
+    # not (a fresh system in a fresh "process": other client settings, no offsets seen yet).
+    fresh = KafkaSystem("kafka", kafka_bootstrap, **{"client.id": kafka_topic_prefix + "fresh"})
+    assert fresh.newest_offsets(topic) == {0: 1500, 1: 700}
+    assert len(fresh.read_frame(topic)) == 2200
+    values, _offsets, end = read_values(system, topic, 0, 400)
+    assert [int(v) for v in values] == list(range(1500))
+    assert end == 1500
+    # More batches later: the bound moves with them.
+    for i in range(300):
+        producer.produce(topic, b"%d" % (1500 + i), partition=0)
+    assert producer.flush(15) == 0
+    assert fresh.newest_offsets(topic) == {0: 1800, 1: 700}
+
+
+def test_a_cut_short_append_is_completed_by_its_retry(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "partial"
+    system.create_stream(topic, 1)
+    # A task crashed after two of its three records of epoch 7 reached the broker …
+    raw = Producer({"bootstrap.servers": kafka_bootstrap})
+    for ordinal in range(2):
+        headers = [(PRODUCER, b"task-0"), (SEQ, b"7"), (ORDINAL, b"%d" % ordinal)]
+        raw.produce(topic, b"v%d" % ordinal, partition=0, headers=headers)
+    assert raw.flush(10) == 0
+    # … and, restarted, appends the whole epoch again.
+    records = [Record(MessageKind.USER, None, b"v%d" % i) for i in range(3)]
+    system.append(topic, 0, records, producer="task-0", producer_seq=7)
+    values, offsets, _end = read_values(system, topic, 0, 100)
+    assert values == [b"v0", b"v1", b"v2"]
+    assert offsets == [0, 1, 4]
+    # A reader in another process (no tracker yet) starting mid-way agrees.
+    fresh = KafkaSystem("kafka", kafka_bootstrap, **{"client.id": kafka_topic_prefix + "fresh"})
+    fetched = fresh.fetch(topic, 0, 2, fresh.newest_offsets(topic)[0], 100)
+    assert [r.value for _f, rs in fetched.batches for r in rs] == [b"v2"]
+
+
+def test_compacted_streams_are_compacted_topics(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap, topic_config={"retention.ms": "3600000"})
+    topic = kafka_topic_prefix + "changelog"
+    assert system.create_stream(topic, 2, compacted=True)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    (future,) = admin.describe_configs([ConfigResource("topic", topic)]).values()
+    config = {name: entry.value for name, entry in future.result(timeout=10).items()}
+    assert config["cleanup.policy"] == "compact"
+    assert config["retention.ms"] == "3600000"
+
+
+def test_keyed_placement_matches_the_embedded_system(
+    kafka_bootstrap: str, kafka_topic_prefix: str, tmp_path: Path
+) -> None:
+    kafka = KafkaSystem("kafka", kafka_bootstrap)
+    embedded = EmbeddedSystem("embedded", path=tmp_path)
+    topic = kafka_topic_prefix + "pages"
+    values = [{"page": f"page-{i % 37}", "n": i} for i in range(200)]
+    for system in (kafka, embedded):
+        system.create_stream(topic, 5)
+        system.write(topic, values, key_fn=lambda v: v["page"])
+    placed = [
+        dict(zip(frame["key"], frame["partition"], strict=True))
+        for frame in (kafka.read_frame(topic), embedded.read_frame(topic))
+    ]
+    assert placed[0] == placed[1]
+    assert len(set(placed[0].values())) == 5
+
+
+def test_delete_before_is_a_logged_no_op_on_tansu(
+    kafka_bootstrap: str, kafka_topic_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    if not system._is_tansu():
+        pytest.skip("the broker is a real Kafka: DeleteRecords is sent")
+    topic = kafka_topic_prefix + "retained"
+    system.create_stream(topic, 1)
+    system.append(topic, 0, [Record(MessageKind.USER, None, b"x")] * 3)
+    with caplog.at_level(logging.INFO, logger="samza_nb.systems.kafka"):
+        assert system.delete_before(topic, 0, 2) == 0
+    assert "DeleteRecords" in caplog.text and topic in caplog.text
+    assert system.oldest_offsets(topic) == {0: 0}
+    assert system.consumer_lag(topic, {0: 1}) == {0: 2}
+
+
+def test_unreachable_broker_fails_once_within_bounded_time() -> None:
+    system = KafkaSystem("kafka", "127.0.0.1:1", timeout=1.0, retries=2)
+    started = time.monotonic()
+    with pytest.raises(StreamSystemError) as raised:
+        system.create_stream("anything", 1)
+    elapsed = time.monotonic() - started
+    message = str(raised.value)
+    assert "127.0.0.1:1" in message and "list topics" in message and "2 attempts" in message
+    assert elapsed < 10
+
+
+def test_secrets_never_show(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    system = KafkaSystem(
+        "kafka",
+        "127.0.0.1:1",
+        timeout=0.5,
+        retries=1,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_password=SECRET,
+        **{"sasl.jaas.config": JAAS},
+    )
+    assert SECRET not in repr(system) and "jaas-secret-1" not in repr(system)
+    assert "sasl.password='********'" in repr(system)
+    with caplog.at_level(logging.DEBUG), pytest.raises(StreamSystemError) as raised:
+        system.list_streams()
+    assert SECRET not in str(raised.value) and SECRET not in caplog.text
+    # Secrets from a properties file, named by Samza-style keys: read, never shown.
+    properties = tmp_path / "client.properties"
+    properties.write_text(f"sasl.password={SECRET}\nsecurity.protocol=SASL_PLAINTEXT\n")
+    configured = KafkaSystem.from_config(
+        "prod",
+        {
+            "systems.prod.consumer.bootstrap.servers": "broker:9092",
+            "systems.prod.consumer.fetch.min.bytes": "1",
+            "systems.prod.producer.linger.ms": "20",
+            "systems.prod.config.file": str(properties),
+        },
+    )
+    assert configured.bootstrap_servers == "broker:9092"
+    assert SECRET not in repr(configured) and SECRET not in str(pickle.dumps(configured))
+    options = configured._settings.producer_options({})
+    assert options["sasl.password"] == SECRET and options["linger.ms"] == "20"
+    assert "fetch.min.bytes" not in options
+
+
+def test_pickled_system_carries_no_client(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "shipped"
+    system.create_stream(topic, 2)
+    system.write(topic, [1, 2, 3])
+    state = system.__getstate__()
+    assert all(type(value).__module__.split(".")[0] != "cimpl" for value in state.values())
+    copy = pickle.loads(pickle.dumps(system))
+    assert sorted(copy.read_frame(topic)["value"]) == [1, 2, 3]
+
+
+def test_quickstart_writes_its_input_topic(kafka_bootstrap: str, kafka_topic_prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from samza_nb.examples.page_views import expected_counts, generate_page_views, main
+
+    topic = kafka_topic_prefix + "page-views"
+    assert main(["--kafka", kafka_bootstrap, "--events", "500", "--topic", topic]) == 0
+    assert "wrote 500 page views" in capsys.readouterr().out
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    frame = system.read_frame(topic)
+    assert system.partition_count(topic) == 4
+    assert len(frame) == 500
+    us = [value["page"] for value in frame["value"] if value["country"] == "US"]
+    assert len(us) == sum(expected_counts(generate_page_views(500)).values())
+
+
+def test_an_epoch_in_one_transaction_and_its_retry_read_once(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    outputs, changelog = kafka_topic_prefix + "out", kafka_topic_prefix + "changelog"
+    system.create_stream(outputs, 2)
+    system.create_stream(changelog, 2, compacted=True)
+
+    def epoch(transaction: KafkaTransaction, seq: int, *, commit: bool) -> None:
+        transaction.begin()
+        transaction.append(outputs, 1, [Record(MessageKind.USER, b"k", b"out-%d" % seq)], producer="task-1", producer_seq=seq)
+        transaction.append(changelog, 1, [Record(MessageKind.USER, b"k", b"state-%d" % seq)], producer="task-1", producer_seq=seq)
+        if commit:
+            transaction.commit()
+        else:
+            transaction.abort()
+
+    transaction = system.transaction(kafka_topic_prefix + "task-1")
+    epoch(transaction, 1, commit=True)
+    epoch(transaction, 2, commit=False)  # the process "dies" inside epoch 2 …
+    transaction.close()
+    restarted = system.transaction(kafka_topic_prefix + "task-1")  # … and its successor redoes it
+    epoch(restarted, 2, commit=True)
+    epoch(restarted, 3, commit=True)
+    restarted.close()
+    values, offsets, end = read_values(system, outputs, 1, 100)
+    assert end == system.newest_offsets(outputs)[1]
+    assert offsets != list(range(len(offsets)))  # commit/abort markers
+    # Each result once: a real Kafka hides the aborted copy from read_committed readers; Tansu
+    # shows it, and the retry is dropped as its duplicate (a redone epoch gives the same records).
+    assert values == [b"out-1", b"out-2", b"out-3"]
+    restored = system.fetch(changelog, 1, 0, system.newest_offsets(changelog)[1], 100, producer_seq_below=3)
+    assert [r.value for _f, rs in restored.batches for r in rs] == [b"state-1", b"state-2"]
