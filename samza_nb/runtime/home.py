@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from samza_nb.drain import CONFIG_NAMESPACE
-from samza_nb.errors import ConfigError
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 from samza_nb.metadata.registry import EMBEDDED_FILE_NAME
+from samza_nb.systems.embedded import EmbeddedSystem, default_data_dir
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -26,18 +26,16 @@ _RUN_ENDED_KEY = "samza-nb.run.ended"
 
 
 def job_home(plan: ExecutionPlan) -> Path:
-    """``job.home``, else ``{system path}/jobs/{app}-{job id}`` in the job's default system."""
+    """``job.home``; else beside the embedded log when the default system is one (a fresh log
+    never meets stale checkpoints); else ``{SAMZA_NB_HOME}/jobs/{app}-{job id}``."""
     configured = plan.config.get_str("job.home")
     if configured:
         return Path(configured).expanduser()
-    path = getattr(plan.default_system, "path", None)
-    if path is None:
-        msg = (
-            f"job {plan.app_name!r} needs a home for its state and metadata: its default system "
-            "has no local folder, so set job.home=/some/folder"
-        )
-        raise ConfigError(msg)
-    return Path(path) / "jobs" / f"{plan.app_name}-{plan.job_id}"
+    folder = f"{plan.app_name}-{plan.job_id}"
+    system = plan.default_system
+    if isinstance(system, EmbeddedSystem):
+        return system.path / "jobs" / folder
+    return default_data_dir() / "jobs" / folder
 
 
 def metadata_store_path(plan_or_home: ExecutionPlan | Path) -> Path:
