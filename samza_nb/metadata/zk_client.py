@@ -235,7 +235,7 @@ class ZkClient:
         msg = f"ZooKeeper {self.description}: {path} keeps getting new children; not deleted"
         raise self.error(msg)
 
-    def commit(self, what: str, build: Callable[[Any], None]) -> list[Any]:
+    def commit(self, what: str, build: Callable[[Any], object]) -> list[Any]:
         """Run a transaction built by ``build(tx)``; raises the first failed operation's error.
 
         The transaction is rebuilt on every try, so retries never reuse a committed one.
