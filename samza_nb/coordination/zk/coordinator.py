@@ -413,6 +413,7 @@ class ZkJobCoordinator(JobCoordinator):
     def _on_session_state(self, state: str) -> None:
         # Called on kazoo's thread: only schedule.
         if state == KazooState.LOST:
+            self._epoch += 1  # reactions already scheduled for the old session are void
             self._session_lost = True
             self._schedule("session-expired", 0, self._on_session_expired)
         elif state == KazooState.SUSPENDED:
@@ -432,7 +433,6 @@ class ZkJobCoordinator(JobCoordinator):
         raise CoordinationError(msg)
 
     def _on_session_expired(self) -> None:
-        self._epoch += 1
         self._node = None
         self._leading = False
         if self._elector is not None:

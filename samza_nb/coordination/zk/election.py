@@ -11,6 +11,8 @@ import random
 import time
 from collections.abc import Callable
 
+from kazoo.protocol.states import EventType, WatchedEvent
+
 from samza_nb.coordination.zk.keys import ZkKeyBuilder
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata.zk_client import ZkClient
@@ -42,11 +44,10 @@ class LeaderElector:
         for _ in range(_MAX_ROUNDS):
             nodes = sorted(self.zk.children(self.keys.processors) or [])
             if node not in nodes:
-                msg = (
-                    f"processor node {node} is not registered under {self.keys.processors} "
-                    "(its session ended)"
-                )
-                raise CoordinationError(msg)
+                # The session that made the node ended; the coordinator registers again with
+                # the new session and elects then.
+                self.is_leader = False
+                return False
             index = nodes.index(node)
             if index == 0:
                 self.is_leader = True
@@ -64,5 +65,6 @@ class LeaderElector:
         """Stop acting as the leader (the node stays until the session ends)."""
         self.is_leader = False
 
-    def _watch(self, event: object) -> None:
-        self._on_change()
+    def _watch(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:  # session events are the coordinator's business
+            self._on_change()
