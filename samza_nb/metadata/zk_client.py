@@ -235,8 +235,11 @@ class ZkClient:
         msg = f"ZooKeeper {self.description}: {path} keeps getting new children; not deleted"
         raise self.error(msg)
 
-    def commit(self, what: str, build: Callable[[Any], object]) -> list[Any]:
-        """Run a transaction built by ``build(tx)``; raises the first failed operation's error.
+    def commit(
+        self, what: str, build: Callable[[Any], object], *, raise_first: bool = True
+    ) -> list[Any]:
+        """Run a transaction built by ``build(tx)``; raises the first failed operation's error
+        (or, with ``raise_first=False``, returns every operation's result, errors included).
 
         The transaction is rebuilt on every try, so retries never reuse a committed one.
         """
@@ -247,6 +250,8 @@ class ZkClient:
             return list(self._wait(tx.commit_async()))
 
         results = self.call(what, attempt)
+        if not raise_first:
+            return results
         for result in results:
             if isinstance(result, Exception) and not type(result).__name__ == "RolledBackError":
                 raise result

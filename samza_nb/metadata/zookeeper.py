@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from samza_nb.errors import MetadataStoreError, SamzaNbError
+from samza_nb.errors import JobLeaseError, MetadataStoreError, SamzaNbError
 from samza_nb.metadata.base import MetadataStore, check_key, check_value
 from samza_nb.metadata.zk_client import ZkClient
 
-__all__ = ["SEGMENT_BYTES", "ZkMetadataStore", "decode_key", "encode_key"]
+__all__ = ["SEGMENT_BYTES", "TRANSACTION_BYTES", "ZkMetadataStore", "decode_key", "encode_key"]
 
 #: The largest segment written (the ZooKeeper client refuses writes near 1 MiB).
 SEGMENT_BYTES = 1_000_000
+
+#: The most :meth:`ZkMetadataStore.put_all` writes in one transaction (one request < 1 MiB).
+TRANSACTION_BYTES = 900_000
 
 _CRC_BYTES = 8
 # Printable ASCII stays readable; '/' and '%' (and everything else) are percent-encoded.
@@ -108,7 +112,7 @@ class ZkMetadataStore(MetadataStore):
     def _guard(self, action: Any, what: str) -> Any:
         try:
             return action()
-        except MetadataStoreError:
+        except (MetadataStoreError, JobLeaseError):
             raise
         except SamzaNbError as exc:
             msg = f"ZkMetadataStore {self.base_path}: {what}: {exc}"
@@ -179,6 +183,80 @@ class ZkMetadataStore(MetadataStore):
         ]
         for number in sorted(stale, reverse=True):
             self._zk.delete(f"{path}/{number}")
+
+    def put_all(
+        self, entries: Mapping[str, bytes], *, guard: Callable[[Any], None] | None = None
+    ) -> None:
+        """Write ``entries`` in one ZooKeeper transaction when they fit in one request.
+
+        ``guard(tx)`` adds check operations to that transaction (for example
+        ``ZkJobCoordinator.fence``); when a check fails nothing is written and
+        :class:`~samza_nb.errors.JobLeaseError` says this writer was fenced. Entries too large
+        for one request are written one by one, which a guard does not allow.
+        """
+        checked = {
+            check_key(key, "ZkMetadataStore"): check_value(key, value, "ZkMetadataStore")
+            for key, value in entries.items()
+        }
+        if not checked and guard is None:
+            return
+        size = sum(len(value) + len(encode_key(key)) + 64 for key, value in checked.items())
+        if size > TRANSACTION_BYTES:
+            if guard is not None:
+                msg = (
+                    f"ZkMetadataStore {self.base_path}: {len(checked)} entries of {size} bytes "
+                    f"do not fit in one fenced transaction (at most {TRANSACTION_BYTES})"
+                )
+                raise MetadataStoreError(msg)
+            for key, value in checked.items():
+                self.put(key, value)
+            return
+        self._guard(lambda: self._write_all(checked, guard), f"write {len(checked)} entries")
+
+    def _write_all(self, entries: dict[str, bytes], guard: Callable[[Any], None] | None) -> None:
+        for _ in range(5):
+            plans = [
+                (path, value + _crc(value), self._zk.children(path))
+                for key, value in entries.items()
+                for path in (self._path(key),)
+            ]
+            checks = 0
+
+            def build(tx: Any, plans: list[Any] = plans) -> None:
+                nonlocal checks
+                if guard is not None:
+                    guard(tx)
+                checks = len(tx.operations)
+                for path, data, existing in plans:
+                    if existing is None:
+                        tx.create(path, b"")
+                        tx.create(f"{path}/0", data)
+                        continue
+                    if "0" in existing:
+                        tx.set_data(f"{path}/0", data)
+                    else:
+                        tx.create(f"{path}/0", data)
+                    stale = sorted((int(n) for n in existing if n.isdigit() and n != "0"), reverse=True)
+                    for number in stale:
+                        tx.delete(f"{path}/{number}")
+
+            results = self._zk.commit(
+                f"write {len(entries)} entries under {self.base_path}", build, raise_first=False
+            )
+            failed = [r for r in results if isinstance(r, Exception)]
+            if not failed:
+                return
+            guard_failed = [r for r in results[:checks] if isinstance(r, Exception)]
+            if any(type(r).__name__ != "RolledBackError" for r in guard_failed):
+                msg = (
+                    f"ZkMetadataStore {self.base_path}: the write of {len(entries)} entries was "
+                    "fenced (this writer's session or lease is no longer current); nothing "
+                    "was written"
+                )
+                raise JobLeaseError(msg) from guard_failed[0]
+            # Another writer changed the same keys meanwhile: read their segments again.
+        msg = f"ZkMetadataStore {self.base_path}: the keys kept changing while writing {sorted(entries)}"
+        raise MetadataStoreError(msg)
 
     def delete(self, key: str) -> None:
         path = self._path(key)

@@ -168,3 +168,27 @@ def test_bad_keys_and_values(store: ZkMetadataStore) -> None:
         store.put("", b"v")
     with pytest.raises(MetadataStoreError, match="bytes"):
         store.put("k", "text")  # type: ignore[arg-type]
+
+
+def test_put_all_is_one_transaction_and_replaces_stale_segments(
+    store: ZkMetadataStore, raw: KazooClient
+) -> None:
+    store.put("big", os.urandom(1_500_000))
+    store.put_all({"big": b"small now", "new": b"1", "a/b": b"2"})
+    assert store.all() == {"big": b"small now", "new": b"1", "a/b": b"2"}
+    assert raw.get_children(f"{store.base_path}/big") == ["0"]
+
+
+def test_put_all_with_a_failing_guard_writes_nothing(store: ZkMetadataStore) -> None:
+    from samza_nb.errors import JobLeaseError
+
+    store.put("k", b"old")
+    with pytest.raises(JobLeaseError, match="fenced"):
+        store.put_all(
+            {"k": b"new", "other": b"x"}, guard=lambda tx: tx.check("/no-such-session-node", 0)
+        )
+    assert store.all() == {"k": b"old"}
+    store.put_all({"k": b"new"}, guard=lambda tx: tx.check(store.base_path, 0))
+    assert store.get("k") == b"new"
+    with pytest.raises(MetadataStoreError, match="do not fit in one fenced transaction"):
+        store.put_all({"huge": os.urandom(1_200_000)}, guard=lambda tx: None)

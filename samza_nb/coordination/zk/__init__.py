@@ -3,7 +3,7 @@
 ``keys`` (the path layout), ``protocol`` (the version node), ``processors`` (registration and
 duplicate ids), ``election`` (leader by predecessor watch), ``debounce`` (the reaction thread),
 ``job_models`` (versions and cleanup), ``barrier`` (NEW → DONE / TIMED_OUT), ``task_locality``,
-``lock``, ``lease`` (:class:`ZkJobLease`), ``partition_monitor`` and ``coordinator``
+``lock``, ``run_id`` (one run id per deployment), ``lease`` (:class:`ZkJobLease`), ``partition_monitor`` and ``coordinator``
 (:class:`ZkJobCoordinator`). Importing the package registers ``zookeeper`` as a
 ``job.coordinator.factory``.
 """
@@ -15,6 +15,7 @@ from samza_nb.coordination.zk.job_models import JobModelVersions, next_job_model
 from samza_nb.coordination.zk.keys import ZkKeyBuilder
 from samza_nb.coordination.zk.lease import ZkJobLease
 from samza_nb.coordination.zk.lock import ZkDistributedLock
+from samza_nb.coordination.zk.run_id import ZkRunIdGenerator
 
 __all__ = [
     "DONE",
@@ -27,6 +28,7 @@ __all__ = [
     "ZkJobCoordinator",
     "ZkJobLease",
     "ZkKeyBuilder",
+    "ZkRunIdGenerator",
     "next_job_model_version",
     "zookeeper_job_coordinator",
 ]

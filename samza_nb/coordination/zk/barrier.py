@@ -98,6 +98,8 @@ class VersionBarrier:
         """Call ``callback(state)`` (on kazoo's thread) once the state is DONE or TIMED_OUT."""
 
         def changed(data: bytes | None, stat: object) -> bool:
+            if stat is None:
+                return False  # the barrier was cleaned up: nothing more to wait for
             state = data.decode() if data else None
             if state in (DONE, TIMED_OUT):
                 callback(state)

@@ -35,8 +35,9 @@ from samza_nb.coordination.zk.keys import ZkKeyBuilder
 from samza_nb.coordination.zk.partition_monitor import PartitionCountMonitor
 from samza_nb.coordination.zk.processors import ProcessorRegistry, check_processor_identity
 from samza_nb.coordination.zk.protocol import validate_protocol_version
+from samza_nb.coordination.zk.run_id import ZkRunIdGenerator
 from samza_nb.coordination.zk.task_locality import ZkTaskLocality
-from samza_nb.errors import CoordinationError
+from samza_nb.errors import CoordinationError, JobLeaseError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.zk_client import ZkClient
@@ -57,7 +58,9 @@ class ZkJobCoordinator(JobCoordinator):
     ``calculator`` computes models (the leader's), ``config`` gives the ``job.coordinator.zk.*``
     keys and ``job.debounce.time.ms`` (default: the calculator's config); ``metadata``, when
     given, receives the task assignments and locality of every agreed model;
-    ``partition_counts`` is called by the leader to detect input partition changes.
+    ``partition_counts`` is called by the leader to detect input partition changes;
+    ``before_first_publish(model)`` is called by a leader once, before it publishes its first
+    model (Samza creates checkpoint, changelog and intermediate streams there, §8.5 step 4d).
     """
 
     name = "zookeeper"
@@ -70,6 +73,7 @@ class ZkJobCoordinator(JobCoordinator):
         metadata: MetadataStore | None = None,
         partition_counts: Callable[[], Mapping[str, int]] | None = None,
         connect: str | None = None,
+        before_first_publish: Callable[[JobModel], None] | None = None,
     ) -> None:
         super().__init__()
         self._calculator = calculator
@@ -89,6 +93,7 @@ class ZkJobCoordinator(JobCoordinator):
         self.keys = ZkKeyBuilder.for_job(cfg)
         self._metadata = metadata
         self._partition_counts = partition_counts
+        self._before_first_publish = before_first_publish
         self._monitor: PartitionCountMonitor | None = None
         self._zk: ZkClient | None = None
         self._scheduler: DebounceScheduler | None = None
@@ -171,6 +176,30 @@ class ZkJobCoordinator(JobCoordinator):
                     raise CoordinationError(msg)
                 self._changed.wait(remaining)
             return self._model
+
+    def run_id_generator(self, store: MetadataStore) -> ZkRunIdGenerator:
+        """A run-id generator on this coordinator's session (call after :meth:`start`)."""
+        if self._zk is None:
+            msg = "start the ZooKeeper coordinator before asking for the run id"
+            raise CoordinationError(msg)
+        return ZkRunIdGenerator(self._zk, self.keys, store, self.processor_id)
+
+    def fence(self, tx: Any) -> None:
+        """Add to a kazoo transaction the check that this processor's session is still live.
+
+        The processor's ephemeral node exists only while the session that registered it does;
+        a process frozen past its session timeout resumes without it, so a commit written as
+        ``ZkMetadataStore.put_all(entries, guard=coordinator.fence)`` fails with
+        :class:`~samza_nb.errors.JobLeaseError` and writes nothing.
+        """
+        node = self._node
+        if node is None or self._stopped:
+            msg = (
+                f"processor {self.processor_id!r} has no live ZooKeeper session under "
+                f"{self.keys.root}: its commits are fenced"
+            )
+            raise JobLeaseError(msg)
+        tx.check(self.keys.processor(node), 0)
 
     def start(self) -> None:
         """Register, check for a duplicate id, and start the election (returns without waiting
@@ -290,6 +319,9 @@ class ZkJobCoordinator(JobCoordinator):
         if self.startup_with_active and active is not None and model.containers == active.containers:
             _log.info("the new job model equals the active one: no rebalance")
             return
+        if self._before_first_publish is not None:
+            setup, self._before_first_publish = self._before_first_publish, None
+            setup(model)
         current, stat_version = self._versions.current()
         version = self._versions.next_version(current)
         self._versions.write(version, model)

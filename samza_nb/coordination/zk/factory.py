@@ -10,7 +10,7 @@ from samza_nb.coordination.coordinator import JobCoordinatorListener, register_j
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.coordination.zk.coordinator import ZkJobCoordinator
 from samza_nb.metadata import MetadataStore
-from samza_nb.model import LocationId
+from samza_nb.model import JobModel, LocationId
 
 __all__ = ["zookeeper_job_coordinator"]
 
@@ -26,6 +26,7 @@ def zookeeper_job_coordinator(
     location_id: LocationId | None = None,
     listener: JobCoordinatorListener | None = None,
     run_id: str | None = None,
+    before_first_publish: Callable[[JobModel], None] | None = None,
 ) -> ZkJobCoordinator:
     """Build a :class:`ZkJobCoordinator` (keyword options only).
 
@@ -37,7 +38,9 @@ def zookeeper_job_coordinator(
     - ``partition_counts``: a callable giving stream → partition count now (leader's monitor);
     - ``processor_id``, ``location_id``, ``listener``: when all three are given the processor is
       attached at once (else call ``attach`` before ``start``);
-    - ``run_id``: accepted for symmetry with the embedded coordinator and kept as ``run_id``.
+    - ``run_id``: accepted for symmetry with the embedded coordinator and kept as ``run_id``;
+    - ``before_first_publish(model)``: called once by a leader before its first model is
+      published (create intermediate, checkpoint and changelog streams there).
     """
     coordinator = ZkJobCoordinator(
         calculator,
@@ -45,6 +48,7 @@ def zookeeper_job_coordinator(
         metadata=metadata,
         partition_counts=partition_counts,
         connect=connect,
+        before_first_publish=before_first_publish,
     )
     coordinator.run_id = run_id
     if processor_id is not None and location_id is not None and listener is not None:

@@ -247,3 +247,54 @@ def test_startup_with_active_job_model_runs_it_at_once(coordinators: Make, zk_co
     time.sleep(DEBOUNCE_MS / 1000 + 1)
     assert again.job_model_version == version  # the leader skipped the no-op rebalance
     assert Config(job_config(zk_connect)).get_str("app.name") == "zkjob"
+
+
+def test_agreed_models_are_persisted_and_commits_are_fenced(zk_connect: str, keys: ZkKeyBuilder) -> None:
+    from samza_nb.coordination.assignments import LocalityManager, TaskAssignmentManager
+    from samza_nb.errors import JobLeaseError
+    from samza_nb.metadata import InMemoryMetadataStore
+    from samza_nb.metadata.zookeeper import ZkMetadataStore
+
+    config = job_config(zk_connect)
+    metadata = InMemoryMetadataStore()
+    setups: list[JobModel] = []
+    coordinator = ZkJobCoordinator(
+        calculator(config), config, metadata=metadata, before_first_publish=setups.append
+    )
+    coordinator.attach("p1", "host-a", RecordingListener())
+    coordinator.start()
+    try:
+        model = coordinator.wait_for_job_model(15)
+        assert setups == [model]
+        assignment = TaskAssignmentManager(metadata).read_active_task_assignment()
+        assert assignment == dict.fromkeys(ALL_TASKS, "p1")
+        assert LocalityManager(metadata).read_task_locality() == dict.fromkeys(ALL_TASKS, "host-a")
+        with ZkMetadataStore(zk_connect, "/checkpoints", session_timeout=4) as checkpoints:
+            checkpoints.put_all({"Partition 0": b"1"}, guard=coordinator.fence)
+            assert coordinator._zk is not None
+            expire_session(coordinator._zk.kazoo)
+            with pytest.raises(JobLeaseError, match="fenced"):
+                for _ in range(100):  # until the expiry reached the coordinator's view
+                    checkpoints.put_all({"Partition 0": b"2"}, guard=coordinator.fence)
+                    time.sleep(0.05)
+            assert checkpoints.get("Partition 0") == b"1"
+    finally:
+        coordinator.stop()
+
+
+def test_leader_regenerates_when_input_partitions_grow(coordinators: Make, zk_connect: str) -> None:
+    counts = {"in": 6}
+    config = job_config(zk_connect, **{"job.coordinator.monitor-partition-change.frequency.ms": 200})
+    coordinator = ZkJobCoordinator(calculator(config), config, partition_counts=lambda: dict(counts))
+    listener = RecordingListener()
+    coordinator.attach("p1", "host-a", listener)
+    coordinator.start()
+    try:
+        first = coordinator.wait_for_job_model(15)
+        assert len(first.task_to_processor()) == 6
+        counts["in"] = 8
+        second = coordinator.wait_for_job_model(15, newer_than=coordinator.job_model_version)
+        assert set(second.task_to_processor()) == {f"Partition {p}" for p in range(8)}
+        assert listener.kinds() == ["new", "expired", "new"]
+    finally:
+        coordinator.stop()

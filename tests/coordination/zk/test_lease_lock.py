@@ -102,3 +102,20 @@ def test_distributed_lock_is_exclusive(zk: ZkClient, other: ZkClient, keys: ZkKe
             second.acquire(timeout=0.5)
     with second:
         pass
+
+
+def test_run_id_is_shared_by_a_deployment_and_new_for_the_next(
+    zk: ZkClient, other: ZkClient, keys: ZkKeyBuilder
+) -> None:
+    from samza_nb.coordination.zk import ZkRunIdGenerator
+    from samza_nb.metadata import InMemoryMetadataStore, NamespacedMetadataStore
+
+    store = InMemoryMetadataStore()
+    first = ZkRunIdGenerator(zk, keys, store, "p1")
+    second = ZkRunIdGenerator(other, keys, store, "p2")
+    run_id = first.run_id()
+    assert second.run_id() == run_id == first.run_id()
+    assert NamespacedMetadataStore(store, "set-config").get("app.run.id") == run_id.encode()
+    first.close()
+    second.close()
+    assert ZkRunIdGenerator(zk, keys, store, "p1").run_id() != run_id
