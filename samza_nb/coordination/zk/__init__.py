@@ -2,8 +2,9 @@
 
 ``keys`` (the path layout), ``protocol`` (the version node), ``processors`` (registration and
 duplicate ids), ``election`` (leader by predecessor watch), ``debounce`` (the reaction thread),
-``job_models`` (versions and cleanup), ``barrier`` (NEW → DONE / TIMED_OUT), ``task_locality``,
-``lock``, ``run_id`` (one run id per deployment), ``lease`` (:class:`ZkJobLease`), ``partition_monitor`` and ``coordinator``
+``job_models`` (versions and cleanup), ``leader`` (the leader's model generation), ``barrier``
+(NEW → DONE / TIMED_OUT), ``task_locality``, ``lock``, ``run_id`` (one run id per deployment),
+``lease`` (:class:`ZkJobLease`), ``partition_monitor`` and ``coordinator``
 (:class:`ZkJobCoordinator`). Importing the package registers ``zookeeper`` as a
 ``job.coordinator.factory``.
 """

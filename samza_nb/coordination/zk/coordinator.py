@@ -32,13 +32,13 @@ from samza_nb.coordination.zk.debounce import DebounceScheduler
 from samza_nb.coordination.zk.election import LeaderElector
 from samza_nb.coordination.zk.job_models import JobModelVersions
 from samza_nb.coordination.zk.keys import ZkKeyBuilder
+from samza_nb.coordination.zk.leader import JobModelPublisher
 from samza_nb.coordination.zk.partition_monitor import PartitionCountMonitor
 from samza_nb.coordination.zk.processors import ProcessorRegistry, check_processor_identity
 from samza_nb.coordination.zk.protocol import validate_protocol_version
 from samza_nb.coordination.zk.run_id import ZkRunIdGenerator
 from samza_nb.coordination.zk.task_locality import ZkTaskLocality
 from samza_nb.errors import CoordinationError, JobLeaseError
-from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.zk_client import ZkClient
 from samza_nb.model import JobModel, LocationId
@@ -157,6 +157,7 @@ class ZkJobCoordinator(JobCoordinator):
 
     @property
     def calculator(self) -> JobModelCalculator:
+        """The calculator the leader uses now (the partition monitor may replace it)."""
         return self._calculator
 
     def wait_for_job_model(self, timeout: float, newer_than: str | None = None) -> JobModel:
@@ -222,6 +223,14 @@ class ZkJobCoordinator(JobCoordinator):
             self._barrier = VersionBarrier(zk, self.keys)
             self._registry = ProcessorRegistry(zk, self.keys)
             self._locality = ZkTaskLocality(zk, self.keys)
+            self._publisher = JobModelPublisher(
+                self._versions,
+                self._barrier,
+                self._registry,
+                self._locality,
+                skip_unchanged=self.startup_with_active,
+                before_first_publish=self._before_first_publish,
+            )
             self._elector = LeaderElector(zk, self.keys, self._on_predecessor_change)
             self._node = self._registry.register(pid, location)
             self._registry.wait_until_unique(self._node, pid, 2 * self.session_timeout)
@@ -290,55 +299,27 @@ class ZkJobCoordinator(JobCoordinator):
         self._schedule("partition-monitor", self.monitor_interval, self._check_partitions)
 
     # -- the leader's job model generation (§8.5 step 4) ---------------------------------------
-    def _read_active(self) -> JobModel | None:
-        version = self._versions.active()
-        if version is None:
-            return None
-        try:
-            return self._versions.read(version)
-        except CoordinationError:
-            _log.warning("active job model %s is gone; computing from scratch", version)
-            return None
-
     def _do_on_processor_change(self) -> None:
         if not self._leading:
             return
-        nodes = self._registry.read()
-        ids = [node.processor_id for node in nodes]
-        if len(set(ids)) != len(ids):
-            _log.warning("duplicate processor ids %s under %s: no new job model", ids, self.keys.processors)
-            return
-        if not nodes:
-            return
-        processors = {node.processor_id: node.location_id for node in nodes}
-        active = self._read_active()
-        metadata = GrouperMetadata.from_job_model(
-            active, processors, self._locality.read() or None
-        )
-        model = self._calculator.calculate(processors, metadata, active)
-        if self.startup_with_active and active is not None and model.containers == active.containers:
-            _log.info("the new job model equals the active one: no rebalance")
-            return
-        if self._before_first_publish is not None:
-            setup, self._before_first_publish = self._before_first_publish, None
-            setup(model)
-        current, stat_version = self._versions.current()
-        version = self._versions.next_version(current)
-        self._versions.write(version, model)
-        self._barrier.create(version, ids)
         epoch = self._epoch
 
-        def participants_changed() -> bool:
-            if self._stopped or epoch != self._epoch or version in self._settled:
-                return False
-            self._schedule(f"complete-{version}", 0, lambda: self._try_complete(version))
-            return True
+        def opened(version: str) -> None:
+            def participants_changed() -> bool:
+                if self._stopped or epoch != self._epoch or version in self._settled:
+                    return False
+                self._schedule(f"complete-{version}", 0, lambda: self._try_complete(version))
+                return True
 
-        self._barrier.watch_participants(version, participants_changed)
-        self._schedule(f"expire-{version}", self.consensus_timeout, lambda: self._expire(version))
-        self._versions.publish(version, stat_version)
-        _log.info("leader %s published job model version %s", self.processor_id, version)
-        self._schedule("cleanup", 0, self._cleanup)
+            self._barrier.watch_participants(version, participants_changed)
+            self._schedule(
+                f"expire-{version}", self.consensus_timeout, lambda: self._expire(version)
+            )
+
+        version = self._publisher.publish_next(self._calculator, opened)
+        if version is not None:
+            _log.info("leader %s published job model version %s", self.processor_id, version)
+            self._schedule("cleanup", 0, lambda: self._publisher.cleanup(KEEP_JOB_MODELS))
 
     def _try_complete(self, version: str) -> None:
         if self._barrier.try_complete(version) != "NEW":
@@ -349,10 +330,6 @@ class ZkJobCoordinator(JobCoordinator):
         self._settled.add(version)
         if state == TIMED_OUT:
             _log.warning("barrier of job model version %s timed out", version)
-
-    def _cleanup(self) -> None:
-        self._versions.cleanup(KEEP_JOB_MODELS)
-        self._barrier.cleanup(KEEP_JOB_MODELS)
 
     # -- every processor: new versions and the barrier (§8.5 steps 5–7) ------------------------
     def _on_version_data(self, data: bytes | None, stat: object) -> bool:
