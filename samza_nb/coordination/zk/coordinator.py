@@ -232,14 +232,18 @@ class ZkJobCoordinator(JobCoordinator):
                 before_first_publish=self._before_first_publish,
             )
             self._elector = LeaderElector(zk, self.keys, self._on_predecessor_change)
+            self._scheduler = DebounceScheduler(f"samza_nb-zk-{pid}", self._on_action_failed)
+            # Subscribe before registering, so no version that counts on this processor is missed.
+            DataWatch(zk.kazoo, self.keys.job_model_version, self._on_version_data)
             self._node = self._registry.register(pid, location)
             self._registry.wait_until_unique(self._node, pid, 2 * self.session_timeout)
         except BaseException:
+            self._stopped = True
+            if self._scheduler is not None:
+                self._scheduler.stop()
             zk.close()
             raise
-        self._scheduler = DebounceScheduler(f"samza_nb-zk-{pid}", self._on_action_failed)
         zk.kazoo.add_listener(self._on_session_state)
-        DataWatch(zk.kazoo, self.keys.job_model_version, self._on_version_data)
         if self.startup_with_active:
             self._schedule("start-with-active", 0, self._start_with_active_model)
         self._schedule("elect", 0, self._elect)
@@ -360,6 +364,8 @@ class ZkJobCoordinator(JobCoordinator):
                 self._listener().on_job_model_expired()
                 self._working = False
             self._expired = True
+        if pid not in self._barrier.expected(version):
+            return  # a model made before this processor registered; the next one counts on it
         self._barrier.join(version, pid)
         epoch = self._epoch
 
