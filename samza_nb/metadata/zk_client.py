@@ -59,8 +59,19 @@ def split_connect(connect: str) -> tuple[str, str]:
     return hosts, chroot
 
 
+def _split_auth(hosts: str) -> tuple[str | None, str]:
+    """``("user:password", hosts)`` when the hosts carry digest credentials, else (None, hosts)."""
+    if "@" not in hosts:
+        return None, hosts
+    auth, _, rest = hosts.rpartition("@")
+    return auth, rest
+
+
 class ZkClient:
     """One ZooKeeper session (started on construction) with bounded, retried calls.
+
+    ``connect`` is ``[user:password@]host:port[,host:port][/chroot]``; credentials become digest
+    auth and never appear in messages.
 
     ``session_timeout`` and ``connection_timeout`` are seconds; ``max_tries`` bounds the tries
     of every call, each try waiting ``call_timeout`` seconds at most (default: the session
@@ -87,10 +98,14 @@ class ZkClient:
         self.max_tries = max(1, int(max_tries))
         self.call_timeout = float(call_timeout or max(session_timeout, 1.0))
         hosts, self.chroot = split_connect(connect)
+        auth, hosts = _split_auth(hosts)
         self.kazoo = KazooClient(
-            hosts=connect,
+            hosts=hosts + self.chroot,
             timeout=self.session_timeout,
+            auth_data=[("digest", auth)] if auth else None,
+            # The session reconnects until it expires; calls (recipes included) are bounded.
             connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0},
+            command_retry={"max_tries": self.max_tries, "delay": 0.1, "backoff": 2, "max_delay": 2.0},
         )
         try:
             self.kazoo.start(timeout=connection_timeout)
