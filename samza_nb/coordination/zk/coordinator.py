@@ -112,6 +112,7 @@ class ZkJobCoordinator(JobCoordinator):
         self._settled: set[str] = set()
         self._stopped = False
         self._changed = threading.Condition()
+        self._disconnect_timer: threading.Timer | None = None
         #: The deployment's run id, when the runtime passes one.
         self.run_id: str | None = None
 
@@ -432,20 +433,33 @@ class ZkJobCoordinator(JobCoordinator):
             self._session_lost = True
             self._schedule("session-expired", 0, self._on_session_expired)
         elif state == KazooState.SUSPENDED:
-            self._schedule("disconnected", self.session_timeout, self._on_disconnected_too_long)
+            # A timer of its own: the scheduler thread may be blocked on the dead connection.
+            with self._changed:
+                if self._disconnect_timer is None and not self._stopped:
+                    timer = threading.Timer(self.session_timeout, self._on_disconnected_too_long)
+                    timer.daemon = True
+                    timer.start()
+                    self._disconnect_timer = timer
         elif state == KazooState.CONNECTED:
-            if self._scheduler is not None:
-                self._scheduler.cancel("disconnected")
+            self._cancel_disconnect_timer()
             if self._session_lost:
                 self._schedule("new-session", 0, self._on_new_session)
 
+    def _cancel_disconnect_timer(self) -> None:
+        with self._changed:
+            timer, self._disconnect_timer = self._disconnect_timer, None
+        if timer is not None:
+            timer.cancel()
+
     def _on_disconnected_too_long(self) -> None:
+        with self._changed:
+            self._disconnect_timer = None
         msg = (
             f"processor {self.processor_id!r} was disconnected from ZooKeeper "
             f"{self._zk.description if self._zk else ''} for more than the session timeout "
             f"({self.session_timeout:g} s)"
         )
-        raise CoordinationError(msg)
+        self._stop(CoordinationError(msg))
 
     def _on_session_expired(self) -> None:
         self._node = None
@@ -483,9 +497,14 @@ class ZkJobCoordinator(JobCoordinator):
             self._leading = False
             self._changed.notify_all()
         failure = error
+        self._cancel_disconnect_timer()
         try:
             if self._scheduler is not None:
-                self._scheduler.stop()
+                self._scheduler.stop(timeout=0)
+                if self._zk is not None and not self._zk.kazoo.connected:
+                    # Nothing to leave gracefully; closing fails calls stuck on the dead link.
+                    self._zk.close()
+                self._scheduler.join(10.0)
             if self._working and not self._expired and self._listeners:
                 self._listener().on_job_model_expired()
             self._working = False

@@ -58,12 +58,17 @@ class DebounceScheduler:
             return sorted(self._pending)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Drop pending actions and end the thread (waits for a running action, not from itself)."""
+        """Drop pending actions and end the thread (waits up to ``timeout`` for a running
+        action, unless called from the thread itself)."""
         with self._cond:
             self._stopped = True
             self._pending.clear()
             self._cond.notify_all()
-        if not self.in_scheduler_thread:
+        self.join(timeout)
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the thread to end (not from the thread itself)."""
+        if not self.in_scheduler_thread and timeout > 0:
             self._thread.join(timeout)
 
     def _next(self) -> tuple[str, Callable[[], None]] | None:

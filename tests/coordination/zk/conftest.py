@@ -138,3 +138,87 @@ def expire_session(client: Any) -> None:
     other.start(timeout=10)
     other.stop()
     other.close()
+
+
+class TcpProxy:
+    """A TCP relay on 127.0.0.1 in front of ZooKeeper that a test can cut and restore, to
+    disconnect one client without touching the shared server."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        import socket
+
+        self.target = target
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.open = threading.Event()
+        self.open.set()
+        self.sockets: list[Any] = []
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True, name="test-zk-proxy").start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self.closed:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if not self.open.is_set():
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: Any, sink: Any) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        """Drop every connection and refuse new ones until :meth:`restore`."""
+        import socket
+
+        self.open.clear()
+        with self.lock:
+            for sock in self.sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.sockets.clear()
+
+    def restore(self) -> None:
+        self.open.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.cut()
+        self.server.close()
+
+
+@pytest.fixture
+def proxied_connect(zk_connect: str) -> Iterator[tuple[str, TcpProxy]]:
+    """(connect string through a TcpProxy, the proxy)."""
+    hosts, _, chroot = zk_connect.partition("/")
+    host, _, port = hosts.partition(":")
+    proxy = TcpProxy((host, int(port)))
+    yield f"127.0.0.1:{proxy.port}/{chroot}", proxy
+    proxy.close()

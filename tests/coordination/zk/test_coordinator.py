@@ -298,3 +298,45 @@ def test_leader_regenerates_when_input_partitions_grow(coordinators: Make, zk_co
         assert listener.kinds() == ["new", "expired", "new"]
     finally:
         coordinator.stop()
+
+
+def _single(connect: str) -> tuple[ZkJobCoordinator, RecordingListener]:
+    config = job_config(connect)
+    coordinator = ZkJobCoordinator(calculator(config), config)
+    listener = RecordingListener()
+    coordinator.attach("p1", "host-a", listener)
+    coordinator.start()
+    return coordinator, listener
+
+
+def test_a_short_disconnection_does_not_interrupt_work(proxied_connect: tuple[str, Any]) -> None:
+    connect, proxy = proxied_connect
+    coordinator, listener = _single(connect)
+    try:
+        coordinator.wait_for_job_model(15)
+        proxy.cut()
+        time.sleep(1.5)  # well under the 4 s session timeout
+        proxy.restore()
+        assert coordinator._zk is not None
+        wait_until(lambda: coordinator._zk.kazoo.connected, 10, "the reconnection")  # type: ignore[union-attr]
+        time.sleep(SESSION_MS / 1000 + 0.5)  # past the moment a pending stop would have run
+        assert listener.kinds() == ["new"]
+    finally:
+        coordinator.stop()
+
+
+def test_disconnected_past_the_session_timeout_stops_with_a_failure(
+    proxied_connect: tuple[str, Any],
+) -> None:
+    connect, proxy = proxied_connect
+    coordinator, listener = _single(connect)
+    try:
+        coordinator.wait_for_job_model(15)
+        proxy.cut()
+        wait_until(lambda: "failure" in listener.kinds(), SESSION_MS / 1000 + 8, "the failure")
+        assert listener.kinds() == ["new", "expired", "failure"]
+        error = listener.events[-1][1]
+        assert isinstance(error, CoordinationError) and "disconnected" in str(error)
+        assert "127.0.0.1" in str(error)
+    finally:
+        coordinator.stop()
