@@ -377,6 +377,8 @@ class ZkJobCoordinator(JobCoordinator):
         self._barrier.watch_state(version, settled)
 
     def _on_barrier(self, version: str, state: str) -> None:
+        if self._scheduler is not None:
+            self._scheduler.cancel(f"expire-{version}")  # settled: nothing left to expire
         if state == TIMED_OUT:
             if self._leading:
                 self._schedule(_PROCESSOR_CHANGE, self.debounce, self._do_on_processor_change)
