@@ -35,7 +35,8 @@ def test_actions_run_in_due_order_on_one_thread_and_failures_are_reported() -> N
         seen.append((name, threading.current_thread().name))
 
     def fail() -> None:
-        raise RuntimeError("boom")
+        msg = "boom"
+        raise RuntimeError(msg)
 
     try:
         scheduler.schedule("late", 0.2, lambda: (record("late"), finished.set()))
