@@ -340,3 +340,16 @@ def test_disconnected_past_the_session_timeout_stops_with_a_failure(
         assert "127.0.0.1" in str(error)
     finally:
         coordinator.stop()
+
+
+def test_leader_session_expiry_hands_leadership_over_and_rejoins_as_follower(coordinators: Make) -> None:
+    p1, l1 = coordinators("p1", "host-a")
+    p2, _ = coordinators("p2", "host-b")
+    wait_until(lambda: agreed([p1, p2], {"p1", "p2"}), 15, "two-way agreement")
+    version = p1.job_model_version
+    assert p1._zk is not None and p1.is_leader
+    expire_session(p1._zk.kazoo)
+    wait_until(lambda: p2.is_leader, 10, "p2 to lead")
+    wait_until(lambda: agreed([p1, p2], {"p1", "p2"}) and p1.job_model_version != version, 20, "p1 back")
+    assert not p1.is_leader
+    assert l1.kinds()[-2:] == ["expired", "new"]
