@@ -29,6 +29,8 @@ __all__ = [
     "KNOWN_KEYS",
     "Config",
     "ConfigKey",
+    "app_name_and_id",
+    "global_app_id",
     "parse_properties",
 ]
 
@@ -170,12 +172,35 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "job.coordinator.factory",
         "embedded",
-        "Job coordinator: `embedded` (every processor in this process).",
+        "Job coordinator: `embedded` (every processor in this process) or `zookeeper` (one "
+        "processor per process, a leader elected in ZooKeeper).",
     ),
     ConfigKey(
         "task.name.grouper.factory",
         "group-by-container-count",
         "Task grouper name (run(grouper=...) and --grouper override it).",
+    ),
+    ConfigKey("job.coordinator.zk.connect", None, "ZooKeeper connect string (host:port/chroot)."),
+    ConfigKey(
+        "job.coordinator.zk.session.timeout.ms", "30000", "ZooKeeper session timeout.", minimum=1
+    ),
+    ConfigKey(
+        "job.coordinator.zk.connection.timeout.ms", "60000", "ZooKeeper connect timeout.", minimum=1
+    ),
+    ConfigKey("job.coordinator.zk.consensus.timeout.ms", "40000", "Barrier timeout.", minimum=1),
+    ConfigKey(
+        "job.coordinator.zk.enable-startup-with-active-job-model",
+        "false",
+        "Start from the last agreed job model; skip rebalances that change nothing.",
+    ),
+    ConfigKey(
+        "job.coordinator.monitor-partition-change.frequency.ms",
+        "300000",
+        "How often the ZooKeeper leader checks input partition counts.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.debounce.time.ms", "20000", "Debounce before recomputing the job model.", minimum=0
     ),
     ConfigKey("task.broadcast.inputs", None, "Broadcast inputs: system.stream#[0-3]."),
     ConfigKey(
@@ -208,7 +233,8 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "metadata.store.factory",
         "embedded",
-        "Metadata store: `embedded` (SQLite in job.home), `in-memory` or `kafka` (coordinator stream).",
+        "Metadata store: `embedded` (SQLite in job.home), `in-memory`, `kafka` (coordinator "
+        "stream) or `zookeeper`.",
     ),
     ConfigKey(
         "job.coordinator.system",
@@ -467,3 +493,21 @@ def environment(name: str) -> str | None:
         msg = f"undocumented environment variable {name!r}; add it to samza_nb.config.ENVIRONMENT"
         raise ConfigError(msg)
     return os.environ.get(name) or None
+
+
+def app_name_and_id(config: Config) -> tuple[str, str]:
+    """(app name, app id): ``app.name`` else ``job.name`` else ``defaultJob``; ``app.id`` else
+    ``job.id`` else ``1`` (SAMZA.md §0)."""
+    name = config.get_str("app.name") or config.get_str("job.name") or "defaultJob"
+    app_id = config["app.id"] if "app.id" in config else config.get_str("job.id") or "1"
+    return name, app_id
+
+
+def global_app_id(config: Config) -> str:
+    """``app-<app name>-<app id>`` (SAMZA.md §0).
+
+    >>> global_app_id(Config({"app.name": "pageviews", "job.id": "7"}))
+    'app-pageviews-7'
+    """
+    name, app_id = app_name_and_id(config)
+    return f"app-{name}-{app_id}"

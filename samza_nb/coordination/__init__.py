@@ -1,7 +1,9 @@
 """Coordination: location ids and the persisted assignments and locality of a job.
 
-The job coordinators (embedded, ZooKeeper, Azure) build on these in later issues.
+The job coordinators (embedded, ZooKeeper, Azure) build on these; coordinator.py names the
+built-in ones and imports each on first use (kazoo only for jobs that use ZooKeeper).
 """
+
 
 from samza_nb.coordination.assignments import (
     PROCESSOR_LOCALITY_NAMESPACE,

@@ -109,6 +109,7 @@ _COORDINATORS: dict[str, JobCoordinatorFactory] = {}
 #: module depends on none of its implementations.
 _BUILTINS: dict[str, tuple[str, str]] = {
     "embedded": ("samza_nb.coordination.embedded", "EmbeddedJobCoordinator"),
+    "zookeeper": ("samza_nb.coordination.zk.factory", "zookeeper_job_coordinator"),
 }
 
 

@@ -1,7 +1,7 @@
 """Metadata stores by name (``metadata.store.factory``); an unknown name lists the known ones.
 
-"embedded", "in-memory" and "kafka" (the coordinator stream, samza_nb.metadata.kafka) are built
-in; the ZooKeeper and Azure stores register here in later issues.
+"embedded", "in-memory", "kafka" (the coordinator stream, samza_nb.metadata.kafka) and
+"zookeeper" are built in; the Azure store registers here in its issue.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from samza_nb.config import Config
+from samza_nb.config import Config, global_app_id
 from samza_nb.errors import ConfigError
 from samza_nb.metadata.base import MetadataStore
 from samza_nb.metadata.embedded import EmbeddedMetadataStore
@@ -21,6 +21,9 @@ __all__ = ["get_metadata_store", "metadata_store_names", "register_metadata_stor
 
 #: ``factory(config, **options)`` builds a store.
 MetadataStoreFactory = Callable[..., MetadataStore]
+
+#: The folder of the ZooKeeper store below ``/<globalAppId>`` (Samza's CoordinationConstants).
+ZK_BASE_DIR = "ApplicationRunnerData"
 
 #: The file name of the embedded store inside ``job.home``.
 EMBEDDED_FILE_NAME = "metadata.sqlite3"
@@ -49,10 +52,27 @@ def _kafka(config: Config, **options: Any) -> MetadataStore:
     return CoordinatorStreamMetadataStore.from_config(config, **options)
 
 
+def _zookeeper(
+    config: Config, connect: str | None = None, base_path: str | None = None, **options: Any
+) -> MetadataStore:
+    # Imported here: kazoo is only needed by jobs that use ZooKeeper.
+    from samza_nb.metadata.zookeeper import ZkMetadataStore
+
+    connect = connect or config.require("job.coordinator.zk.connect")
+    if base_path is None:
+        base_path = f"/{global_app_id(config)}/{ZK_BASE_DIR}"
+    options.setdefault("session_timeout", config.get_int("job.coordinator.zk.session.timeout.ms") / 1000)
+    options.setdefault(
+        "connection_timeout", config.get_int("job.coordinator.zk.connection.timeout.ms") / 1000
+    )
+    return ZkMetadataStore(connect, base_path, **options)
+
+
 _STORES: dict[str, MetadataStoreFactory] = {
     "embedded": _embedded,
     "in-memory": _in_memory,
     "kafka": _kafka,
+    "zookeeper": _zookeeper,
 }
 
 
@@ -79,13 +99,16 @@ def get_metadata_store(
     ``kafka`` reads ``job.coordinator.system`` / ``job.coordinator.stream`` /
     ``job.coordinator.replication.factor`` and the system's ``systems.<name>.*`` keys, and takes
     ``timeout=``.
+    ``zookeeper`` reads ``job.coordinator.zk.connect`` (or ``connect=``) and keeps its entries
+    under ``/<globalAppId>/ApplicationRunnerData`` (or ``base_path=``), with the session and
+    connection timeouts of ``job.coordinator.zk.*`` (or ``session_timeout=`` …, seconds).
 
     >>> get_metadata_store("in-memory")
     InMemoryMetadataStore(0 entries)
     >>> get_metadata_store("zookeper")
     Traceback (most recent call last):
     ...
-    samza_nb.errors.ConfigError: unknown metadata store 'zookeper'; known: embedded, in-memory, kafka
+    samza_nb.errors.ConfigError: unknown metadata store 'zookeper'; did you mean 'zookeeper'? known: embedded, in-memory, kafka, zookeeper
     """
     resolved = Config.of(config)
     store_name = name or resolved.get_str("metadata.store.factory") or "embedded"

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -38,9 +38,6 @@ from samza_nb.systems.kafka_reader import (
     record_headers,
 )
 from samza_nb.systems.partitioning import partition_for_key
-
-if TYPE_CHECKING:
-    from samza_nb.systems.kafka_transaction import KafkaTransaction
 
 __all__ = ["KafkaSystem"]
 
@@ -209,13 +206,6 @@ class KafkaSystem(StreamSystem):
     @property
     def retries(self) -> int:
         return self._retries
-
-    def transaction(self, transactional_id: str) -> KafkaTransaction:
-        """A transactional producer for one task's epochs (exactly-once); see
-        :class:`~samza_nb.systems.kafka_transaction.KafkaTransaction`."""
-        from samza_nb.systems.kafka_transaction import KafkaTransaction
-
-        return KafkaTransaction(self, transactional_id)
 
     # -- clients and errors --------------------------------------------------------------------
     def _clients(self) -> _ProcessClients:

@@ -240,11 +240,11 @@ def test_an_epoch_in_one_transaction_and_its_retry_read_once(kafka_bootstrap: st
         else:
             transaction.abort()
 
-    transaction = system.transaction(kafka_topic_prefix + "task-1")
+    transaction = KafkaTransaction(system, kafka_topic_prefix + "task-1")
     epoch(transaction, 1, commit=True)
     epoch(transaction, 2, commit=False)  # the process "dies" inside epoch 2 …
     transaction.close()
-    restarted = system.transaction(kafka_topic_prefix + "task-1")  # … and its successor redoes it
+    restarted = KafkaTransaction(system, kafka_topic_prefix + "task-1")  # … and its successor redoes it
     epoch(restarted, 2, commit=True)
     epoch(restarted, 3, commit=True)
     restarted.close()

@@ -1,0 +1,295 @@
+"""A kazoo session whose every call is bounded: a timeout per try and a retry policy.
+
+The ZooKeeper metadata store and the ZooKeeper coordinator share this wrapper. Connection
+losses and timeouts are retried (exponential backoff, ``max_tries`` tries); what remains is a
+:class:`~samza_nb.errors.SamzaNbError` of the caller's choice naming the connect string, never
+any secret in it. Answers that mean something (no node, node exists, bad version, not empty)
+pass through as kazoo's own exceptions so callers can act on them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
+
+from samza_nb.errors import MetadataStoreError, SamzaNbError
+
+__all__ = ["ZkClient", "describe_connect", "split_connect"]
+
+T = TypeVar("T")
+
+#: Answers that carry meaning for the caller; they are never retried or wrapped.
+_MEANINGFUL = (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError)
+_RETRYABLE = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError, SessionExpiredError)
+
+
+def describe_connect(connect: str) -> str:
+    """The connect string without any ``user:password@`` part (safe for messages and logs).
+
+    >>> describe_connect("alice:s3cret@zk1:2181,zk2:2181/jobs")
+    'zk1:2181,zk2:2181/jobs'
+    """
+    return re.sub(r"[^,/@]*@", "", connect)
+
+
+def split_connect(connect: str) -> tuple[str, str]:
+    """``(hosts, chroot)`` of a connect string; the chroot is ``""`` or starts with ``/``.
+
+    >>> split_connect("127.0.0.1:2181/a/b/")
+    ('127.0.0.1:2181', '/a/b')
+    """
+    hosts, slash, root = connect.partition("/")
+    chroot = "/" + root.strip("/") if slash and root.strip("/") else ""
+    return hosts, chroot
+
+
+def _split_auth(hosts: str) -> tuple[str | None, str]:
+    """``("user:password", hosts)`` when the hosts carry digest credentials, else (None, hosts)."""
+    if "@" not in hosts:
+        return None, hosts
+    auth, _, rest = hosts.rpartition("@")
+    return auth, rest
+
+
+class ZkClient:
+    """One ZooKeeper session (started on construction) with bounded, retried calls.
+
+    ``connect`` is ``[user:password@]host:port[,host:port][/chroot]``; credentials become digest
+    auth and never appear in messages.
+
+    ``session_timeout`` and ``connection_timeout`` are seconds; ``max_tries`` bounds the tries
+    of every call, each try waiting ``call_timeout`` seconds at most (default: the session
+    timeout). ``error`` is the exception type raised when the service cannot be used.
+    """
+
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout: float = 30.0,
+        connection_timeout: float = 60.0,
+        max_tries: int = 5,
+        call_timeout: float | None = None,
+        error: type[SamzaNbError] = MetadataStoreError,
+    ) -> None:
+        if not isinstance(connect, str) or not connect.strip():
+            msg = f"a ZooKeeper connect string (host:port[/chroot]) is required, got {connect!r}"
+            raise error(msg)
+        self.connect = connect
+        self.description = describe_connect(connect)
+        self.error = error
+        self.session_timeout = float(session_timeout)
+        self.max_tries = max(1, int(max_tries))
+        self.call_timeout = float(call_timeout or max(session_timeout, 1.0))
+        hosts, self.chroot = split_connect(connect)
+        auth, hosts = _split_auth(hosts)
+        self.kazoo = KazooClient(
+            hosts=hosts + self.chroot,
+            timeout=self.session_timeout,
+            auth_data=[("digest", auth)] if auth else None,
+            # The session reconnects until it expires; calls (recipes included) are bounded.
+            connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0},
+            command_retry={"max_tries": self.max_tries, "delay": 0.1, "backoff": 2, "max_delay": 2.0},
+        )
+        try:
+            self.kazoo.start(timeout=connection_timeout)
+        except (KazooTimeoutError, KazooException) as exc:
+            self._stop_quietly()
+            msg = (
+                f"ZooKeeper {self.description} is unreachable: no session within "
+                f"{connection_timeout:g} s ({type(exc).__name__})"
+            )
+            raise error(msg) from exc
+        if self.chroot and self.exists("/") is None:
+            self._stop_quietly()
+            msg = (
+                f"ZooKeeper {self.description}: the chroot {self.chroot!r} does not exist on "
+                f"{hosts}; create it first (for example zkCli.sh create {self.chroot} '')"
+            )
+            raise error(msg)
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"ZkClient({self.description!r})"
+
+    # -- bounded calls -------------------------------------------------------------------------
+    def call(self, what: str, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` with the retry policy; ``what`` names the operation in errors."""
+        retry = KazooRetry(
+            max_tries=self.max_tries,
+            delay=0.1,
+            backoff=2,
+            max_delay=2.0,
+            ignore_expire=True,
+        )
+
+        def once() -> T:
+            try:
+                return attempt()
+            except KazooTimeoutError as exc:
+                raise ForceRetryError(str(exc)) from exc
+
+        try:
+            return retry(once)
+        except _MEANINGFUL:
+            raise
+        except RetryFailedError as exc:
+            msg = (
+                f"ZooKeeper {self.description}: {what} failed after {self.max_tries} tries "
+                "(the service is unreachable or the session is lost)"
+            )
+            raise self.error(msg) from exc
+        except (KazooException, *_RETRYABLE) as exc:
+            msg = f"ZooKeeper {self.description}: {what} failed: {type(exc).__name__} {exc}"
+            raise self.error(msg) from exc
+
+    def _wait(self, result: Any) -> Any:
+        return result.get(timeout=self.call_timeout)
+
+    def get(self, path: str, watch: Callable[..., Any] | None = None) -> tuple[bytes, ZnodeStat] | None:
+        """``(data, stat)`` of ``path``, or None when it does not exist."""
+        try:
+            data, stat = self.call(
+                f"get {path}", lambda: self._wait(self.kazoo.get_async(path, watch))
+            )
+        except NoNodeError:
+            return None
+        return bytes(data or b""), stat
+
+    def exists(self, path: str, watch: Callable[..., Any] | None = None) -> ZnodeStat | None:
+        return self.call(f"exists {path}", lambda: self._wait(self.kazoo.exists_async(path, watch)))
+
+    def children(self, path: str, watch: Callable[..., Any] | None = None) -> list[str] | None:
+        """The child names of ``path``, or None when it does not exist."""
+        try:
+            return list(
+                self.call(
+                    f"list {path}",
+                    lambda: self._wait(self.kazoo.get_children_async(path, watch)),
+                )
+            )
+        except NoNodeError:
+            return None
+
+    def create(
+        self,
+        path: str,
+        value: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequence: bool = False,
+        makepath: bool = False,
+    ) -> str:
+        """Create ``path``; returns the created path (with its sequence number)."""
+        return self.call(
+            f"create {path}",
+            lambda: self._wait(
+                self.kazoo.create_async(
+                    path, value, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+                )
+            ),
+        )
+
+    def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat:
+        return self.call(
+            f"set {path}", lambda: self._wait(self.kazoo.set_async(path, value, version))
+        )
+
+    def put(self, path: str, value: bytes) -> None:
+        """Set ``path`` to ``value``, creating it (and its parents) when missing."""
+        try:
+            self.set(path, value)
+        except NoNodeError:
+            try:
+                self.create(path, value, makepath=True)
+            except NodeExistsError:
+                self.set(path, value)
+
+    def ensure(self, path: str, value: bytes = b"") -> None:
+        """Create ``path`` (and its parents) unless it exists."""
+        if self.exists(path) is None:
+            try:
+                self.create(path, value, makepath=True)
+            except NodeExistsError:
+                pass
+
+    def delete(self, path: str, version: int = -1) -> bool:
+        """Delete one node; False when it was already gone."""
+        try:
+            self.call(f"delete {path}", lambda: self._wait(self.kazoo.delete_async(path, version)))
+        except NoNodeError:
+            return False
+        return True
+
+    def delete_tree(self, path: str) -> None:
+        """Delete ``path`` and everything under it (missing nodes are fine)."""
+        for _ in range(10):
+            for child in self.children(path) or []:
+                self.delete_tree(f"{path.rstrip('/')}/{child}")
+            try:
+                self.delete(path)
+                return
+            except NotEmptyError:
+                continue  # a child appeared meanwhile; delete it too
+        msg = f"ZooKeeper {self.description}: {path} keeps getting new children; not deleted"
+        raise self.error(msg)
+
+    def commit(
+        self, what: str, build: Callable[[Any], object], *, raise_first: bool = True
+    ) -> list[Any]:
+        """Run a transaction built by ``build(tx)``; raises the first failed operation's error
+        (or, with ``raise_first=False``, returns every operation's result, errors included).
+
+        The transaction is rebuilt on every try, so retries never reuse a committed one.
+        """
+
+        def attempt() -> list[Any]:
+            tx = self.kazoo.transaction()
+            build(tx)
+            return list(self._wait(tx.commit_async()))
+
+        results = self.call(what, attempt)
+        if not raise_first:
+            return results
+        for result in results:
+            if isinstance(result, Exception) and not type(result).__name__ == "RolledBackError":
+                raise result
+        return results
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def session_id(self) -> int | None:
+        """The id of the live session, or None when not connected."""
+        if not self.kazoo.connected:
+            return None
+        return int(self.kazoo.client_id[0]) if self.kazoo.client_id else None
+
+    def _stop_quietly(self) -> None:
+        try:
+            self.kazoo.stop()
+            self.kazoo.close()
+        except Exception:  # noqa: BLE001 - closing a session that never opened is best effort
+            pass
+
+    def close(self) -> None:
+        """End the session at once (its ephemeral nodes disappear); idempotent."""
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        self._stop_quietly()
