@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from samza_nb.errors import MetadataStoreError
 from samza_nb.metadata.base import Fence, MetadataStore, check_key, namespaced_key
@@ -52,9 +53,14 @@ class NamespacedMetadataStore(MetadataStore):
     def put(self, key: str, value: bytes) -> None:
         self.store.put(self._key(key), value)
 
-    def put_all(self, entries: Mapping[str, bytes], *, fence: Fence | None = None) -> None:
-        """The fence key is a key of the underlying store, not of this namespace."""
-        self.store.put_all({self._key(key): value for key, value in entries.items()}, fence=fence)
+    def put_all(
+        self, entries: Mapping[str, bytes], *, fence: Fence | None = None, **options: Any
+    ) -> None:
+        """The fence key is a key of the underlying store, not of this namespace; ``options``
+        (a ZooKeeper ``guard``) go to the underlying store."""
+        self.store.put_all(
+            {self._key(key): value for key, value in entries.items()}, fence=fence, **options
+        )
 
     def delete(self, key: str) -> None:
         self.store.delete(self._key(key))

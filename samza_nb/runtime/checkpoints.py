@@ -9,6 +9,7 @@ exactly the same messages at the same time and produces exactly the same outputs
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,9 +94,17 @@ class CheckpointStore:
     sees the commits of other processes too).
     """
 
-    def __init__(self, store: MetadataStore, *, fence: Fence | None = None):
-        """``fence``: commit only while the job's lease generation is this one (JobLease)."""
+    def __init__(
+        self,
+        store: MetadataStore,
+        *,
+        fence: Fence | None = None,
+        guard: Callable[[Any], None] | None = None,
+    ):
+        """``fence``: commit only while the job's lease generation is this one (JobLease);
+        ``guard``: a distributed coordinator's check added to every commit transaction."""
         self._fence = fence
+        self._guard = guard
         self._checkpoints = NamespacedMetadataStore(store, CHECKPOINT_NAMESPACE)
         self._plans = NamespacedMetadataStore(store, EPOCH_NAMESPACE)
         self._cache: dict[str, Checkpoint] = {}
@@ -108,6 +117,12 @@ class CheckpointStore:
         checkpoint = Checkpoint.from_json(raw) if raw is not None else Checkpoint()
         self._cache[task] = checkpoint
         return checkpoint
+
+    def forget(self, tasks: Iterable[str]) -> None:
+        """Drop cached checkpoints: a task this process gets (back) from another process may
+        have been committed there since, so its next read goes to the store."""
+        for task in tasks:
+            self._cache.pop(task, None)
 
     def cached(self) -> dict[str, Checkpoint]:
         """The checkpoints this process read or wrote, by task."""
@@ -122,9 +137,11 @@ class CheckpointStore:
 
     def write_all(self, checkpoints: dict[str, Checkpoint]) -> None:
         """Commit several tasks' checkpoints at once (one transaction where the store has them)."""
-        self._checkpoints.put_all(
-            {task: cp.to_json() for task, cp in checkpoints.items()}, fence=self._fence
-        )
+        entries = {task: cp.to_json() for task, cp in checkpoints.items()}
+        if self._guard is not None:
+            self._checkpoints.put_all(entries, fence=self._fence, guard=self._guard)
+        else:
+            self._checkpoints.put_all(entries, fence=self._fence)
         self._cache.update(checkpoints)
 
     def pending_plan(self, task: str, seq: int) -> EpochPlan | None:

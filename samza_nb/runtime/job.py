@@ -23,7 +23,7 @@ from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.drain import cleanup, write_drain_notification
 from samza_nb.errors import ConfigError, JobError
-from samza_nb.metadata import JobHomeGuard, MetadataStore
+from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import JobModel, SystemStreamPartition
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.plan.serdes import KVSerde
@@ -49,6 +49,7 @@ from samza_nb.runtime.status import DrainStatesView, JobStatus, ProcessorStatus
 __all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "job_home", "metadata_store_path", "run"]
 
 _UNTIL = ("end-of-stream", "caught-up", "forever")
+_DONE_NAMESPACE = "samza-nb-task-done-v1"
 
 
 class Job:
@@ -77,21 +78,37 @@ class Job:
         check_inputs(self.plan)
         self.system = self.plan.default_system
         self.home = job_home(self.plan)
+        self.coordinator_name = self.config.get_str("job.coordinator.factory") or "embedded"
         self.metadata: MetadataStore = open_metadata_store(self.config, self.home)
         self.store_root = str(self.home / "stores")
-        # One incarnation of the job at a time: the lease first, before anything is written.
-        self.lease = EmbeddedJobLease(self.home, self.metadata, label=f"{self.plan.app_name}-{self.plan.job_id}")
-        self.lease.acquire(wait=lease_wait, timeout=lease_timeout)
+        # One incarnation of the job at a time: with the embedded coordinator the job home's
+        # lease, taken before anything is written; a ZooKeeper processor is fenced by its session.
+        self.lease = (
+            EmbeddedJobLease(self.home, self.metadata, label=f"{self.plan.app_name}-{self.plan.job_id}")
+            if self.coordinator_name == "embedded"
+            else None
+        )
+        if self.lease is not None:
+            self.lease.acquire(wait=lease_wait, timeout=lease_timeout)
         try:
             JobHomeGuard(self.home, self.metadata).check(existing_job_data(self.plan, Path(self.store_root)))
             self._setup(processors, grouper, executor, spark)
         except BaseException:
-            self.lease.release()
+            self._release()
             raise
 
+    def _release(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
+
     def _setup(self, processors: int | None, grouper: str | None, executor: str, spark: Any) -> None:
-        self.checkpoints = CheckpointStore(self.metadata, fence=self.lease.fence)
-        self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id"))
+        self.checkpoints = CheckpointStore(
+            self.metadata,
+            fence=None if self.lease is None else self.lease.fence,
+            guard=None if self.lease is not None else self._session_guard,
+        )
+        # A ZooKeeper processor learns the run id its group agreed on once it joined (start).
+        self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id")) if self.lease else ""
         create_streams(self.plan)
         self._executor = get_executor(executor, self.config, spark)
         self._driver = EpochDriver(
@@ -108,16 +125,20 @@ class Job:
         self._leaving: set[str] = set()
         #: The highest processor epoch when the first processor saw the drain notification.
         self.drain_seen_epoch: int | None = None
+        if grouper is None and self.lease is None and "task.name.grouper.factory" not in self.config:
+            # Processes of a distributed job have their own ids: Samza's standalone grouper.
+            grouper = "group-by-container-ids"
         calculator = JobModelCalculator(job_inputs(self.plan), grouper=grouper)
         self.coordinator = get_job_coordinator(
-            self.config.get_str("job.coordinator.factory") or "embedded",
+            self.coordinator_name,
             calculator=calculator,
             metadata=self.metadata,
             run_id=self.run_id,
             config=self.config,
         )
         self._processors: dict[str, StreamProcessor] = {}
-        for pid, location in initial_processors(self.config, processors).items():
+        hosted = initial_processors(self.config, processors, single=self.lease is None)
+        for pid, location in hosted.items():
             self._add(pid, location)
 
     def _add(self, processor_id: str, location: str) -> StreamProcessor:
@@ -145,6 +166,10 @@ class Job:
             run_id=self.run_id,
         )
 
+    def _session_guard(self, transaction: Any) -> None:
+        """A distributed coordinator's fence on commits (its processor's session is live)."""
+        self.coordinator.fence(transaction)  # type: ignore[attr-defined]
+
     def _owns_retention(self, processor: StreamProcessor) -> bool:
         # Retention needs every consumer's checkpoint: the leader's first processor owns it.
         return self.coordinator.is_leader and processor.processor_id == min(self._processors)
@@ -153,9 +178,15 @@ class Job:
     def start(self, background: bool) -> Job:
         self._state = "running"
         self._executor.start()
+        if self.lease is None:
+            # Join the group first: the run id is the one the group agrees on.
+            self.coordinator.start()
+            generator = self.coordinator.run_id_generator(self.metadata)  # type: ignore[attr-defined]
+            self.run_id = self._driver.run_id = generator.run_id()
         for processor in list(self._processors.values()):
             self._start_processor(processor)
-        self.coordinator.start()
+        if self.lease is not None:
+            self.coordinator.start()
         if not background:
             try:
                 self.wait()
@@ -186,7 +217,7 @@ class Job:
         for processor in list(self._processors.values()):
             processor.join()
         self.coordinator.stop()
-        self.lease.release()
+        self._release()
         if self._state == "running":
             self._state = "stopped"
         return self.status()
@@ -205,9 +236,17 @@ class Job:
     def epoch_committed(self, processor: StreamProcessor, results: list[EpochResult]) -> None:
         with self._progress:
             self._metrics.record(results)
-            for result in results:
-                if result.end_of_stream or result.drained:
-                    self._done_tasks.add(result.task_name)
+            finished = [r.task_name for r in results if r.end_of_stream or r.drained]
+            self._done_tasks.update(finished)
+            if self.lease is None:
+                # Processes of a distributed job learn of each other's finished tasks through
+                # the metadata store: a task that ended is never restarted by a rebalance.
+                done = NamespacedMetadataStore(self.metadata, _DONE_NAMESPACE)
+                if finished:
+                    done.put_all({task: self.run_id.encode() for task in finished})
+                self._done_tasks.update(
+                    task for task, run in done.all().items() if run.decode() == self.run_id
+                )
             control = {task: cp.control for task, cp in self.checkpoints.cached().items()}
             # The history replays drain propagation; an epoch that changed no DrainStates adds
             # nothing to replay, and a job idling for hours must not grow it epoch by epoch.
@@ -249,11 +288,21 @@ class Job:
             ):
                 self._state = "stopped" if self._stop_requested else "finished"
             if not any(p.alive for p in self._processors.values() if p is not processor):
-                self.lease.release()  # the last processor stopped: the next run may take over
+                self._release()  # the last processor stopped: the next run may take over
 
     def _caught_up(self) -> bool:
+        """Whether this process's tasks have read everything there is (other processes'
+        tasks are theirs to judge)."""
+        hosted = {
+            task
+            for pid, container in self.job_model.containers.items()
+            if pid in self._processors
+            for task in container.tasks
+        }
         lags = self._ssp_lags()
-        return not any(lag for (task, _ssp), lag in lags.items() if task not in self._done_tasks)
+        return not any(
+            lag for (task, _ssp), lag in lags.items() if task in hosted and task not in self._done_tasks
+        )
 
     # -- processors and groupers -------------------------------------------------------------
     @property

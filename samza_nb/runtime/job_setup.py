@@ -3,6 +3,8 @@ inputs, its processors (ids and locations) and its metadata store, all from plan
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 from samza_nb.config import Config
@@ -86,10 +88,16 @@ def job_inputs(plan: ExecutionPlan) -> JobInputs:
     return JobInputs(frozenset(ssps), frozenset(broadcast), bool(plan.store_names), plan.config)
 
 
-def initial_processors(config: Config, count: int | None) -> dict[str, str]:
+def initial_processors(config: Config, count: int | None, *, single: bool = False) -> dict[str, str]:
     """Processor id → location: ``run(processors=N)`` over ``job.container.count``; ids from
     ``processor.id`` (a list) or 0..N-1; locations from ``processor.locations`` or the
-    LocationIdProvider."""
+    LocationIdProvider. ``single``: a processor process of a distributed coordinator, one
+    processor whose id (unless configured) is unique among the group's processes."""
+    if single:
+        ids = config.get_list("processor.id")
+        pid = ids[0] if ids else f"{socket.gethostname()}-{os.getpid()}"
+        configured = config.get_list("processor.locations")
+        return {pid: configured[0] if configured else base_location(config)}
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
         msg = f"processors must be a positive int, got {count!r}"
         raise ConfigError(msg)
@@ -111,8 +119,12 @@ def base_location(config: Config) -> str:
 
 
 def open_metadata_store(config: Config, home: Path) -> MetadataStore:
-    """``metadata.store.factory`` (embedded by default, in the job home)."""
-    name = config.get_str("metadata.store.factory") or "embedded"
+    """``metadata.store.factory``: embedded in the job home by default, ZooKeeper by default
+    for a job coordinated through ZooKeeper (every processor process must see the same)."""
+    name = config.get_str("metadata.store.factory")
+    if "metadata.store.factory" not in config and config.get_str("job.coordinator.factory") == "zookeeper":
+        name = "zookeeper"
+    name = name or "embedded"
     if name == "embedded":
         return get_metadata_store(name, config, path=metadata_store_path(home))
     return get_metadata_store(name, config)

@@ -118,8 +118,13 @@ class StreamProcessor:
 
     def on_new_job_model(self, processor_id: str, job_model: JobModel) -> None:
         with self._cond:
+            before = set(self._container.tasks) if self._container is not None else set()
             self._model = job_model
             self._container = job_model.containers.get(processor_id)
+            # Tasks arriving from another processor resume from the store's checkpoint, never
+            # from one this process cached when it last ran them.
+            after = set(self._container.tasks) if self._container is not None else set()
+            self.checkpoints.forget(after - before)
             active = {
                 name: task.ssps for name, task in job_model.active_tasks().items()
             }

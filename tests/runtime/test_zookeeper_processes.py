@@ -1,0 +1,105 @@
+"""Standalone on ZooKeeper: processor processes (``samza-nb run`` with
+``job.coordinator.factory=zookeeper``) elect a leader, agree on job models and share the work;
+when one is SIGKILLed its tasks move to the survivor after the session timeout, and the outputs
+still equal the plain-Python counts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.metadata.zookeeper import ZkMetadataStore
+from samza_nb.runtime.checkpoints import CheckpointStore
+from samza_nb.systems import EmbeddedSystem
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+_MODULE = """
+from samza_nb.examples.page_views import build_app
+from samza_nb.systems import EmbeddedSystem
+app = build_app(EmbeddedSystem("embedded", path={path!r}), name="zk-pages")
+"""
+
+
+def _processor(tmp_path: Path, zk_connect: str, pid: str, location: str) -> subprocess.Popen[bytes]:
+    settings = {
+        "job.coordinator.factory": "zookeeper",
+        "job.coordinator.zk.connect": zk_connect,
+        "job.coordinator.zk.session.timeout.ms": "4000",
+        "job.debounce.time.ms": "500",
+        "processor.id": pid,
+        "processor.locations": location,
+        "task.max.epoch.messages": "40",
+        "task.epoch.min.interval.ms": "100",
+    }
+    argv = [sys.executable, "-m", "samza_nb.cli", "run", "zkjob:app", "--executor", "local"]
+    for key, value in settings.items():
+        argv += ["--set", f"{key}={value}"]
+    return subprocess.Popen(
+        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def _committed(zk_connect: str) -> int:
+    store = ZkMetadataStore(zk_connect, "/app-zk-pages-1/ApplicationRunnerData")
+    try:
+        return sum(cp.seq for cp in CheckpointStore(store).read_all().values())
+    finally:
+        store.close()
+
+
+def _totals(system: EmbeddedSystem) -> dict[str, int]:
+    return system.read_frame("page-counts").groupby("key")["value"].sum().to_dict()
+
+
+def test_two_processor_processes_survive_the_death_of_one(zk_connect: str, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    events = generate_page_views(4_000, seed=17)
+    write_page_views(system, events)
+    (tmp_path / "zkjob.py").write_text(_MODULE.format(path=str(log)))
+    survivor = _processor(tmp_path, zk_connect, "p1", "host-a")
+    doomed = _processor(tmp_path, zk_connect, "p2", "host-b")
+    try:
+        deadline = time.monotonic() + 120
+        while _committed(zk_connect) < 6:
+            assert time.monotonic() < deadline, "the processors committed nothing in 120 s"
+            for process in (doomed, survivor):
+                if process.poll() is not None:
+                    said = process.stdout.read().decode()[-3000:] if process.stdout else ""
+                    pytest.fail(f"a processor ended (exit {process.returncode}) before the kill:\n{said}")
+            time.sleep(0.1)
+        os.killpg(doomed.pid, signal.SIGKILL)
+        assert doomed.wait(30) == -signal.SIGKILL
+        output, _ = survivor.communicate(timeout=240)
+        assert survivor.returncode == 0, output.decode()[-3000:]
+        assert b"job finished" in output
+    finally:
+        for process in (survivor, doomed):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+    got, want = _totals(system), expected_counts(events)
+    lost = {k: want[k] - got.get(k, 0) for k in want if got.get(k, 0) < want[k]}
+    doubled = {k: got[k] - want.get(k, 0) for k in got if got[k] > want.get(k, 0)}
+    assert got == want, f"lost {lost}, doubled {doubled}; batches {_batches(log)}; survivor said:\n{output.decode()[-2000:]}"
+
+
+def _batches(log: Path) -> list[tuple[int, str, int, int]]:
+    import sqlite3
+
+    db = sqlite3.connect(str(log / "log.sqlite3"))
+    try:
+        return list(db.execute(
+            "SELECT partition, producer, producer_seq, count FROM batches WHERE stream = 'page-counts' "
+            "ORDER BY partition, producer_seq"
+        ))
+    finally:
+        db.close()
