@@ -10,7 +10,6 @@ through its coordinator (``kill_processor``, ``add_processor``, ``regroup``, ``r
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,13 +23,11 @@ from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.drain import cleanup, write_drain_notification
 from samza_nb.errors import ConfigError, JobError
 from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
-from samza_nb.model import JobModel, SystemStreamPartition
+from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import CheckpointStore
-from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import EpochResult
-from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
+from samza_nb.runtime.epoch_driver import EpochDriver
 from samza_nb.runtime.executor import get_executor
 from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
 from samza_nb.runtime.job_setup import (
@@ -42,6 +39,7 @@ from samza_nb.runtime.job_setup import (
     job_inputs,
     open_metadata_store,
 )
+from samza_nb.runtime.job_views import JobViews
 from samza_nb.runtime.metrics import JobMetrics
 from samza_nb.runtime.processor import StreamProcessor
 from samza_nb.runtime.status import DrainStatesView, JobStatus, ProcessorStatus
@@ -52,7 +50,7 @@ _UNTIL = ("end-of-stream", "caught-up", "forever")
 _DONE_NAMESPACE = "samza-nb-task-done-v1"
 
 
-class Job:
+class Job(JobViews):
     """A running (or finished) application. Created by :func:`run`."""
 
     def __init__(
@@ -123,6 +121,7 @@ class Job:
         self._done_tasks: set[str] = set()
         self._history: list[dict[str, Any]] = []
         self._leaving: set[str] = set()
+        self._stopped: set[str] = set()
         #: The highest processor epoch when the first processor saw the drain notification.
         self.drain_seen_epoch: int | None = None
         if grouper is None and self.lease is None and "task.name.grouper.factory" not in self.config:
@@ -276,19 +275,19 @@ class Job:
 
     def processor_stopped(self, processor: StreamProcessor) -> None:
         with self._progress:
+            self._stopped.add(processor.processor_id)
             if processor.error is not None and self._error is None:
                 self._error = processor.error
                 self._state = "failed"
                 for other in list(self._processors.values()):
                     other.request_stop()
-            elif processor.processor_id in self._leaving:
+            if processor.processor_id in self._leaving:
                 return
-            elif self._state == "running" and not any(
-                p.alive for p in self._processors.values() if p is not processor
-            ):
-                self._state = "stopped" if self._stop_requested else "finished"
-            if not any(p.alive for p in self._processors.values() if p is not processor):
-                self._release()  # the last processor stopped: the next run may take over
+            if set(self._processors) - self._leaving <= self._stopped:
+                # The last processor stopped: the job has ended, the next run may take over.
+                if self._state == "running":
+                    self._state = "stopped" if self._stop_requested else "finished"
+                self._release()
 
     def _caught_up(self) -> bool:
         """Whether this process's tasks have read everything there is (other processes'
@@ -410,89 +409,6 @@ class Job:
         with self._progress:
             history = list(self._history)
         return DrainStatesView.build(history, self._producer_counts(), self._task_ssps())
-
-    # -- views -------------------------------------------------------------------------------
-    @property
-    def epoch(self) -> int:
-        """The highest epoch of any processor."""
-        return max((p.epoch for p in list(self._processors.values())), default=0)
-
-    def _task_ssps(self) -> dict[str, frozenset[SystemStreamPartition]]:
-        return {n: t.ssps for n, t in self.job_model.active_tasks().items()}
-
-    def _producer_counts(self) -> dict[str, int]:
-        return producer_counts(self.plan, self._task_ssps())
-
-    def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
-        return ssp_lags(self._task_ssps(), self.checkpoints.cached(), newest_offsets(self.plan))
-
-    def status(self) -> JobStatus:
-        model = self.job_model
-        lag_by_task: dict[str, int] = {}
-        for (task, _ssp), lag in self._ssp_lags().items():
-            lag_by_task[task] = lag_by_task.get(task, 0) + lag
-        cached = self.checkpoints.cached()
-        tasks = {
-            task: {
-                "epochs": cached[task].seq if task in cached else 0,
-                "lag": lag_by_task.get(task, 0),
-                "done": task in self._done_tasks,
-            }
-            for task in sorted(self._task_ssps())
-        }
-        processors = {}
-        for pid, container in sorted(model.containers.items()):
-            processor = self._processors.get(pid)
-            finished = all(t in self._done_tasks for t in container.tasks)
-            state = "stopped" if finished or processor is None else processor.state
-            location = container.location_id or (processor.location_id if processor else "")
-            processors[pid] = ProcessorStatus(pid, location, sorted(container.tasks), state)
-        error = None if self._error is None else str(self._error)
-        return JobStatus(self._state, self.epoch, self.run_id, processors, tasks, error)
-
-    def metrics(self) -> dict[str, Any]:
-        """Per task and per stream: messages in/out, lag, epoch time, restores."""
-        lag_by_stream: dict[str, int] = {}
-        lag_by_task: dict[str, int] = {}
-        for (task, ssp), lag in self._ssp_lags().items():
-            lag_by_stream[ssp.stream] = lag_by_stream.get(ssp.stream, 0) + lag
-            lag_by_task[task] = lag_by_task.get(task, 0) + lag
-        kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
-        return self._metrics.snapshot(self._task_ssps(), kinds, lag_by_task, lag_by_stream, self.epoch)
-
-    def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
-        """Per task and operator: (input watermark, output watermark) as last committed."""
-        result: dict[str, dict[str, tuple[int, int]]] = {}
-        for task, checkpoint in sorted(self.checkpoints.cached().items()):
-            operators = checkpoint.control.get("operators", {})
-            result[task] = {
-                op_id: (int(state.get("in", -1)), int(state.get("out", -1)))
-                for op_id, state in sorted(operators.items())
-            }
-        return result
-
-    def collect(self, output_stream_id: str) -> Any:
-        """The messages of an output stream as a DataFrame (partition, offset, key, value,
-        timestamp); a KV sent to an output is split into key and value."""
-        info = self.plan.streams.get(output_stream_id)
-        if info is None:
-            msg = f"{output_stream_id!r} is not a stream of this job; streams: {sorted(self.plan.streams)}"
-            raise JobError(msg)
-        serde = info.serde
-        system = system_of(self.plan, output_stream_id)
-        if isinstance(serde, KVSerde):
-            return system.read_frame(output_stream_id, serde=serde.value_serde, key_serde=serde.key_serde)
-        return system.read_frame(output_stream_id, serde=serde)
-
-    def __repr__(self) -> str:
-        return f"Job({self.plan.app_name!r}, state={self._state!r}, epoch={self.epoch})"
-
-    def _repr_html_(self) -> str:
-        return (
-            f"<p>Job <b>{html.escape(self.plan.app_name)}</b> (grouper "
-            f"<code>{html.escape(self.grouper)}</code>)</p>{self.status()._repr_html_()}"
-        )
-
 
 def _drains(control: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each task's DrainStates within its committed control state."""
