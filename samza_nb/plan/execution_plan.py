@@ -9,7 +9,7 @@ broadcast ends a stage and its intermediate stream starts another.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,7 +42,7 @@ from samza_nb.plan.windows import (
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["ExecutionPlan", "Stage", "StreamInfo", "StreamKind"]
+__all__ = ["ExecutionPlan", "Stage", "StreamInfo", "StreamKind", "register_renderers"]
 
 StreamKind = Literal["input", "output", "intermediate", "side_input"]
 
@@ -267,20 +267,25 @@ class ExecutionPlan:
         return json.dumps(self.to_dict(), indent=indent)
 
     # -- display ---------------------------------------------------------------------------
+    # A plan draws itself with the renderers plan/drawing.py registers (the plan package
+    # does so on import): the value does not depend on its views.
     def __repr__(self) -> str:
-        from samza_nb.plan.drawing import render_text
-
-        return render_text(self)
+        return _RENDERERS["text"](self)
 
     def _repr_svg_(self) -> str:
-        from samza_nb.plan.drawing import render_svg
-
-        return render_svg(self)
+        return _RENDERERS["svg"](self)
 
     def _repr_html_(self) -> str:
-        from samza_nb.plan.drawing import render_html
+        return _RENDERERS["html"](self)
 
-        return render_html(self)
+
+#: How plans draw themselves: "text", "svg" and "html" renderers (see :func:`register_renderers`).
+_RENDERERS: dict[str, Callable[[ExecutionPlan], str]] = {}
+
+
+def register_renderers(**renderers: Callable[[ExecutionPlan], str]) -> None:
+    """Set the functions that draw plans (``text=``, ``svg=``, ``html=``)."""
+    _RENDERERS.update(renderers)
 
 
 def _serde_name(serde: Any) -> str:

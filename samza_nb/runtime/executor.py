@@ -10,14 +10,17 @@ operator and window semantics are tested in milliseconds without a JVM
 from __future__ import annotations
 
 import hashlib
+import re
+import socket
 import threading
+import time
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.config import Config
-from samza_nb.errors import ConfigError
+from samza_nb.errors import ConfigError, ServiceError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.task import run_task_epoch
 
@@ -110,8 +113,49 @@ class SparkExecutor(Executor):
         return list(rdd.mapPartitions(run_partition, preservesPartitioning=True).collect())
 
 
+_MASTER = re.compile(
+    r"^(local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]"
+    r"|spark://[^/\s]+(:\d+)?(,[^/\s]+(:\d+)?)*|yarn|k8s://\S+|mesos://\S+)$"
+)
+_MASTER_TRIES = 3
+
+
+def check_master(master: str) -> None:
+    """Fail in one line, before a JVM starts, on a malformed master URL or a standalone
+    master that does not answer (bounded tries), instead of Spark's minute of retries."""
+    if not _MASTER.match(master):
+        msg = (
+            f"spark.master={master!r} is not a Spark master URL; use local[*], local[N], "
+            "spark://host:port, yarn or k8s://..."
+        )
+        raise ConfigError(msg)
+    if not master.startswith("spark://"):
+        return
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":")
+        error: OSError | None = None
+        for attempt in range(_MASTER_TRIES):
+            try:
+                socket.create_connection((host or address, int(port or 7077)), timeout=2).close()
+                error = None
+                break
+            except OSError as failure:
+                error = failure
+                time.sleep(0.2 * (attempt + 1))
+        if error is not None:
+            msg = (
+                f"the Spark master {master} does not answer at {address} after {_MASTER_TRIES} "
+                f"tries ({error.strerror or error}); start it (samza-nb services up spark) or "
+                "fix spark.master"
+            )
+            raise ServiceError(msg, service="spark")
+
+
 def _session_for(config: Config) -> Any:
     from samza_nb.runtime.spark import get_spark
+
+    if "spark.master" in config:
+        check_master(config["spark.master"])
 
     if "spark.master" not in config:
         from pyspark.sql import SparkSession

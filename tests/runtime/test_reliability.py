@@ -15,9 +15,11 @@ import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import (
+    ConfigError,
     JobLeaseError,
     MetadataStoreError,
     SerdeError,
+    ServiceError,
     StreamSystemError,
     TaskError,
 )
@@ -27,7 +29,7 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import job_home, metadata_store_path
+from samza_nb.runtime import job_home, metadata_store_path, run
 from samza_nb.runtime.reset import reset_job
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
@@ -173,3 +175,21 @@ def test_an_idle_windowed_job_runs_epochs_only_when_a_timer_is_due(system: Embed
     finally:
         job.stop()
 
+
+
+@pytest.mark.parametrize(
+    ("master", "error", "message"),
+    [
+        ("spark//127.0.0.1:7077", ConfigError, "is not a Spark master URL"),
+        ("locale[2]", ConfigError, "is not a Spark master URL"),
+        ("spark://127.0.0.1:1", ServiceError, "does not answer at 127.0.0.1:1 after 3 tries"),
+    ],
+)
+def test_a_bad_or_unreachable_spark_master_fails_in_one_line_before_spark_starts(
+    system: EmbeddedSystem, master: str, error: type[Exception], message: str
+) -> None:
+    write_page_views(system, generate_page_views(10))
+    started = time.monotonic()
+    with pytest.raises(error, match=message):
+        run(build_app(system, name="masterless"), {"spark.master": master})
+    assert time.monotonic() - started < 20
