@@ -26,7 +26,7 @@ from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.secrecy import private_file
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
-from samza_nb.systems.partitioning import partition_for_key
+from samza_nb.systems.writes import placed_records
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
 
@@ -76,24 +76,6 @@ def default_data_dir() -> Path:
         return Path(home).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "samza_nb"
-
-
-def _checked_timestamps(stream_id: str, timestamps: Iterable[Any] | None, count: int) -> list[int] | None:
-    """One int (epoch milliseconds) per value, or None."""
-    if timestamps is None:
-        return None
-    stamps = list(timestamps)
-    if len(stamps) != count:
-        msg = f"write to stream {stream_id!r}: {count} values but {len(stamps)} timestamps"
-        raise StreamSystemError(msg)
-    for index, stamp in enumerate(stamps):
-        if not isinstance(stamp, int) or isinstance(stamp, bool):
-            msg = (
-                f"write to stream {stream_id!r}: timestamp {index} is {stamp!r}; timestamps are "
-                f"ints (milliseconds since the epoch)"
-            )
-            raise StreamSystemError(msg)
-    return stamps
 
 
 class _Connections:
@@ -435,37 +417,17 @@ class EmbeddedSystem(StreamSystem):
         ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
         """
         count = self._require_open(stream_id)
-        if partition is not None and not 0 <= partition < count:
-            msg = f"stream {stream_id!r} has partitions 0..{count - 1}, not {partition}"
-            raise StreamSystemError(msg)
-        encode_value = serde.to_bytes if serde is not None else _json_encode
-        encode_key = key_serde.to_bytes if key_serde is not None else _json_encode
-        values = list(values)
-        stamps = _checked_timestamps(stream_id, timestamps, len(values))
-        rotation = self._round_robin.setdefault(stream_id, itertools.count())
-        per_partition: dict[int, list[tuple[int, bytes | None, bytes, int | None]]] = {}
-        written = 0
-        for index, value in enumerate(values):
-            try:
-                key = key_fn(value) if key_fn is not None else None
-            except Exception as error:
-                msg = f"key_fn failed on value {index} written to stream {stream_id!r} ({value!r:.80}): {error!r}"
-                raise StreamSystemError(msg) from error
-            key_bytes = encode_key(key) if key is not None else None
-            if partition is not None:
-                target = partition
-            elif key_fn is not None:
-                target = partition_for_key(key_bytes, count)
-            else:
-                target = next(rotation) % count
-            stamp = stamps[index] if stamps is not None else None
-            per_partition.setdefault(target, []).append(
-                (MessageKind.USER, key_bytes, encode_value(value), stamp)
-            )
-            written += 1
+        placed = placed_records(
+            stream_id, values, partitions=count,
+            rotation=self._round_robin.setdefault(stream_id, itertools.count()),
+            key_fn=key_fn, partition=partition, timestamps=timestamps, serde=serde, key_serde=key_serde,
+        )
+        per_partition: dict[int, list[Record]] = {}
+        for target, record in placed:
+            per_partition.setdefault(target, []).append(record)
         for target, records in sorted(per_partition.items()):
-            self.append_encoded(stream_id, target, _encode_batch(records), len(records))
-        return written
+            self.append(stream_id, target, records)
+        return len(placed)
 
     def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
         """Append a source watermark (null task name) to one partition."""

@@ -37,7 +37,7 @@ from samza_nb.systems.kafka_reader import (
     decode_message,
     record_headers,
 )
-from samza_nb.systems.partitioning import partition_for_key
+from samza_nb.systems.writes import placed_records
 
 __all__ = ["KafkaSystem"]
 
@@ -689,33 +689,13 @@ class KafkaSystem(StreamSystem):
         partition explicitly), else round robin. Values and keys are JSON unless
         ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
         """
-        from samza_nb.systems.embedded import _checked_timestamps
-
         count = self._require(stream_id)
-        if partition is not None and not 0 <= partition < count:
-            msg = f"topic {stream_id!r} has partitions 0..{count - 1}, not {partition}"
-            raise StreamSystemError(msg)
-        encode_value = serde.to_bytes if serde is not None else _json_encode
-        encode_key = key_serde.to_bytes if key_serde is not None else _json_encode
-        values = list(values)
-        stamps = _checked_timestamps(stream_id, timestamps, len(values))
-        rotation = self._round_robin.setdefault(stream_id, itertools.count())
-        items: list[tuple[int, Record, None]] = []
-        for index, value in enumerate(values):
-            try:
-                key = key_fn(value) if key_fn is not None else None
-            except Exception as error:
-                msg = f"key_fn failed on value {index} written to topic {stream_id!r} ({value!r:.80}): {error!r}"
-                raise StreamSystemError(msg) from error
-            key_bytes = encode_key(key) if key is not None else None
-            if partition is not None:
-                target = partition
-            elif key_fn is not None:
-                target = partition_for_key(key_bytes, count)
-            else:
-                target = next(rotation) % count
-            stamp = stamps[index] if stamps is not None else None
-            items.append((target, Record(MessageKind.USER, key_bytes, encode_value(value), stamp), None))
+        placed = placed_records(
+            stream_id, values, partitions=count,
+            rotation=self._round_robin.setdefault(stream_id, itertools.count()),
+            key_fn=key_fn, partition=partition, timestamps=timestamps, serde=serde, key_serde=key_serde,
+        )
+        items = [(target, record, None) for target, record in placed]
         self._produce_all(stream_id, items)
         return len(items)
 
