@@ -252,13 +252,22 @@ def add_plan_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def _metadata_store_of(args: argparse.Namespace) -> Any:
+    """The job's metadata store: ``--job-home`` names an embedded one; MODULE:APP with its
+    config names whatever the job uses (``metadata.store.factory``: a ZooKeeper or Kafka store
+    is reached from here as from the job's processes)."""
     from samza_nb.metadata import EmbeddedMetadataStore
-    from samza_nb.runtime import metadata_store_path
+    from samza_nb.runtime import job_home, metadata_store_path
+    from samza_nb.runtime.job_setup import open_metadata_store
 
     if args.job_home:
         path = metadata_store_path(Path(args.job_home))
     elif args.app:
-        path = metadata_store_path(_application(args).plan(_config(args)))
+        plan = _application(args).plan(_config(args))
+        if plan.config.get_str("metadata.store.factory") not in (None, "", "embedded") or (
+            plan.config.get_str("job.coordinator.factory") not in (None, "", "embedded")
+        ):
+            return open_metadata_store(plan.config, job_home(plan))
+        path = metadata_store_path(plan)
     else:
         msg = "name the job: MODULE:APP (with its --config) or --job-home DIR"
         raise ConfigError(msg)

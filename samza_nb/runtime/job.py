@@ -77,6 +77,8 @@ class Job(JobViews):
         self.system = self.plan.default_system
         self.home = job_home(self.plan)
         self.coordinator_name = self.config.get_str("job.coordinator.factory") or "embedded"
+        # Owner only; processes of one job on one machine may create it at the same moment.
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.metadata: MetadataStore = open_metadata_store(self.config, self.home)
         self.store_root = str(self.home / "stores")
         # One incarnation of the job at a time: with the embedded coordinator the job home's

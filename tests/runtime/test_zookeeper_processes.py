@@ -28,6 +28,15 @@ app = build_app(EmbeddedSystem("embedded", path={path!r}), name="zk-pages")
 """
 
 
+def _settings(zk_connect: str) -> dict[str, str]:
+    return {
+        "job.coordinator.factory": "zookeeper",
+        "job.coordinator.zk.connect": zk_connect,
+        "job.coordinator.zk.session.timeout.ms": "4000",
+        "job.debounce.time.ms": "500",
+    }
+
+
 def _processor(tmp_path: Path, zk_connect: str, pid: str, location: str) -> subprocess.Popen[bytes]:
     settings = {
         "job.coordinator.factory": "zookeeper",
@@ -103,3 +112,44 @@ def _batches(log: Path) -> list[tuple[int, str, int, int]]:
         ))
     finally:
         db.close()
+
+
+def _input_read(zk_connect: str) -> int:
+    store = ZkMetadataStore(zk_connect, "/app-zk-pages-1/ApplicationRunnerData")
+    try:
+        return sum(
+            offset
+            for checkpoint in CheckpointStore(store).read_all().values()
+            for key, offset in checkpoint.offsets.items()
+            if key.startswith("page-views#")
+        )
+    finally:
+        store.close()
+
+
+def test_samza_nb_drain_stops_every_processor_process(zk_connect: str, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    events = generate_page_views(1_000, seed=19)
+    write_page_views(system, events, end=False)  # an open input: only a drain ends the job
+    (tmp_path / "zkjob.py").write_text(_MODULE.format(path=str(log)))
+    processes = [_processor(tmp_path, zk_connect, f"p{i}", f"host-{i}") for i in (1, 2)]
+    try:
+        deadline = time.monotonic() + 120
+        while _input_read(zk_connect) < len(events):
+            assert time.monotonic() < deadline, "the processors did not read the input in 120 s"
+            time.sleep(0.1)
+        argv = [sys.executable, "-m", "samza_nb.cli", "drain", "zkjob:app", "--wait", "--timeout", "120"]
+        for key, value in _settings(zk_connect).items():
+            argv += ["--set", f"{key}={value}"]
+        drain = subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=180, check=False)
+        assert drain.returncode == 0, drain.stderr.decode()[-2000:]
+        for process in processes:
+            output, _ = process.communicate(timeout=120)
+            assert process.returncode == 0 and b"job drained" in output, output.decode()[-2000:]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+    assert _totals(system) == expected_counts(events)
