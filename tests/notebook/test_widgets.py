@@ -525,3 +525,18 @@ def test_the_explorers_preview_is_the_model_the_job_then_runs(spark: Any, tmp_pa
     explorer.grouper.value = "host-affinity"
     explorer.refresh()
     assert explorer.apply_button.disabled and "has stopped" in explorer.apply_button.tooltip
+
+
+def test_explorer_summary_and_kill_list_agree_with_the_proposal() -> None:
+    explorer = GrouperExplorer(tasks=6, processors=3, grouper="group-by-container-count")
+    assert explorer.kill_choice.value == "0"  # the kill list starts on a live processor
+    explorer.kill_choice.value = "2"
+    explorer.kill_button.click()
+    assert "no processor" not in explorer.message.value
+    text = explorer.snapshot_text()
+    # Two of three processors are left for six tasks: balanced, so the bound is stated.
+    assert "any balanced assignment moves at least" in text
+    explorer.grouper.value = "single-container"
+    # One container takes everything: unbalanced, and no bound it could contradict.
+    assert "unbalanced" in explorer.snapshot_text()
+    assert "any balanced assignment moves at least" not in explorer.snapshot_text()

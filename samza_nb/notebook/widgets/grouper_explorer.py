@@ -581,7 +581,9 @@ class GrouperExplorer(LiveWidget):
             proposal = JobModel(config, add_standby_containers(model.containers.values(), replicas))
         self.proposal = proposal
         self.moves = moved_tasks(self.current, proposal)
-        self.balance = balance(model)
+        # Live processors the grouper left idle count too: they hold zero tasks.
+        counts = dict(balance(model).counts)
+        self.balance = Balance({**dict.fromkeys(live, 0), **counts})
         self.lower_bound = min_moves(
             self.current.task_to_processor(mode=TaskMode.ACTIVE), live, [t.name for t in tasks]
         )
