@@ -208,6 +208,17 @@ def test_killing_a_processor_moves_only_its_tasks_and_loses_nothing(spark: Any, 
               background=True, clock=StepClock())
     before = {pid: set(c.tasks) for pid, c in job.job_model.containers.items()}
     _wait_for_epochs(job, 2)
+    # Processors run their own epochs: wait until processor 1's tasks have window state.
+    shuffle = next(iter(job.plan.intermediate_streams))
+    import time
+
+    deadline = time.monotonic() + 120
+    while not all(
+        any(k.startswith(shuffle) and v > 0 for k, v in job.checkpoints.read(task).offsets.items())
+        for task in before["1"]
+    ):
+        assert time.monotonic() < deadline, "processor 1's tasks read no shuffled message in 120 s"
+        time.sleep(0.05)
     after_model = job.kill_processor("1")
     after = {pid: set(c.tasks) for pid, c in after_model.containers.items()}
     assert after["0"] >= before["0"] and after["2"] >= before["2"]
