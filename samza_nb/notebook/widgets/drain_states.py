@@ -96,7 +96,8 @@ class DrainStatesWidget(LiveWidget):
         try:
             following = slider.value == slider.max
             if epochs:
-                first, last = epochs[0], epochs[-1]
+                # The slider runs to the job's epoch: the newest DrainStates hold until then.
+                first, last = epochs[0], max(epochs[-1], self.job_status.epoch)
                 # The slider refuses min > max at every step, so widen on the side that moves.
                 if first > slider.max:
                     slider.max = last
@@ -134,12 +135,16 @@ class DrainStatesWidget(LiveWidget):
         )
 
     def _shown_rows(self) -> list[dict[str, Any]]:
+        """The DrainStates as they stood after the slider's epoch: the history's last entry at
+        or before it (the history keeps only the epochs that changed something)."""
         if self.states is None:
             return []
+        shown = self.states.history[0][1] if self.states.history else self.states.rows
         for epoch, rows in self.states.history:
-            if epoch == self.epoch_slider.value:
-                return rows
-        return self.states.rows
+            if epoch > self.epoch_slider.value:
+                break
+            shown = rows
+        return shown
 
     def _draw(self) -> None:
         rows = self.rows = self._shown_rows()
@@ -169,14 +174,20 @@ class DrainStatesWidget(LiveWidget):
 
     def _summary_text(self) -> str:
         drained = sum(1 for row in self.rows if row["drained"])
-        epochs = self.epochs
         status = self.job_status
-        state = f"; job {status.state}, epoch {status.epoch}" if status else ""
-        if not epochs:
-            return f"DrainStates of {self.plan.app_name}: no epoch committed yet{state}"
+        state = f" · job {status.state}" if status else ""
+        if not self.epochs:
+            epoch = f" at epoch {status.epoch}" if status else ""
+            return f"DrainStates of {self.plan.app_name}: no epoch committed yet{state}{epoch}"
+        slider = self.epoch_slider
+        shown = (
+            f"after epoch {slider.value}"
+            if slider.value == slider.max
+            else f"replaying epoch {slider.value} of {slider.max}"
+        )
         return (
-            f"DrainStates of {self.plan.app_name} after epoch {self.epoch_slider.value} of "
-            f"{epochs[-1]}: {drained} of {len(self.rows)} SSPs drained{state}"
+            f"DrainStates of {self.plan.app_name} {shown}: {drained} of {len(self.rows)} SSPs "
+            f"drained{state}"
         )
 
     def _table_rows(self) -> list[list[str]]:
@@ -216,9 +227,9 @@ def _upstream(row: Mapping[str, Any]) -> str:
     if not row["expected"]:
         # A source has no upstream tasks: the drain notification drains it.
         return "source"
-    text = f"{len(row['heard'])} of {row['expected']}"
-    if row["drained"] and len(row["heard"]) < row["expected"]:
+    heard, expected = len(row["heard"]), row["expected"]
+    if row["drained"] and heard < expected:
         # The task that heard all n upstream drains of one partition of an intermediate stream
         # rebroadcasts a drain to the other partitions (Samza's aggregation), which drains them.
-        text += " (aggregate)"
-    return text
+        return f"all {expected} via another partition ({heard} heard here)"
+    return f"{heard} of {expected}"

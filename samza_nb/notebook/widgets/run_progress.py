@@ -16,7 +16,10 @@ from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 if TYPE_CHECKING:
     from samza_nb.runtime.job import Job, JobStatus
 
-__all__ = ["RunProgress"]
+__all__ = ["STARTING", "RunProgress"]
+
+#: The phase before the job's first epoch: the JVM and the Spark session are starting.
+STARTING = "starting Spark…"
 
 _HEADERS = ["epochs", "read", "written", "processed", "lag", "rate", "state"]
 _BAR_STYLES = {
@@ -33,14 +36,19 @@ class RunProgress(LiveWidget):
     The bar's total is what the inputs hold for this run: the messages read so far plus the
     input lag (between the checkpoints and the newest offsets), so it fills as the job catches
     up and grows when new input arrives. Before anything is readable there is no total and
-    only the counters show. The rate is input messages per second over the refreshes of the
-    last ``window`` seconds, a series this view keeps for itself (the job keeps totals only).
+    only the counters show. While the job has not started its first epoch (``job.epoch == 0``,
+    no result yet: the JVM and the Spark session start, 5–15 s in a fresh kernel) the state
+    reads "starting Spark…". The rate is input messages per second over the refreshes of the
+    last ``window`` seconds, a series this view keeps for itself (the job keeps totals only);
+    once the job is done it is the average over the time the job read its inputs (from this
+    view's first refresh to the last refresh that saw new input), not the last window's 0/s.
 
     Attributes: ``job``, ``bar`` (IntProgress), ``counters`` (HTML widget), ``job_status``
     (the last ``job.status()``), ``epochs``, ``messages_in`` (read from the inputs),
     ``messages_out`` (written to the outputs), ``processed`` (messages all tasks received,
     intermediate streams included), ``lag`` (input messages not read yet), ``rate`` (input
-    messages per second, None until two refreshes apart) and ``samples``.
+    messages per second, None until two refreshes apart), ``phase`` ("starting Spark…", the
+    job's state, or its state and "(average rate)") and ``samples``.
     """
 
     def __init__(
@@ -66,6 +74,10 @@ class RunProgress(LiveWidget):
         self.processed = 0
         self.lag = 0
         self.rate: float | None = None
+        self.phase = ""
+        #: (clock time, messages read) at the first refresh and at the last one that saw input.
+        self._first: tuple[float, int] | None = None
+        self._last_read: tuple[float, int] | None = None
         self.bar = widgets.IntProgress(value=0, min=0, max=1, description="caught up")
         self.counters = widgets.HTML()
         super().__init__(
@@ -98,25 +110,46 @@ class RunProgress(LiveWidget):
             bar.value = self.messages_in
         else:
             bar.layout.display = "none"
+        starting = status.state == "running" and status.epoch == 0 and self.epochs == 0
+        if starting and not self.messages_in:
+            self.phase = STARTING
+        elif status.done and self.rate is not None:
+            self.phase = f"{status.state} (average rate)"
+        else:
+            self.phase = status.state
         bar.bar_style = _BAR_STYLES.get(status.state, "")
-        bar.description = status.state
-        self.counters.value = html_table(_HEADERS, [self._row()])
+        bar.description = STARTING if self.phase == STARTING else status.state
+        self.counters.value = paragraph(self._progress_text(), bold=True) + html_table(
+            _HEADERS, [self._row()]
+        )
         if status.error:
             self.message.value = paragraph(f"job failed: {status.error}", colour="#cf222e")
 
     def _sample(self) -> None:
         now = self._clock()
+        if self._first is None:
+            self._first = (now, self.messages_in)
+        if self._last_read is None or self.messages_in > self._last_read[1]:
+            self._last_read = (now, self.messages_in)
         self.samples.append((now, self.messages_in))
         # Keep one sample older than the window so the rate always spans the whole window.
         while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
             self.samples.popleft()
+        status = self.job_status
+        if status is not None and status.done:
+            # Done: nothing more will be read, so the last window's rate falls to 0/s. The
+            # average over the time the job was reading says how fast it went.
+            (start, read_at_start), (end, read) = self._first, self._last_read
+            elapsed = end - start
+            self.rate = (read - read_at_start) / elapsed if elapsed > 0 else None
+            return
         first_time, first_count = self.samples[0]
         elapsed = now - first_time
         self.rate = (self.messages_in - first_count) / elapsed if elapsed > 0 else None
 
     def _row(self) -> list[str]:
         rate = "–" if self.rate is None else f"{self.rate:,.1f}/s"
-        state = self.job_status.state if self.job_status else "–"
+        state = self.phase or "–"
         return [
             count(self.epochs),
             count(self.messages_in),
@@ -130,18 +163,18 @@ class RunProgress(LiveWidget):
     # -- display ---------------------------------------------------------------------------
     def _progress_text(self) -> str:
         total = self.messages_in + self.lag
+        if self.phase == STARTING:
+            return "starting Spark… (a fresh kernel starts a JVM first: 5–15 s)"
         if not total:
             return "no input yet"
         return f"{self.messages_in:,} of {total:,} input messages read ({100 * self.messages_in / total:.0f}%)"
 
     def snapshot_html(self) -> str:
-        return (
-            paragraph(self._progress_text(), bold=True) + self.counters.value + self.message.value
-        )
+        return self.counters.value + self.message.value
 
     def snapshot_text(self) -> str:
         return f"RunProgress: {self._progress_text()}\n" + text_table(_HEADERS, [self._row()])
 
     def __repr__(self) -> str:
-        state = self.job_status.state if self.job_status else "–"
+        state = self.phase or "–"
         return f"RunProgress({state}, epoch {self.epochs}, {self.messages_in:,} read)"
