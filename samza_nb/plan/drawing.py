@@ -799,7 +799,7 @@ def _edge_label(edge: _Edge, block: _Block, below: dict[int, int], width: float)
         x, anchor, room = sx - 6, "end", sx - 6 - _MARGIN
     return (
         f'<text class="samza-stream-label" x="{_fmt(x)}" y="{_fmt(y)}" text-anchor="{anchor}" '
-        f'style="fill:{_TEXT_STREAM};stroke:var(--jp-layout-color0,#fff);stroke-width:3px;'
+        f'style="fill:{_TEXT_STREAM};stroke:var(--jp-layout-color0,#ffffff);stroke-width:3px;'
         f'paint-order:stroke">{escape(_clip(text, room + 12))}</text>'
     )
 
