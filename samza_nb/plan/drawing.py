@@ -17,10 +17,12 @@ Every element a live view may want to restyle carries a class and a data attribu
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from html import escape as _escape
+from html import unescape as html_unescape
 from typing import TYPE_CHECKING
 
 from samza_nb.plan.operators import (
@@ -37,7 +39,16 @@ from samza_nb.plan.operators import (
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["FONT_SIZE", "MAX_WIDTH", "StreamStyle", "render_html", "render_svg", "render_text", "scroll_box"]
+__all__ = [
+    "FONT_SIZE",
+    "MAX_WIDTH",
+    "StreamStyle",
+    "render_html",
+    "render_svg",
+    "render_text",
+    "scroll_box",
+    "svg_image",
+]
 
 StreamStyle = str | Mapping[str, str]
 """A colour (the stroke of the stream's edges and node) or SVG attributes for them."""
@@ -405,7 +416,9 @@ def _layout(
     for stream_id, count in [*plan.inputs.items(), *plan.side_inputs.items()]:
         kind = plan.streams[stream_id].kind
         single(_stream_node(stream_id, kind, count, stream_labels.get(stream_id), node_h), "stream")
-    per_line = max(1, int((max_width - 2 * _MARGIN - 2 * _PAD + _LAYER_GAP) // (_NODE_W + _LAYER_GAP)))
+    per_line = max(
+        1, int((max_width - 2 * _MARGIN - 2 * _PAD + _LAYER_GAP) // (_NODE_W + _LAYER_GAP))
+    )
     edge_nodes = dict(op_nodes)
     for stage in plan.stages:
         if stage.id in folded:
@@ -648,9 +661,7 @@ def _path(edge: _Edge) -> str:
             f"M{_fmt(sx)},{_fmt(sy)} C{_fmt(sx)},{_fmt(sy + d)} {_fmt(tx)},{_fmt(ty - d)} "
             f"{_fmt(tx)},{_fmt(ty)}"
         )
-    right = max(
-        (b.x + b.w for b in (src.block, dst.block) if b is not None), default=src.x + src.w
-    )
+    right = max((b.x + b.w for b in (src.block, dst.block) if b is not None), default=src.x + src.w)
     return (
         f"M{_fmt(src.x + src.w)},{_fmt(src.cy)} H{_fmt(right + 12)} V{_fmt(dst.cy)} "
         f"H{_fmt(dst.x + dst.w)}"
@@ -713,6 +724,10 @@ def render_svg(
         f'font-family="{_FONT}" font-size="{FONT_SIZE}" data-app={quoteattr(plan.app_name)} '
         f"data-job-id={quoteattr(plan.job_id)}>",
         f"<title>{escape(f'plan of {plan.app_name} (job {plan.job_id})')}</title>",
+        # The theme's background inline; white where the theme's variables are unknown (the
+        # drawing as an image in a saved notebook), so the dark text never lies on a dark page.
+        '<rect class="samza-background" width="100%" height="100%" '
+        'style="fill:var(--jp-layout-color0,#ffffff)"/>',
         '<defs><marker id="samza-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         'fill="context-stroke"/></marker></defs>',
@@ -823,6 +838,31 @@ def render_html(plan: ExecutionPlan, **options: object) -> str:
         f'<div style="font-family:{_FONT};font-size:12px;margin:2px 0 6px;color:{_TEXT}">'
         f"{summary}</div>{scroll_box(svg)}</div>"
     )
+
+
+def svg_image(html: str) -> str:
+    """``html`` with each inline ``<svg>`` drawing turned into an ``<img>`` of it (a data URI).
+
+    For snapshots kept in saved notebooks: JupyterLab's sanitizer drops ``<svg>`` from
+    untrusted notebooks (leaving its text as a jumble) but keeps an ``<img>``, shown once the
+    notebook is trusted and, until then, reduced to its alt text; nbconvert and trusted
+    notebooks show the image. Not scaled down: it scrolls in its box like the drawing.
+    """
+
+    def image(match: re.Match[str]) -> str:
+        svg = match.group(0)
+        root = re.match(r'<svg [^>]*width="([\d.]+)" height="([\d.]+)"', svg)
+        size = f' width="{root.group(1)}" height="{root.group(2)}"' if root else ""
+        title = re.search(r"<title>([^<]*)</title>", svg)
+        alt = f"drawing: {html_unescape(title.group(1))}" if title else "drawing"
+        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        return (
+            f'<img class="samza-plan-image" src="data:image/svg+xml;base64,{data}"{size} '
+            f"alt={quoteattr(alt + ' (shown once the notebook is trusted)')} "
+            'style="max-width:none"/>'
+        )
+
+    return re.sub(r"<svg .*?</svg>", image, html, flags=re.DOTALL)
 
 
 def scroll_box(svg: str) -> str:

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from samza_nb.errors import SamzaNbError
-from samza_nb.notebook.widgets._html import FONT, count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import ERROR, count, html_table, paragraph, text_table
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
-from samza_nb.plan.drawing import render_svg
+from samza_nb.plan.drawing import render_svg, scroll_box, svg_image
 
 if TYPE_CHECKING:
     from samza_nb.runtime.job import DrainStatesView, Job, JobStatus
@@ -125,7 +125,7 @@ class DrainStatesWidget(LiveWidget):
         except SamzaNbError as error:
             # The job ended after the last refresh (nothing to drain): one line, then redraw,
             # which disables the button for a job that is done.
-            self.message.value = paragraph(str(error), colour="#cf222e")
+            self.message.value = paragraph(str(error), colour=ERROR)
             self.refresh()
             return
         self._drain_clicked = self.drain_button.disabled = True
@@ -166,9 +166,7 @@ class DrainStatesWidget(LiveWidget):
             self.stream_states[stream_id] = state
             labels[stream_id] = f"drained {drained}/{len(stream_rows)}"
         svg = render_svg(self.plan, stream_styles=styles, stream_labels=labels)
-        self.graph.value = (
-            f'<div style="overflow:auto;max-width:100%;font-family:{FONT}">{svg}</div>'
-        )
+        self.graph.value = scroll_box(svg)
         self.summary.value = paragraph(self._summary_text(), bold=True)
         self.table.value = html_table(_HEADERS, self._table_rows())
 
@@ -209,7 +207,9 @@ class DrainStatesWidget(LiveWidget):
 
     # -- display ---------------------------------------------------------------------------
     def snapshot_html(self) -> str:
-        return self.summary.value + self.graph.value + self.table.value + self.message.value
+        return (
+            self.summary.value + svg_image(self.graph.value) + self.table.value + self.message.value
+        )
 
     def snapshot_text(self) -> str:
         return self._summary_text() + "\n" + text_table(_HEADERS, self._table_rows())

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from samza_nb.errors import ConfigError
-from samza_nb.notebook.widgets._html import count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import ERROR, count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets._rate import RateMeter
 
 if TYPE_CHECKING:
     from samza_nb.runtime.job import Job, JobStatus
@@ -64,9 +65,6 @@ class RunProgress(LiveWidget):
             msg = f"window must be a positive number of seconds, got {window!r}"
             raise ConfigError(msg)
         self.window = window
-        self._clock = clock
-        #: (clock time, messages read from the inputs) at each refresh within the window.
-        self.samples: deque[tuple[float, int]] = deque()
         self.job_status: JobStatus | None = None
         self.epochs = 0
         self.messages_in = 0
@@ -75,9 +73,8 @@ class RunProgress(LiveWidget):
         self.lag = 0
         self.rate: float | None = None
         self.phase = ""
-        #: (clock time, messages read) at the first refresh and at the last one that saw input.
-        self._first: tuple[float, int] | None = None
-        self._last_read: tuple[float, int] | None = None
+        self._meter = RateMeter(window, clock)
+        self.samples = self._meter.samples
         self.bar = widgets.IntProgress(value=0, min=0, max=1, description="caught up")
         self.counters = widgets.HTML()
         super().__init__(
@@ -123,32 +120,14 @@ class RunProgress(LiveWidget):
             _HEADERS, [self._row()]
         )
         if status.error:
-            self.message.value = paragraph(f"job failed: {status.error}", colour="#cf222e")
+            self.message.value = paragraph(f"job failed: {status.error}", colour=ERROR)
 
     def _sample(self) -> None:
-        now = self._clock()
-        if self._first is None:
-            self._first = (now, self.messages_in)
-        if self._last_read is None or self.messages_in > self._last_read[1]:
-            self._last_read = (now, self.messages_in)
-        self.samples.append((now, self.messages_in))
-        # Keep one sample older than the window so the rate always spans the whole window.
-        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
-            self.samples.popleft()
         status = self.job_status
-        if status is not None and status.done:
-            # Done: nothing more will be read, so the last window's rate falls to 0/s. The
-            # average over the time the job was reading says how fast it went.
-            (start, read_at_start), (end, read) = self._first, self._last_read
-            elapsed = end - start
-            self.rate = (read - read_at_start) / elapsed if elapsed > 0 else None
-            return
-        first_time, first_count = self.samples[0]
-        elapsed = now - first_time
-        self.rate = (self.messages_in - first_count) / elapsed if elapsed > 0 else None
+        self.rate = self._meter.add(self.messages_in, done=status is not None and status.done)
 
     def _row(self) -> list[str]:
-        rate = "–" if self.rate is None else f"{self.rate:,.1f}/s"
+        rate = format_rate(self.rate)
         state = self.phase or "–"
         return [
             count(self.epochs),
