@@ -869,8 +869,11 @@ def scroll_box(svg: str) -> str:
     """A box as wide as the cell (never wider) and at most 70% of the window high around a
     drawing: a larger drawing scrolls inside it, with its scrollbars right at the drawing."""
     return (
-        f'<div class="samza-plan-scroll" style="overflow:auto;max-width:100%;width:100%;'
-        f'max-height:70vh;box-sizing:border-box">{svg}</div>'
+        # width:0 and min-width:100%: as wide as its container, while adding nothing to the
+        # container's own width (a flex item in a widget would otherwise grow to the drawing
+        # and be clipped, its scrollbar nowhere near the drawing).
+        f'<div class="samza-plan-scroll" style="overflow:auto;width:0;min-width:100%;'
+        f'max-width:100%;max-height:70vh;box-sizing:border-box">{svg}</div>'
     )
 
 
