@@ -576,3 +576,6 @@ def test_settle_views_makes_a_finished_jobs_views_final_before_the_cell_ends(
     assert progress.messages_in == 30
     update = captured.outputs[-1]
     assert update.update and "finished" in update.data["text/plain"]
+    # RunProgress has nothing left to do once its job ended: it became its snapshot, for any
+    # frontend (a notebook saved from JupyterLab keeps the final progress).
+    assert progress.frozen and WIDGET_VIEW not in update.data

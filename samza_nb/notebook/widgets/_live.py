@@ -17,7 +17,9 @@ displayed by a batch run (an execute request that takes no input: papermill, nbc
 keep, is 0). The display is re-published under its display id with the snapshot only, so the
 saved notebook holds plain HTML that every frontend shows, with the final numbers. In a live
 JupyterLab the view stays a widget (sliders and buttons keep working); ``view.freeze()`` turns
-it into its snapshot by hand before saving.
+it into its snapshot by hand before saving. Views with nothing left to do once their job ended
+(RunProgress: no slider, no button) are frozen when final wherever they are displayed, so a
+notebook saved from JupyterLab keeps them too.
 
 When it happens: the auto-refresh thread's final refresh, :func:`settle_views` (called by the
 magics that end or wait for a job: ``run`` without ``--background``, ``stop``, ``drain
@@ -57,6 +59,10 @@ class LiveWidget(widgets.VBox):
 
     # A class default, because ipywidgets closes (stops) a widget whose constructor failed.
     _thread: threading.Thread | None = None
+    #: Freeze once final even where a frontend draws it: for views with nothing left to do
+    #: after their job ended (no slider, no button), so a notebook saved from JupyterLab keeps
+    #: them too.
+    freeze_when_final = False
 
     def __init__(
         self,
@@ -232,7 +238,8 @@ class LiveWidget(widgets.VBox):
         self._freeze_if_unseen()
 
     def _freeze_if_unseen(self) -> None:
-        if self._displayed and self._batch and not self._view_count and not self.frozen:
+        unseen = self._batch and not self._view_count
+        if self._displayed and not self.frozen and (unseen or self.freeze_when_final):
             self.freeze()
 
 

@@ -50,7 +50,12 @@ class RunProgress(LiveWidget):
     intermediate streams included), ``lag`` (input messages not read yet), ``rate`` (input
     messages per second, None until two refreshes apart), ``phase`` ("starting Spark…", the
     job's state, or its state and "(average rate)") and ``samples``.
+
+    Once its job is done it has nothing left to do: every display of it becomes its snapshot
+    (``freeze_when_final``), in JupyterLab too, so a saved notebook shows the final progress.
     """
+
+    freeze_when_final = True
 
     def __init__(
         self,
