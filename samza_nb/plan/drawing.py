@@ -17,10 +17,12 @@ Every element a live view may want to restyle carries a class and a data attribu
 
 from __future__ import annotations
 
+import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from html import escape as _escape
+from html import unescape as html_unescape
 from typing import TYPE_CHECKING
 
 from samza_nb.plan.operators import (
@@ -37,36 +39,60 @@ from samza_nb.plan.operators import (
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["StreamStyle", "render_html", "render_svg", "render_text"]
+__all__ = [
+    "FONT_SIZE",
+    "MAX_WIDTH",
+    "StreamStyle",
+    "render_html",
+    "render_svg",
+    "render_text",
+    "scroll_box",
+    "svg_image",
+]
 
 StreamStyle = str | Mapping[str, str]
 """A colour (the stroke of the stream's edges and node) or SVG attributes for them."""
 
-_NODE_W = 150.0
+_NODE_W = 140.0
 _NODE_H = 36.0
 _EXTRA_LINE_H = 13.0
-_LAYER_GAP = 34.0
+_LAYER_GAP = 26.0
 _ROW_GAP = 12.0
+_LINE_GAP = 26.0
 _PAD = 12.0
 _TITLE_H = 18.0
-_COL_GAP = 56.0
+_BAND_GAP = 48.0
 _BLOCK_GAP = 26.0
+_LABEL_H = 13.0
 _CHAR_W = 6.4
 _MARGIN = 14.0
 _FONT = "-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
+#: The width the layout keeps to (a notebook cell is about 900 px wide): stages wrap their
+#: operators into lines and bands wrap their blocks rather than grow wider.
+MAX_WIDTH = 880.0
+#: Text size in px; the drawing is never scaled down, so this is the size people read.
+FONT_SIZE = 11
+
+# Colours that read on JupyterLab's light and dark themes: nodes are a faint tint of their
+# stroke colour over the theme's background, text and boxes take the theme's CSS variables
+# (with light-theme fallbacks where the variables are not defined: a file, nbconvert, GitHub).
+_TEXT = "var(--jp-content-font-color1,#24292f)"
+_TEXT_MUTED = "var(--jp-content-font-color2,#57606a)"
+_TEXT_COUNTER = "var(--jp-content-link-color,#0550ae)"
+_TEXT_STREAM = "var(--jp-warn-color0,#9a4a0e)"
+_STAGE_FILL = "var(--jp-layout-color2,#f6f8fa)"
+_STAGE_STROKE = "var(--jp-border-color1,#afb8c1)"
+_TINT = "0.16"
 
 _OP_COLOURS = {
-    "io": ("#eef1f5", "#6e7781"),
-    "shuffle": ("#fff1e5", "#c9661f"),
-    "stateful": ("#f3eefc", "#8250df"),
-    "stateless": ("#e9f2ff", "#3b7dd8"),
+    "io": "#6e7781",
+    "shuffle": "#c9661f",
+    "stateful": "#8250df",
+    "stateless": "#3b7dd8",
 }
-_STREAM_COLOURS = {
-    "input": ("#e6f4ea", "#2da44e"),
-    "side_input": ("#e6f4ea", "#2da44e"),
-    "output": ("#fff8c5", "#bf8700"),
-}
-_TABLE_COLOURS = ("#fbefff", "#8250df")
+_STREAM_COLOURS = {"input": "#2da44e", "side_input": "#2da44e", "output": "#bf8700"}
+_TABLE_COLOUR = "#8250df"
+_STAGE_COLOUR = "#3b7dd8"
 _EDGE_COLOURS = {"intermediate": "#c9661f", "table": "#8250df"}
 _EDGE_DEFAULT = "#8c959f"
 _ATTRIBUTE = re.compile(r"^[a-z][a-z-]*$")
@@ -192,7 +218,7 @@ def _op_node(plan: ExecutionPlan, spec: OperatorSpec, extra: str | None) -> _Nod
     if extra:
         lines.append(extra)
     title = spec.op_id + (f"\n{spec.user_location}" if spec.user_location else "")
-    fill, stroke = _OP_COLOURS[_category(spec.opcode)]
+    fill = stroke = _OP_COLOURS[_category(spec.opcode)]
     return _Node(
         key=f"op:{spec.op_id}",
         lines=lines,
@@ -210,6 +236,7 @@ def _layout_stage(
     op_ids: tuple[str, ...],
     nodes: dict[str, _Node],
     node_h: float,
+    per_line: int,
 ) -> _Block:
     specs = [plan.operators[op_id] for op_id in op_ids]
     preds: dict[str, list[str]] = {spec.op_id: [] for spec in specs}
@@ -238,27 +265,69 @@ def _layout_stage(
     succs = {spec.op_id: [n.op_id for n in spec.next_ops] for spec in specs}
     _barycenter(layers, preds, succs, layer)
 
-    rows = max(len(members) for members in layers)
+    # Layers run left to right and wrap into lines, like words: a stage is never wider than
+    # ``per_line`` layers, so a long pipeline reads as a few lines instead of one wide row.
     row_h = node_h + _ROW_GAP
+    lines = [layers[i : i + per_line] for i in range(0, len(layers), per_line)]
+    line_rows = [max(len(members) for members in line) for line in lines]
+    widest = min(len(layers), per_line)
     block = _Block(
         key=f"stage:{stage_id}",
         kind="stage",
         order=stage_id,
-        w=2 * _PAD + (last + 1) * _NODE_W + last * _LAYER_GAP,
-        h=2 * _PAD + _TITLE_H + rows * row_h - _ROW_GAP,
+        w=2 * _PAD + widest * _NODE_W + (widest - 1) * _LAYER_GAP,
+        h=2 * _PAD
+        + _TITLE_H
+        + sum(rows * row_h - _ROW_GAP for rows in line_rows)
+        + (len(lines) - 1) * _LINE_GAP,
         data={"stage": str(stage_id)},
     )
-    for index, members in enumerate(layers):
-        offset = (rows - len(members)) * row_h / 2
-        for row, op_id in enumerate(members):
-            node = nodes[op_id]
-            node.block = block
-            node.h = node_h
-            node.x = _PAD + index * (_NODE_W + _LAYER_GAP)
-            node.y = _PAD + _TITLE_H + offset + row * row_h
-            node.data["stage"] = str(stage_id)
-            block.nodes.append(node)
+    top = _PAD + _TITLE_H
+    for line, rows in zip(lines, line_rows, strict=True):
+        for index, members in enumerate(line):
+            offset = (rows - len(members)) * row_h / 2
+            for row, op_id in enumerate(members):
+                node = nodes[op_id]
+                node.block = block
+                node.h = node_h
+                node.x = _PAD + index * (_NODE_W + _LAYER_GAP)
+                node.y = top + offset + row * row_h
+                node.data["stage"] = str(stage_id)
+                block.nodes.append(node)
+        top += rows * row_h - _ROW_GAP + _LINE_GAP
     return block
+
+
+def _collapsed_stage(
+    stage_id: int, op_ids: tuple[str, ...], extra: str | None, node_h: float
+) -> tuple[_Block, _Node]:
+    """A folded stage: one box with its title and counters, standing for all its operators."""
+    count = len(op_ids)
+    lines = [f"stage {stage_id}", f"{count} operator{'' if count == 1 else 's'} (folded)"]
+    if extra:
+        lines.append(extra)
+    node = _Node(
+        key=f"stage:{stage_id}",
+        lines=lines,
+        title=f"stage {stage_id}, folded: " + ", ".join(op_ids),
+        classes="samza-node samza-stage-folded",
+        data={"stage": str(stage_id)},
+        fill=_STAGE_COLOUR,
+        stroke=_STAGE_COLOUR,
+        w=max(_NODE_W + 40, min(len(extra or "") * _CHAR_W + 16, MAX_WIDTH / 2)),
+        h=node_h,
+    )
+    block = _Block(
+        key=f"stage:{stage_id}",
+        kind="folded",
+        order=stage_id,
+        w=node.w,
+        h=node.h,
+        data={"stage": str(stage_id)},
+    )
+    node.block = block
+    block.nodes.append(node)
+    return block, node
 
 
 def _barycenter(
@@ -298,12 +367,15 @@ def _barycenter(
 def _stream_node(
     stream_id: str, kind: str, partitions: int, extra: str | None, node_h: float
 ) -> _Node:
-    fill, stroke = _STREAM_COLOURS[kind]
+    fill = stroke = _STREAM_COLOURS[kind]
     label = {"input": "input", "output": "output", "side_input": "side input"}[kind]
     lines = [stream_id, f"{label} · {_partitions(partitions)}"]
     if extra:
         lines.append(extra)
+    # A stream node is as wide as its text (within reason): it stands alone in its band.
+    width = min(max(_NODE_W, max(len(line) for line in lines) * _CHAR_W + 16), 2 * _NODE_W)
     return _Node(
+        w=width,
         key=f"stream:{stream_id}",
         lines=lines,
         title=f"{label} stream {stream_id} ({_partitions(partitions)})",
@@ -319,6 +391,10 @@ def _layout(
     plan: ExecutionPlan,
     stream_labels: Mapping[str, str],
     operator_labels: Mapping[str, str],
+    *,
+    folded: frozenset[int] = frozenset(),
+    stage_labels: Mapping[int, str] | None = None,
+    max_width: float = MAX_WIDTH,
 ) -> _Layout:
     extra_lines = bool(stream_labels) or bool(operator_labels)
     node_h = _NODE_H + (_EXTRA_LINE_H if extra_lines else 0.0)
@@ -340,12 +416,30 @@ def _layout(
     for stream_id, count in [*plan.inputs.items(), *plan.side_inputs.items()]:
         kind = plan.streams[stream_id].kind
         single(_stream_node(stream_id, kind, count, stream_labels.get(stream_id), node_h), "stream")
+    per_line = max(
+        1, int((max_width - 2 * _MARGIN - 2 * _PAD + _LAYER_GAP) // (_NODE_W + _LAYER_GAP))
+    )
+    edge_nodes = dict(op_nodes)
     for stage in plan.stages:
-        block = _layout_stage(plan, stage.id, stage.operators, op_nodes, node_h)
+        if stage.id in folded:
+            extra = (stage_labels or {}).get(stage.id)
+            block, node = _collapsed_stage(stage.id, stage.operators, extra, node_h)
+            nodes[node.key] = node
+            for op_id in stage.operators:
+                edge_nodes[op_id] = node
+        else:
+            block = _layout_stage(plan, stage.id, stage.operators, op_nodes, node_h, per_line)
+            count = len(stage.operators)
+            block.title = f"stage {stage.id} · {count} op{'' if count == 1 else 's'}"
+            if stage.id in (stage_labels or {}):
+                block.title += f" · {(stage_labels or {})[stage.id]}"
+            # Wide enough for its title (counters included), up to the drawing's width.
+            title_w = len(block.title) * _CHAR_W + 2 * _PAD
+            block.w = min(max(block.w, title_w), max(block.w, max_width - 2 * _MARGIN))
         block.order = len(blocks)
         blocks.append(block)
     for table_id in plan.tables:
-        fill, stroke = _TABLE_COLOURS
+        fill = stroke = _TABLE_COLOUR
         node = _Node(
             key=f"table:{table_id}",
             lines=["table", table_id],
@@ -364,11 +458,21 @@ def _layout(
         for stream_id, count in plan.outputs.items()
     ]
 
-    edges = _edges(plan, nodes, op_nodes, stream_labels)
+    edges = _edges(plan, nodes, edge_nodes, stream_labels)
+    if folded:
+        # Edges inside a folded stage vanish; edges into it from several operators become one.
+        seen: set[tuple[str, str, str, str | None, str | None]] = set()
+        kept = []
+        for edge in edges:
+            key = (edge.src.key, edge.dst.key, edge.kind, edge.stream, edge.table)
+            if edge.src is not edge.dst and key not in seen:
+                seen.add(key)
+                kept.append(edge)
+        edges = kept
     _assign_columns(blocks, edges, set(map(id, output_blocks)))
-    _place(blocks, edges)
+    _place(blocks, edges, max_width)
     width = max((b.x + b.w for b in blocks), default=0.0) + _MARGIN
-    height = max((b.y + b.h for b in blocks), default=0.0) + _MARGIN + 16
+    height = max((b.y + b.h for b in blocks), default=0.0) + _MARGIN
     return _Layout(blocks=blocks, nodes=nodes, edges=edges, width=width, height=height)
 
 
@@ -474,62 +578,39 @@ def _assign_columns(blocks: list[_Block], edges: list[_Edge], outputs: set[int])
             block.column = last
 
 
-def _place(blocks: list[_Block], edges: list[_Edge]) -> None:
-    columns: dict[int, list[_Block]] = {}
+def _place(blocks: list[_Block], edges: list[_Edge], max_width: float) -> None:
+    """Top to bottom: one band per column of the block graph (inputs first, outputs last), the
+    blocks of a band side by side, wrapping into another line of the band when the next block
+    would pass ``max_width``. Within a band, blocks are ordered by where their predecessors
+    sit, which keeps edges from crossing. Streams between bands get the band gap for their
+    labels."""
+    bands: dict[int, list[_Block]] = {}
     for block in blocks:
-        columns.setdefault(block.column, []).append(block)
-    succs, preds = _block_links(edges)
-    ports: dict[tuple[int, int], list[tuple[_Node, _Node]]] = {}
+        bands.setdefault(block.column, []).append(block)
+    _, preds = _block_links(edges)
+    labels: dict[int, int] = {}
     for edge in edges:
-        a, b = edge.src.block, edge.dst.block
-        if a is not None and b is not None and a is not b:
-            ports.setdefault((id(a), id(b)), []).append((edge.src, edge.dst))
+        if edge.label and edge.src.block is not None:
+            labels[id(edge.src.block)] = labels.get(id(edge.src.block), 0) + 1
+    y = _MARGIN
+    for column in sorted(bands):
+        members = bands[column]
 
-    def desired(block: _Block, neighbours: list[_Block], incoming: bool) -> float | None:
-        """Block top that puts its connected nodes level with the neighbours' nodes."""
-        offsets: list[float] = []
-        for other in neighbours:
-            if other.column == block.column or (incoming and other.column > block.column):
-                continue
-            pairs = ports.get((id(other), id(block)) if incoming else (id(block), id(other)), [])
-            for src, dst in pairs:
-                there, here = (src, dst) if incoming else (dst, src)
-                # Node coordinates are still relative to their blocks here.
-                offsets.append(other.y + there.cy - here.cy)
-        return sum(offsets) / len(offsets) if offsets else None
+        def where(block: _Block, column: int = column) -> tuple[float, int]:
+            xs = [p.x + p.w / 2 for p in preds.get(id(block), []) if p.column < column]
+            return (sum(xs) / len(xs) if xs else 0.0, block.order)
 
-    def stack_column(members: list[_Block], incoming: bool) -> None:
-        wanted: list[tuple[float | None, _Block]] = []
+        members.sort(key=where)
+        x, line_top, line_h = _MARGIN, y, 0.0
         for block in members:
-            links = preds.get(id(block), []) if incoming else succs.get(id(block), [])
-            wanted.append((desired(block, links, incoming), block))
-        previous = 0.0
-        keyed: list[tuple[float, int, _Block, float | None]] = []
-        for want, block in wanted:  # blocks without a wish keep their place after the previous
-            previous = want if want is not None else previous
-            keyed.append((previous, block.order, block, want))
-        keyed.sort(key=lambda item: (item[0], item[1]))
-        bottom = _MARGIN - _BLOCK_GAP
-        for _, _, block, want in keyed:
-            block.y = max(bottom + _BLOCK_GAP, want if want is not None else -1e9)
-            bottom = block.y + block.h
-
-    for column in sorted(columns):
-        stack_column(columns[column], incoming=True)
-    if len(columns) > 1 and 0 in columns:
-        stack_column(columns[0], incoming=False)  # inputs line up with their readers
-
-    x = _MARGIN
-    for column in sorted(columns):
-        members = columns[column]
-        col_w = max(b.w for b in members)
-        label_room = 0.0
-        for block in members:
-            block.x = x
-            for edge in edges:
-                if edge.label and edge.src.block is block:
-                    label_room = max(label_room, col_w - block.w + len(edge.label) * _CHAR_W + 20)
-        x += col_w + max(_COL_GAP, label_room)
+            if x > _MARGIN and x + block.w > max_width - _MARGIN:
+                x, line_top = _MARGIN, line_top + line_h + _BLOCK_GAP
+                line_h = 0.0
+            block.x, block.y = x, line_top
+            x += block.w + _BLOCK_GAP
+            line_h = max(line_h, block.h)
+        label_room = max((labels.get(id(b), 0) for b in members), default=0) * _LABEL_H
+        y = line_top + line_h + _BAND_GAP + max(0.0, label_room - _LABEL_H)
     for block in blocks:
         for node in block.nodes:
             if block.kind == "stage":
@@ -559,26 +640,31 @@ def _style_attrs(style: StreamStyle | None) -> dict[str, str]:
 
 
 def _path(edge: _Edge) -> str:
+    """Left to right between neighbours on one line of a stage; otherwise down from the
+    source's bottom to the target's top (an S-curve through the gap between them); a target
+    that is not below its source (a cycle through a table, a stage reading what it writes)
+    is reached around the right-hand side."""
     src, dst = edge.src, edge.dst
-    sx, sy = src.x + src.w, src.cy
-    tx, ty = dst.x, dst.cy
-    if src.block is dst.block or src.block is None or dst.block is None:
-        ex, nx = sx, tx
-    else:
-        ex, nx = src.block.x + src.block.w, dst.block.x
-    if nx - ex >= 8:
-        d = max(12.0, (nx - ex) / 2)
+    same_line = src.block is dst.block and abs(src.y - dst.y) < src.h and dst.x > src.x
+    if same_line:
+        sx, sy, tx, ty = src.x + src.w, src.cy, dst.x, dst.cy
+        d = max(8.0, (tx - sx) / 2)
         return (
-            f"M{_fmt(sx)},{_fmt(sy)} H{_fmt(ex)} C{_fmt(ex + d)},{_fmt(sy)} "
-            f"{_fmt(nx - d)},{_fmt(ty)} {_fmt(nx)},{_fmt(ty)} H{_fmt(tx)}"
+            f"M{_fmt(sx)},{_fmt(sy)} C{_fmt(sx + d)},{_fmt(sy)} {_fmt(tx - d)},{_fmt(ty)} "
+            f"{_fmt(tx)},{_fmt(ty)}"
         )
-    # A back edge (a stage reading a stream it writes, a table cycle): around underneath.
-    low = (
-        max((b.y + b.h for b in (src.block, dst.block) if b is not None), default=max(sy, ty)) + 10
-    )
+    sx, sy = src.x + src.w / 2, src.y + src.h
+    tx, ty = dst.x + dst.w / 2, dst.y
+    if ty - sy >= 8:
+        d = max(10.0, (ty - sy) / 2)
+        return (
+            f"M{_fmt(sx)},{_fmt(sy)} C{_fmt(sx)},{_fmt(sy + d)} {_fmt(tx)},{_fmt(ty - d)} "
+            f"{_fmt(tx)},{_fmt(ty)}"
+        )
+    right = max((b.x + b.w for b in (src.block, dst.block) if b is not None), default=src.x + src.w)
     return (
-        f"M{_fmt(sx)},{_fmt(sy)} H{_fmt(ex + 14)} V{_fmt(low)} H{_fmt(nx - 14)} "
-        f"V{_fmt(ty)} H{_fmt(tx)}"
+        f"M{_fmt(src.x + src.w)},{_fmt(src.cy)} H{_fmt(right + 12)} V{_fmt(dst.cy)} "
+        f"H{_fmt(dst.x + dst.w)}"
     )
 
 
@@ -587,10 +673,10 @@ def _text_lines(node: _Node) -> str:
     for index, line in enumerate(node.lines):
         y = 14 + index * _EXTRA_LINE_H
         weight = ' font-weight="600"' if index == 0 else ""
-        fill = "#24292f" if index < 2 else "#0550ae"
+        colour = _TEXT if index < 2 else _TEXT_COUNTER
         parts.append(
-            f'<text x="{_fmt(node.w / 2)}" y="{_fmt(y)}" text-anchor="middle" fill="{fill}"{weight}>'
-            f"{escape(_clip(line, node.w))}</text>"
+            f'<text x="{_fmt(node.w / 2)}" y="{_fmt(y)}" text-anchor="middle" '
+            f'style="fill:{colour}"{weight}>{escape(_clip(line, node.w))}</text>'
         )
     return "".join(parts)
 
@@ -602,24 +688,46 @@ def render_svg(
     stream_labels: Mapping[str, str] | None = None,
     operator_labels: Mapping[str, str] | None = None,
     stage_labels: Mapping[int, str] | None = None,
+    folded: Iterable[int] = (),
+    max_width: float = MAX_WIDTH,
+    scale: float = 1.0,
 ) -> str:
-    """The plan as an SVG document (a string).
+    """The plan as an SVG document (a string), at most about ``max_width`` px wide.
 
     ``stream_styles`` maps stream ids to a colour or to SVG attributes for the stream's edges
     and node; ``stream_labels`` adds text to a stream (its node, or its edge label for
     intermediate streams); ``operator_labels`` adds a third line to operator nodes;
-    ``stage_labels`` adds text to stage titles. Use them for live counters.
+    ``stage_labels`` adds text to stage titles. Use them for live counters. ``folded`` stages
+    are drawn as one box (title and counters) instead of their operators; ``scale`` sets the
+    drawn size (the layout, and so what fits in ``max_width``, does not change).
     """
+    if not scale > 0:
+        msg = f"scale must be a positive number, got {scale!r}"
+        raise ValueError(msg)
     styles = {sid: _style_attrs(style) for sid, style in (stream_styles or {}).items()}
-    layout = _layout(plan, stream_labels or {}, operator_labels or {})
     stage_texts = stage_labels or {}
+    layout = _layout(
+        plan,
+        stream_labels or {},
+        operator_labels or {},
+        folded=frozenset(folded),
+        stage_labels=stage_texts,
+        max_width=max_width,
+    )
     out: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="samza-plan" '
-        f'width="{_fmt(layout.width)}" height="{_fmt(layout.height)}" '
+        f'width="{_fmt(layout.width * scale)}" height="{_fmt(layout.height * scale)}" '
         f'viewBox="0 0 {_fmt(layout.width)} {_fmt(layout.height)}" '
-        f'font-family="{_FONT}" font-size="11" data-app={quoteattr(plan.app_name)} '
+        # Never scaled down to the cell (JupyterLab's max-width:100%): the text stays readable
+        # and the container around the drawing scrolls instead.
+        f'style="max-width:none;height:auto" '
+        f'font-family="{_FONT}" font-size="{FONT_SIZE}" data-app={quoteattr(plan.app_name)} '
         f"data-job-id={quoteattr(plan.job_id)}>",
         f"<title>{escape(f'plan of {plan.app_name} (job {plan.job_id})')}</title>",
+        # The theme's background inline; white where the theme's variables are unknown (the
+        # drawing as an image in a saved notebook), so the dark text never lies on a dark page.
+        '<rect class="samza-background" width="100%" height="100%" '
+        'style="fill:var(--jp-layout-color0,#ffffff)"/>',
         '<defs><marker id="samza-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         'fill="context-stroke"/></marker></defs>',
@@ -627,17 +735,16 @@ def render_svg(
     for block in layout.blocks:
         if block.kind != "stage":
             continue
-        stage_id = int(block.data["stage"])
-        title = f"stage {stage_id} · {len(block.nodes)} op" + ("" if len(block.nodes) == 1 else "s")
-        if stage_id in stage_texts:
-            title += f" · {stage_texts[stage_id]}"
         out.append(
             f'<g class="samza-stage"{_attrs(block.data)}>'
             f'<rect x="{_fmt(block.x)}" y="{_fmt(block.y)}" width="{_fmt(block.w)}" '
-            f'height="{_fmt(block.h)}" rx="8" fill="#f6f8fa" stroke="#afb8c1" stroke-dasharray="4 3"/>'
-            f'<text x="{_fmt(block.x + _PAD)}" y="{_fmt(block.y + _PAD + 8)}" fill="#57606a" '
-            f'font-weight="600">{escape(title)}</text></g>'
+            f'height="{_fmt(block.h)}" rx="8" stroke-dasharray="4 3" '
+            f'style="fill:{_STAGE_FILL};stroke:{_STAGE_STROKE}"/>'
+            f'<text x="{_fmt(block.x + _PAD)}" y="{_fmt(block.y + _PAD + 8)}" '
+            f'style="fill:{_TEXT_MUTED}" font-weight="600">'
+            f"{escape(_clip(block.title, block.w - _PAD))}</text></g>"
         )
+    labels_below: dict[int, int] = {}
     for edge in layout.edges:
         colour = _EDGE_COLOURS.get(edge.kind, _EDGE_DEFAULT)
         attributes = {
@@ -653,11 +760,7 @@ def render_svg(
         path = f'<path d="{_path(edge)}"{attr_text} marker-end="url(#samza-arrow)"/>'
         label = ""
         if edge.label is not None and edge.src.block is not None:
-            lx = edge.src.block.x + edge.src.block.w + 6
-            label = (
-                f'<text class="samza-stream-label" x="{_fmt(lx)}" y="{_fmt(edge.src.cy - 5)}" '
-                f'fill="#9a4a0e">{escape(edge.label)}</text>'
-            )
+            label = _edge_label(edge, edge.src.block, labels_below, layout.width)
         if edge.stream is not None:
             out.append(
                 f'<g class="samza-stream samza-edge samza-edge-{edge.kind.replace("_", "-")}" '
@@ -677,7 +780,12 @@ def render_svg(
         if node.block is None:
             continue
         rx = 14 if key.startswith("stream:") else 6
-        stroke_attrs = {"fill": node.fill, "stroke": node.stroke, "stroke-width": "1.2"}
+        stroke_attrs = {
+            "fill": node.fill,
+            "fill-opacity": _TINT,
+            "stroke": node.stroke,
+            "stroke-width": "1.2",
+        }
         if key.startswith("stream:"):
             stroke_attrs.update(styles.get(key[len("stream:") :], {}))
         rect_attrs = "".join(f" {name}={quoteattr(value)}" for name, value in stroke_attrs.items())
@@ -691,8 +799,29 @@ def render_svg(
     return "".join(out)
 
 
+def _edge_label(edge: _Edge, block: _Block, below: dict[int, int], width: float) -> str:
+    """A stream's label in the gap under the block that writes it, beside its edge (left of
+    it when the right side has no room), one line per stream that block writes."""
+    text = edge.label or ""
+    index = below.get(id(block), 0)
+    below[id(block)] = index + 1
+    sx = edge.src.x + edge.src.w / 2
+    y = block.y + block.h + _LABEL_H + index * _LABEL_H
+    room_right = width - _MARGIN - (sx + 6)
+    if len(text) * _CHAR_W <= room_right or sx - 6 < room_right:
+        x, anchor, room = sx + 6, "start", room_right
+    else:
+        x, anchor, room = sx - 6, "end", sx - 6 - _MARGIN
+    return (
+        f'<text class="samza-stream-label" x="{_fmt(x)}" y="{_fmt(y)}" text-anchor="{anchor}" '
+        f'style="fill:{_TEXT_STREAM};stroke:var(--jp-layout-color0,#ffffff);stroke-width:3px;'
+        f'paint-order:stroke">{escape(_clip(text, room + 12))}</text>'
+    )
+
+
 def render_html(plan: ExecutionPlan, **options: object) -> str:
-    """The SVG of :func:`render_svg` (same options) under a one-line summary, scrollable."""
+    """The SVG of :func:`render_svg` (same options) under a one-line summary, in a box that
+    scrolls (both ways, its scrollbars at the drawing) when the drawing is larger."""
     svg = render_svg(plan, **options)  # type: ignore[arg-type]
     summary = (
         f"<b>{escape(plan.app_name)}</b> (job {escape(plan.job_id)}): "
@@ -706,8 +835,45 @@ def render_html(plan: ExecutionPlan, **options: object) -> str:
         summary += f", task.window.ms={plan.window_ms}"
     return (
         f'<div class="samza-plan-view" data-app={quoteattr(plan.app_name)}>'
-        f'<div style="font-family:{_FONT};font-size:12px;margin:2px 0 6px">{summary}</div>'
-        f'<div style="overflow:auto;max-width:100%">{svg}</div></div>'
+        f'<div style="font-family:{_FONT};font-size:12px;margin:2px 0 6px;color:{_TEXT}">'
+        f"{summary}</div>{scroll_box(svg)}</div>"
+    )
+
+
+def svg_image(html: str) -> str:
+    """``html`` with each inline ``<svg>`` drawing turned into an ``<img>`` of it (a data URI).
+
+    For snapshots kept in saved notebooks: JupyterLab's sanitizer drops ``<svg>`` from
+    untrusted notebooks (leaving its text as a jumble) but keeps an ``<img>``, shown once the
+    notebook is trusted and, until then, reduced to its alt text; nbconvert and trusted
+    notebooks show the image. Not scaled down: it scrolls in its box like the drawing.
+    """
+
+    def image(match: re.Match[str]) -> str:
+        svg = match.group(0)
+        root = re.match(r'<svg [^>]*width="([\d.]+)" height="([\d.]+)"', svg)
+        size = f' width="{root.group(1)}" height="{root.group(2)}"' if root else ""
+        title = re.search(r"<title>([^<]*)</title>", svg)
+        alt = f"drawing: {html_unescape(title.group(1))}" if title else "drawing"
+        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        return (
+            f'<img class="samza-plan-image" src="data:image/svg+xml;base64,{data}"{size} '
+            f"alt={quoteattr(alt + ' (shown once the notebook is trusted)')} "
+            'style="max-width:none"/>'
+        )
+
+    return re.sub(r"<svg .*?</svg>", image, html, flags=re.DOTALL)
+
+
+def scroll_box(svg: str) -> str:
+    """A box as wide as the cell (never wider) and at most 70% of the window high around a
+    drawing: a larger drawing scrolls inside it, with its scrollbars right at the drawing."""
+    return (
+        # width:0 and min-width:100%: as wide as its container, while adding nothing to the
+        # container's own width (a flex item in a widget would otherwise grow to the drawing
+        # and be clipped, its scrollbar nowhere near the drawing).
+        f'<div class="samza-plan-scroll" style="overflow:auto;width:0;min-width:100%;'
+        f'max-width:100%;max-height:70vh;box-sizing:border-box">{svg}</div>'
     )
 
 

@@ -6,6 +6,12 @@ log4j2 file of ``engine/spark``, or ``setLogLevel("ERROR")`` when that folder is
 no web UI unless asked; Arrow on; Python workers reused; everything bound to 127.0.0.1. A JVM
 holds one SparkContext, so asking for another master stops the current session first.
 
+A quiet start: the JVM is launched with its stderr on a pipe that a daemon thread reads line by
+line, dropping the JVM's start-up notice "WARNING: Using incubator modules: jdk.incubator.vector"
+(Spark adds that module; the JVM announces it on every start) and passing every other line on
+to this process's stderr. Without it the notice lands, in red, in whichever notebook cell
+started Spark, since ipykernel forwards what child processes write to file descriptor 2.
+
 pyspark is imported only when a session is requested: importing this module stays cheap.
 """
 
@@ -13,11 +19,12 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from samza_nb.config import Config, environment
 
@@ -44,6 +51,9 @@ _ESSENTIALS: dict[str, str] = {
     "spark.pyspark.python": sys.executable,
     "spark.pyspark.driver.python": sys.executable,
 }
+
+#: Lines the JVM writes to stderr at every start that tell a notebook user nothing.
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
@@ -136,10 +146,57 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
+    _launch_quiet_gateway(master, name, settings)
     session = builder.getOrCreate()
     if not use_conf_dir:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _launch_quiet_gateway(master: str, name: str, settings: Mapping[str, str]) -> None:
+    """Start the JVM (unless this process has one) with its stderr filtered (module docstring).
+
+    The SparkConf given to spark-submit is the one the builder will use, so JVM-level settings
+    (driver memory, extra Java options) take effect as they would without this step.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return  # a JVM runs already (or was started by someone else): nothing to launch
+    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(name)
+    for key, value in settings.items():
+        conf.set(key, value)
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    stream = getattr(getattr(gateway, "proc", None), "stderr", None)
+    if stream is not None:
+        threading.Thread(
+            target=_forward_stderr,
+            args=(stream, sys.__stderr__),
+            name="samza-nb-jvm-stderr",
+            daemon=True,
+        ).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+def _forward_stderr(lines: Iterable[bytes], target: TextIO | None) -> None:
+    """Copy the JVM's stderr to ``target`` until the JVM exits, without the start-up noise.
+
+    The pipe is read to its end whatever happens to ``target``: a JVM writing to a full pipe
+    would block.
+    """
+    fileno: int | None
+    try:
+        fileno = target.fileno() if target is not None else None
+    except (OSError, ValueError):
+        fileno = None
+    for line in lines:
+        if fileno is None or line.startswith(_JVM_NOISE):
+            continue
+        try:
+            os.write(fileno, line)
+        except OSError:
+            fileno = None
 
 
 def stop_spark() -> None:

@@ -227,6 +227,44 @@ def test_explorer_displays_a_snapshot_next_to_the_widget_view() -> None:
     )
 
 
+# -- pieces --------------------------------------------------------------------------------------
+def test_rate_meter_keeps_the_average_once_done() -> None:
+    from samza_nb.notebook.widgets._rate import RateMeter
+
+    times = iter([0.0, 1.0, 2.0, 3.0, 20.0, 40.0])
+    meter = RateMeter(window=10.0, clock=times.__next__)
+    assert meter.add(0, done=False) is None
+    assert meter.add(100, done=False) == 100.0
+    assert meter.add(200, done=False) == 100.0
+    assert meter.add(300, done=False) == 100.0
+    # Running but idle for longer than the window: the window's rate falls.
+    assert meter.add(300, done=False) == 0.0
+    # Done: the average over the time it grew (0 → 3 s), not 0/s.
+    assert meter.add(300, done=True) == 100.0
+
+
+def test_table_headers_and_text_follow_the_theme() -> None:
+    from samza_nb.notebook.widgets._html import html_table, paragraph
+
+    table = html_table(["a", "b"], [["1", "2"]])
+    head = table.split("<th ")[1]
+    # The header's text colour is set with its background: never white on white, nor dark on
+    # dark, whatever the theme.
+    assert "background:var(--jp-layout-color2,#f6f8fa)" in head
+    assert "color:var(--jp-content-font-color1,#24292f)" in head
+    assert "color:var(--jp-content-font-color1,#24292f)" in paragraph("x")
+
+
+def test_drain_labels_read_sensibly() -> None:
+    from samza_nb.notebook.widgets.drain_states import _upstream
+
+    row = {"expected": 4, "heard": [], "drained": True}
+    assert _upstream(row) == "all 4 via another partition (0 heard here)"
+    assert _upstream({**row, "drained": False}) == "0 of 4"
+    assert _upstream({**row, "heard": ["a", "b", "c", "d"]}) == "4 of 4"
+    assert _upstream({**row, "expected": 0}) == "source"
+
+
 # -- plans without a job ---------------------------------------------------------------------------
 def test_stage_graph_of_a_bare_plan(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
@@ -246,6 +284,28 @@ def test_stage_graph_of_a_bare_plan(tmp_path: Path) -> None:
     assert sorted(explorer.current.active_tasks()) == ["Partition 0", "Partition 1"]
 
 
+def test_stage_graph_folds_stages_and_zooms(tmp_path: Path) -> None:
+    import re
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    graph = StageGraph(shuffle_app(system, "fold").plan())
+    width = float(re.search(r'<svg [^>]*width="([\d.]+)"', graph.graph.value).group(1))
+    assert width <= 900 and 'class="samza-plan-scroll"' in graph.graph.value
+    graph.fold_buttons[1].value = True
+    assert graph.folded == {1} and 'data-stage="1"' in graph.graph.value
+    assert "samza-stage-folded" in graph.graph.value and "3 operators (folded)" in graph.graph.value
+    graph.fold(folded=False)
+    assert graph.folded == set() and "samza-stage-folded" not in graph.graph.value
+    with pytest.raises(ConfigError, match="no stage 7"):
+        graph.fold(7)
+    graph.zoom.value = 2.0
+    zoomed = float(re.search(r'<svg [^>]*width="([\d.]+)"', graph.graph.value).group(1))
+    assert zoomed == 2 * width
+    # The snapshot keeps the drawing as an image (JupyterLab's sanitizer keeps <img>, drops <svg>).
+    html = graph.snapshot_html()
+    assert "<svg" not in html and 'src="data:image/svg+xml;base64,' in html
+
+
 def test_display_publishes_the_final_snapshot_under_its_display_id(tmp_path: Path) -> None:
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.display import display
@@ -258,9 +318,18 @@ def test_display_publishes_the_final_snapshot_under_its_display_id(tmp_path: Pat
         display(graph)
         graph.publish_snapshot()
     first, update = captured.outputs
-    assert WIDGET_VIEW in first.data and "<svg" in first.data["text/html"]
+    assert WIDGET_VIEW in first.data and "data:image/svg+xml" in first.data["text/html"]
     assert first.transient == update.transient == {"display_id": graph._display_id}
     assert update.update
+
+    # Frozen: every display of it becomes the snapshot alone, which any frontend shows.
+    with capture_output() as captured:
+        graph.freeze()
+    (frozen,) = captured.outputs
+    assert frozen.update and frozen.transient == {"display_id": graph._display_id}
+    assert set(frozen.data) == {"text/html", "text/plain"}
+    assert "data:image/svg+xml" in frozen.data["text/html"] and graph.frozen
+    assert set(graph._repr_mimebundle_()) == {"text/html", "text/plain"}
 
 
 # -- a finished job ---------------------------------------------------------------------------------
@@ -302,7 +371,9 @@ def test_run_progress_of_a_finished_job(finished_job: Job) -> None:
     assert (progress.bar.value, progress.bar.max, progress.bar.bar_style) == (40, 40, "success")
     assert progress.rate is None
     progress.refresh()
-    assert progress.rate == 0.0  # nothing read between the two refreshes
+    # Seen only after it ended: no time over which it read, so no rate (not 0.0/s).
+    assert progress.rate is None and "0.0/s" not in progress.snapshot_text()
+    assert progress.phase == "finished"
     assert "40 of 40 input messages read (100%)" in progress.snapshot_text()
 
 
@@ -462,7 +533,17 @@ def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -
     text = drain.snapshot_text()
     assert "2 of 2" in text and "source" in text
     if any(len(row["heard"]) < 2 for row in upstream):
-        assert "(aggregate)" in text
+        assert "all 2 via another partition" in text
+    # The slider runs to the job's last epoch and the summary reads as one story.
+    drain.epoch_slider.value = drain.epoch_slider.max
+    assert drain.summary.value.count("epoch") == 1
+    assert f"after epoch {job.epoch}: " in drain.summary.value and "job drained" in drain.summary.value
+    drain.epoch_slider.value = drain.epochs[0]
+    assert f"replaying epoch {drain.epochs[0]} of {job.epoch}" in drain.summary.value
+    # The rate after the end is the average while the job read, not the last window's 0/s.
+    assert progress.rate is not None and progress.rate > 0
+    assert progress.phase == "drained (average rate)"
+    assert all(rate is not None and rate > 0 for rate in [graph.stage_rates[0]])
 
 
 @pytest.mark.spark
@@ -495,6 +576,9 @@ def test_settle_views_makes_a_finished_jobs_views_final_before_the_cell_ends(
     assert progress.messages_in == 30
     update = captured.outputs[-1]
     assert update.update and "finished" in update.data["text/plain"]
+    # RunProgress has nothing left to do once its job ended: it became its snapshot, for any
+    # frontend (a notebook saved from JupyterLab keeps the final progress).
+    assert progress.frozen and WIDGET_VIEW not in update.data
 
 
 @pytest.mark.spark

@@ -225,3 +225,131 @@ def test_networkx_graph(streams: Streams) -> None:
     import networkx as nx
 
     assert nx.is_directed_acyclic_graph(graph)
+
+
+# -- readable at a notebook cell's width (issue 18) ----------------------------------------------
+CELL_WIDTH = 900
+
+
+def _three_stages(tmp_path) -> ExecutionPlan:
+    """Notebook 02's sessions app: two shuffles, three stages."""
+    from samza_nb.systems import EmbeddedSystem
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    app = StreamApplication("sessions", job_id="1")
+    out = app.output(system.output("session-lengths", partitions=2))
+    (
+        app.input(system.input("page-views", partitions=4))
+        .partition_by(lambda v: v["user"], lambda v: v, op_id="by-user")
+        .window(Windows.keyed_tumbling(lambda kv: kv.key, timedelta(minutes=30)), op_id="sessions")
+        .map(lambda pane: pane)
+        .partition_by(lambda s: s, lambda s: s, op_id="by-length")
+        .window(Windows.keyed_tumbling(lambda kv: kv.key, timedelta(minutes=10)), op_id="count")
+        .map(lambda pane: KV(pane.key.key, pane.message))
+        .send_to(out)
+    )
+    return app.plan()
+
+
+def _fifty_operators(tmp_path) -> ExecutionPlan:
+    """A 50-operator pipeline: long chains of maps with a shuffle every twelve operators."""
+    from samza_nb.systems import EmbeddedSystem
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    app = StreamApplication("fifty", job_id="1")
+    stream = app.input(system.input("in", partitions=4))
+    for i in range(47):
+        if i % 12 == 11:
+            stream = stream.partition_by(lambda m: m, lambda m: m, op_id=f"p{i}")
+        else:
+            stream = stream.map(lambda m: m)
+    stream.send_to(app.output(system.output("out", partitions=4)))
+    plan = app.plan()
+    assert len(plan.operators) >= 50
+    return plan
+
+
+def _drawn_size(svg: str) -> tuple[float, float, float]:
+    """Width and height the browser draws the SVG at, and its text size in px."""
+    root = ET.fromstring(svg)
+    width, height = float(root.get("width", 0)), float(root.get("height", 0))
+    view = [float(v) for v in root.get("viewBox", "").split()]
+    scale = width / view[2]
+    # Not shrunk to the cell by JupyterLab's `svg {max-width: 100%}`: drawn at its own width.
+    assert "max-width:none" in root.get("style", "")
+    return width, height, float(root.get("font-size", 0)) * scale
+
+
+@pytest.mark.parametrize("make", [_three_stages, _fifty_operators], ids=["3-stages", "50-ops"])
+def test_plans_fit_a_notebook_cell_at_a_readable_text_size(make, tmp_path) -> None:
+    plan = make(tmp_path)
+    live = render_svg(
+        plan,
+        stream_labels={sid: "in 2.0k · out 2.0k · lag 0" for sid in plan.streams},
+        operator_labels={op_id: "in 2.0k" for op_id in plan.operators},
+        stage_labels={stage.id: "in 20k · out 20k · lag 0 · 1.2k/s" for stage in plan.stages},
+    )
+    for svg in (render_svg(plan), live):
+        width, _height, font_px = _drawn_size(svg)
+        assert width <= CELL_WIDTH, f"{width} px wide does not fit a {CELL_WIDTH} px cell"
+        assert font_px >= 11
+        root = ET.fromstring(svg)
+        nodes = [_box(g) for g in root.iter(f"{SVG}g") if "samza-node" in g.get("class", "")]
+        assert all(box[2] <= width for box in nodes)
+        assert len(nodes) == len(plan.operators) + len(plan.inputs) + len(plan.outputs)
+    # Stages are stacked top to bottom: each starts below the previous one.
+    root = ET.fromstring(render_svg(plan))
+    tops = [
+        float(rect.get("y", 0))
+        for g in root.iter(f"{SVG}g")
+        if "samza-stage" in g.get("class", "").split()
+        for rect in [g.find(f"{SVG}rect")]
+        if rect is not None
+    ]
+    assert len(tops) == len(plan.stages) and tops == sorted(tops) and len(set(tops)) == len(tops)
+
+
+def test_the_html_scrolls_in_a_box_at_the_drawing(tmp_path) -> None:
+    plan = _fifty_operators(tmp_path)
+    html = render_html(plan)
+    box = re.search(r'<div class="samza-plan-scroll" style="([^"]*)">', html)
+    assert box is not None
+    assert "overflow:auto" in box.group(1) and "max-height:70vh" in box.group(1)
+    assert "max-width:100%" in box.group(1)
+    # Larger than the box: drawn bigger (zoom), never smaller than 11 px text.
+    width, _height, font_px = _drawn_size(render_svg(plan, scale=1.5))
+    assert width > CELL_WIDTH and font_px == 16.5
+    with pytest.raises(ValueError, match="scale"):
+        render_svg(plan, scale=0)
+
+
+def test_colours_follow_the_jupyterlab_theme_with_fallbacks(tmp_path) -> None:
+    svg = render_svg(_three_stages(tmp_path))
+    root = ET.fromstring(svg)
+    texts = list(root.iter(f"{SVG}text"))
+    assert texts and all("var(--jp-" in (t.get("style") or "") for t in texts)
+    # Each variable has a fallback, for files and exports without JupyterLab's CSS.
+    assert all(
+        re.fullmatch(r"var\(--jp-[a-z0-9-]+,#[0-9a-f]{6}\)", value)
+        for value in re.findall(r"var\([^)]*\)", svg)
+    )
+    for g in root.iter(f"{SVG}g"):
+        if "samza-node" in g.get("class", ""):
+            rect = g.find(f"{SVG}rect")
+            assert rect is not None and float(rect.get("fill-opacity", 1)) < 0.3  # a tint
+
+
+def test_folded_stages_are_one_box(tmp_path) -> None:
+    plan = _fifty_operators(tmp_path)
+    folded = {stage.id for stage in plan.stages[1:3]}
+    root = ET.fromstring(render_svg(plan, folded=folded, stage_labels={1: "in 7"}))
+    ops = {g.get("data-op") for g in root.iter(f"{SVG}g") if g.get("data-op")}
+    hidden = {op for stage in plan.stages if stage.id in folded for op in stage.operators}
+    assert ops == set(plan.operators) - hidden
+    boxes = [g for g in root.iter(f"{SVG}g") if "samza-stage-folded" in g.get("class", "")]
+    assert sorted(g.get("data-stage") for g in boxes) == sorted(str(i) for i in folded)
+    text = "".join(root.itertext())
+    assert "13 operators (folded)" in text and "in 7" in text
+    # The streams between folded and open stages are still drawn.
+    drawn = {g.get("data-stream") for g in root.iter(f"{SVG}g") if g.get("data-stream")}
+    assert drawn == set(plan.streams)

@@ -1,7 +1,9 @@
 """Small formatting helpers shared by the widgets: numbers, HTML tables and text tables.
 
 The HTML is self-contained (inline styles, no CSS classes a notebook theme must provide) because
-it is also the static snapshot that papermill and nbconvert keep in the saved notebook.
+it is also the static snapshot that papermill and nbconvert keep in the saved notebook. Colours
+are JupyterLab's theme variables with light-theme fallbacks, so text and table headers read on
+the dark theme too (never dark text on a dark cell, nor white on white).
 """
 
 from __future__ import annotations
@@ -9,13 +11,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-__all__ = ["FONT", "compact", "count", "html_table", "paragraph", "text_table"]
+__all__ = [
+    "ERROR",
+    "FONT",
+    "TEXT",
+    "compact",
+    "count",
+    "html_table",
+    "paragraph",
+    "rate",
+    "text_table",
+]
 
 FONT = "-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
+#: Body text: the theme's content colour.
+TEXT = "var(--jp-content-font-color1,#24292f)"
+#: Errors: the theme's error colour.
+ERROR = "var(--jp-error-color1,#cf222e)"
 
-_TABLE_STYLE = "border-collapse:collapse;font-size:12px;margin:4px 0 8px"
-_CELL_STYLE = "border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top"
-_HEAD_STYLE = _CELL_STYLE + ";background:#f6f8fa;font-weight:600"
+_TABLE_STYLE = f"border-collapse:collapse;font-size:12px;margin:4px 0 8px;color:{TEXT}"
+_CELL_STYLE = (
+    "border:1px solid var(--jp-border-color2,#d0d7de);padding:2px 8px;text-align:left;"
+    f"vertical-align:top;color:{TEXT}"
+)
+_HEAD_STYLE = _CELL_STYLE + ";background:var(--jp-layout-color2,#f6f8fa);font-weight:600"
 
 
 def count(value: int | None) -> str:
@@ -32,7 +51,12 @@ def compact(value: int) -> str:
     return str(value)
 
 
-def paragraph(text: str, *, colour: str = "#24292f", bold: bool = False) -> str:
+def rate(value: float | None) -> str:
+    """Messages per second, or an en dash when there is no rate yet."""
+    return "–" if value is None else f"{value:,.1f}/s"
+
+
+def paragraph(text: str, *, colour: str = TEXT, bold: bool = False) -> str:
     """One escaped line of text in the widgets' font."""
     weight = ";font-weight:600" if bold else ""
     return (

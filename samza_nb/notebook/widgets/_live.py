@@ -5,14 +5,27 @@ public API and redraws. While the job runs, a daemon thread calls ``refresh()`` 
 ``interval`` seconds; once ``job.status().done`` it refreshes one last time and ends, so no
 thread outlives the job.
 
-Outside a live frontend (papermill, nbconvert, a terminal) the widget model cannot be drawn, so
-the display bundle also carries ``text/html`` and ``text/plain`` snapshots of what the widget
-shows. Widgets are displayed with a display id; the final refresh re-publishes the bundle under
-that id, so a notebook executed by papermill keeps the job's final state rather than the state
-at the moment the cell ran. A final refresh that would land after the last cell ran is lost to
-papermill, so the magics that end or wait for a job (``run`` without ``--background``,
-``stop``, ``drain --wait``, ``status``) call :func:`settle_views` to make every view of a
-finished job final at once.
+Views that survive: the display bundle carries, beside the widget view, ``text/html`` and
+``text/plain`` snapshots of what the widget shows. A frontend without the widget's model (a
+notebook reopened without its kernel, ``jupyter nbconvert --to html`` offline, GitHub) cannot
+draw the widget, and JupyterLab then shows "Error displaying widget: model not found" rather
+than the snapshot beside it. So a view becomes its snapshot when it is final: **a final view
+nobody draws is replaced by its snapshot** (:meth:`LiveWidget.freeze`). A view is final once
+its job is done (or at once, for a view of a plan or of no job); it is frozen when it was
+displayed by a batch run (an execute request that takes no input: papermill, nbconvert
+``--execute``, nbclient) and no frontend drew it (``_view_count``, which ipywidgets' frontends
+keep, is 0). The display is re-published under its display id with the snapshot only, so the
+saved notebook holds plain HTML that every frontend shows, with the final numbers. In a live
+JupyterLab the view stays a widget (sliders and buttons keep working); ``view.freeze()`` turns
+it into its snapshot by hand before saving. Views with nothing left to do once their job ended
+(RunProgress: no slider, no button) are frozen when final wherever they are displayed, so a
+notebook saved from JupyterLab keeps them too.
+
+When it happens: the auto-refresh thread's final refresh, :func:`settle_views` (called by the
+magics that end or wait for a job: ``run`` without ``--background``, ``stop``, ``drain
+--wait``, ``status``), and after every cell (an IPython ``post_run_cell`` hook, registered when
+the first view is displayed), so a job that ended during a cell has final, frozen views before
+that cell ends: a message published after the last cell would be lost to papermill.
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from samza_nb.errors import ConfigError
-from samza_nb.notebook.widgets._html import paragraph
+from samza_nb.notebook.widgets._html import ERROR, paragraph
 
 if TYPE_CHECKING:
     from samza_nb.runtime.job import Job
@@ -46,6 +59,10 @@ class LiveWidget(widgets.VBox):
 
     # A class default, because ipywidgets closes (stops) a widget whose constructor failed.
     _thread: threading.Thread | None = None
+    #: Freeze once final even where a frontend draws it: for views with nothing left to do
+    #: after their job ended (no slider, no button), so a notebook saved from JupyterLab keeps
+    #: them too.
+    freeze_when_final = False
 
     def __init__(
         self,
@@ -67,7 +84,15 @@ class LiveWidget(widgets.VBox):
         self._lock = threading.RLock()
         self._display_id = f"samza-nb-{uuid.uuid4().hex}"
         self._displayed = False
+        #: Displayed by a batch run (see the module docstring).
+        self._batch = False
+        #: The final refresh of a done job was made and published.
+        self._settled = False
+        #: Re-published as its snapshot only: the widget view is gone from the output.
+        self.frozen = False
         super().__init__(children=[*children, self.message])
+        # Ask the frontends to count the views they draw (ipywidgets keeps the count in sync).
+        self._view_count = 0
         _VIEWS.add(self)
         self.refresh()
         if auto_refresh and job is not None and not job.status().done:
@@ -135,11 +160,11 @@ class LiveWidget(widgets.VBox):
                 self.refresh()
             except Exception as error:  # a failed redraw must not end the live view
                 self.last_error = f"{type(error).__name__}: {error}"
-                self.message.value = paragraph(
-                    f"refresh failed: {self.last_error}", colour="#cf222e"
-                )
+                self.message.value = paragraph(f"refresh failed: {self.last_error}", colour=ERROR)
             if done:
+                self._settled = True
                 self.publish_snapshot()
+                self._freeze_if_unseen()
                 return
 
     def close(self) -> None:
@@ -156,18 +181,24 @@ class LiveWidget(widgets.VBox):
         """What the widget shows, as plain text."""
         raise NotImplementedError
 
+    def _snapshot_bundle(self) -> dict[str, Any]:
+        return {"text/html": self.snapshot_html(), "text/plain": self.snapshot_text()}
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         # ipywidgets' bundle (the widget view and a one-line text/plain) plus the snapshots,
         # which frontends without the widget manager (nbconvert, GitHub, terminals) show.
+        if self.frozen:
+            return self._snapshot_bundle()
         bundle: dict[str, Any] = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = self.snapshot_html()
-        bundle["text/plain"] = self.snapshot_text()
+        bundle.update(self._snapshot_bundle())
         return bundle
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         self._displayed = True
+        self._batch = self._batch or _batch_request()
+        _register_cell_hook()
         display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)
 
     def publish_snapshot(self) -> None:
@@ -178,6 +209,76 @@ class LiveWidget(widgets.VBox):
 
         update_display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)
 
+    @property
+    def final(self) -> bool:
+        """Whether what the view shows can no longer change: no job, or the job is done."""
+        return self.job is None or self._settled or self.job.status().done
+
+    def freeze(self) -> None:
+        """Replace every display of this view with its snapshot (HTML and text, no widget),
+        as a saved notebook or an export will show it; stops refreshing. The widget itself
+        still works where it is displayed again."""
+        self.stop_auto_refresh()
+        if self.job is not None and not self._settled and self.job.status().done:
+            self.refresh()
+            self._settled = True
+        self.frozen = True
+        self.publish_snapshot()
+
+    def settle(self) -> None:
+        """Once final: the last refresh, published now; frozen if a batch run displayed it
+        and no frontend drew it (module docstring)."""
+        if self.job is not None and not self._settled:
+            if not self.job.status().done:
+                return
+            self.stop_auto_refresh()
+            self.refresh()
+            self._settled = True
+            self.publish_snapshot()
+        self._freeze_if_unseen()
+
+    def _freeze_if_unseen(self) -> None:
+        unseen = self._batch and not self._view_count
+        if self._displayed and not self.frozen and (unseen or self.freeze_when_final):
+            self.freeze()
+
+
+def _batch_request() -> bool:
+    """Whether the cell running now came from a batch runner: papermill, nbconvert and
+    nbclient send execute requests that take no input, JupyterLab, Notebook and VS Code send
+    requests that do (the rule the magics use for short errors)."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return False
+    request = kernel.get_parent()
+    return not request.get("content", {}).get("allow_stdin", True)
+
+
+_HOOKED: set[int] = set()
+
+
+def _register_cell_hook() -> None:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or id(shell) in _HOOKED:
+        return
+    _HOOKED.add(id(shell))
+    shell.events.register("post_run_cell", _after_cell)
+
+
+def _after_cell(*_args: Any) -> None:
+    """Settle every displayed view that became final during the cell (module docstring)."""
+    for view in list(_VIEWS):
+        if not view._displayed or view.frozen:
+            continue
+        try:
+            view.settle()
+        except Exception as error:  # a view that cannot settle must not fail the cell
+            view.last_error = f"{type(error).__name__}: {error}"
+
 
 #: Every live widget of this kernel, so the magics can settle the views of a finished job.
 _VIEWS: weakref.WeakSet[LiveWidget] = weakref.WeakSet()
@@ -185,11 +286,10 @@ _VIEWS: weakref.WeakSet[LiveWidget] = weakref.WeakSet()
 
 def settle_views(job: Job) -> None:
     """Once ``job`` is done: stop refreshing its views, redraw them and re-publish their
-    snapshots now, while the cell that ended the job is still running."""
+    snapshots now, while the cell that ended the job is still running (and freeze the ones a
+    batch run displayed and nobody drew)."""
     if not job.status().done:
         return
     for view in list(_VIEWS):
         if view.job is job:
-            view.stop_auto_refresh()
-            view.refresh()
-            view.publish_snapshot()
+            view.settle()

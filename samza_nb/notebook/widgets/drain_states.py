@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from samza_nb.errors import SamzaNbError
-from samza_nb.notebook.widgets._html import FONT, count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import ERROR, count, html_table, paragraph, text_table
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
-from samza_nb.plan.drawing import render_svg
+from samza_nb.plan.drawing import render_svg, scroll_box, svg_image
 
 if TYPE_CHECKING:
     from samza_nb.runtime.job import DrainStatesView, Job, JobStatus
@@ -96,7 +96,8 @@ class DrainStatesWidget(LiveWidget):
         try:
             following = slider.value == slider.max
             if epochs:
-                first, last = epochs[0], epochs[-1]
+                # The slider runs to the job's epoch: the newest DrainStates hold until then.
+                first, last = epochs[0], max(epochs[-1], self.job_status.epoch)
                 # The slider refuses min > max at every step, so widen on the side that moves.
                 if first > slider.max:
                     slider.max = last
@@ -124,7 +125,7 @@ class DrainStatesWidget(LiveWidget):
         except SamzaNbError as error:
             # The job ended after the last refresh (nothing to drain): one line, then redraw,
             # which disables the button for a job that is done.
-            self.message.value = paragraph(str(error), colour="#cf222e")
+            self.message.value = paragraph(str(error), colour=ERROR)
             self.refresh()
             return
         self._drain_clicked = self.drain_button.disabled = True
@@ -134,12 +135,16 @@ class DrainStatesWidget(LiveWidget):
         )
 
     def _shown_rows(self) -> list[dict[str, Any]]:
+        """The DrainStates as they stood after the slider's epoch: the history's last entry at
+        or before it (the history keeps only the epochs that changed something)."""
         if self.states is None:
             return []
+        shown = self.states.history[0][1] if self.states.history else self.states.rows
         for epoch, rows in self.states.history:
-            if epoch == self.epoch_slider.value:
-                return rows
-        return self.states.rows
+            if epoch > self.epoch_slider.value:
+                break
+            shown = rows
+        return shown
 
     def _draw(self) -> None:
         rows = self.rows = self._shown_rows()
@@ -161,22 +166,26 @@ class DrainStatesWidget(LiveWidget):
             self.stream_states[stream_id] = state
             labels[stream_id] = f"drained {drained}/{len(stream_rows)}"
         svg = render_svg(self.plan, stream_styles=styles, stream_labels=labels)
-        self.graph.value = (
-            f'<div style="overflow:auto;max-width:100%;font-family:{FONT}">{svg}</div>'
-        )
+        self.graph.value = scroll_box(svg)
         self.summary.value = paragraph(self._summary_text(), bold=True)
         self.table.value = html_table(_HEADERS, self._table_rows())
 
     def _summary_text(self) -> str:
         drained = sum(1 for row in self.rows if row["drained"])
-        epochs = self.epochs
         status = self.job_status
-        state = f"; job {status.state}, epoch {status.epoch}" if status else ""
-        if not epochs:
-            return f"DrainStates of {self.plan.app_name}: no epoch committed yet{state}"
+        state = f" · job {status.state}" if status else ""
+        if not self.epochs:
+            epoch = f" at epoch {status.epoch}" if status else ""
+            return f"DrainStates of {self.plan.app_name}: no epoch committed yet{state}{epoch}"
+        slider = self.epoch_slider
+        shown = (
+            f"after epoch {slider.value}"
+            if slider.value == slider.max
+            else f"replaying epoch {slider.value} of {slider.max}"
+        )
         return (
-            f"DrainStates of {self.plan.app_name} after epoch {self.epoch_slider.value} of "
-            f"{epochs[-1]}: {drained} of {len(self.rows)} SSPs drained{state}"
+            f"DrainStates of {self.plan.app_name} {shown}: {drained} of {len(self.rows)} SSPs "
+            f"drained{state}"
         )
 
     def _table_rows(self) -> list[list[str]]:
@@ -198,7 +207,9 @@ class DrainStatesWidget(LiveWidget):
 
     # -- display ---------------------------------------------------------------------------
     def snapshot_html(self) -> str:
-        return self.summary.value + self.graph.value + self.table.value + self.message.value
+        return (
+            self.summary.value + svg_image(self.graph.value) + self.table.value + self.message.value
+        )
 
     def snapshot_text(self) -> str:
         return self._summary_text() + "\n" + text_table(_HEADERS, self._table_rows())
@@ -216,9 +227,9 @@ def _upstream(row: Mapping[str, Any]) -> str:
     if not row["expected"]:
         # A source has no upstream tasks: the drain notification drains it.
         return "source"
-    text = f"{len(row['heard'])} of {row['expected']}"
-    if row["drained"] and len(row["heard"]) < row["expected"]:
+    heard, expected = len(row["heard"]), row["expected"]
+    if row["drained"] and heard < expected:
         # The task that heard all n upstream drains of one partition of an intermediate stream
         # rebroadcasts a drain to the other partitions (Samza's aggregation), which drains them.
-        text += " (aggregate)"
-    return text
+        return f"all {expected} via another partition ({heard} heard here)"
+    return f"{heard} of {expected}"

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from samza_nb.errors import ConfigError
-from samza_nb.notebook.widgets._html import count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import ERROR, count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets._rate import RateMeter
 
 if TYPE_CHECKING:
     from samza_nb.runtime.job import Job, JobStatus
 
-__all__ = ["RunProgress"]
+__all__ = ["STARTING", "RunProgress"]
+
+#: The phase before the job's first epoch: the JVM and the Spark session are starting.
+STARTING = "starting Spark…"
 
 _HEADERS = ["epochs", "read", "written", "processed", "lag", "rate", "state"]
 _BAR_STYLES = {
@@ -33,15 +37,25 @@ class RunProgress(LiveWidget):
     The bar's total is what the inputs hold for this run: the messages read so far plus the
     input lag (between the checkpoints and the newest offsets), so it fills as the job catches
     up and grows when new input arrives. Before anything is readable there is no total and
-    only the counters show. The rate is input messages per second over the refreshes of the
-    last ``window`` seconds, a series this view keeps for itself (the job keeps totals only).
+    only the counters show. While the job has not started its first epoch (``job.epoch == 0``,
+    no result yet: the JVM and the Spark session start, 5–15 s in a fresh kernel) the state
+    reads "starting Spark…". The rate is input messages per second over the refreshes of the
+    last ``window`` seconds, a series this view keeps for itself (the job keeps totals only);
+    once the job is done it is the average over the time the job read its inputs (from this
+    view's first refresh to the last refresh that saw new input), not the last window's 0/s.
 
     Attributes: ``job``, ``bar`` (IntProgress), ``counters`` (HTML widget), ``job_status``
     (the last ``job.status()``), ``epochs``, ``messages_in`` (read from the inputs),
     ``messages_out`` (written to the outputs), ``processed`` (messages all tasks received,
     intermediate streams included), ``lag`` (input messages not read yet), ``rate`` (input
-    messages per second, None until two refreshes apart) and ``samples``.
+    messages per second, None until two refreshes apart), ``phase`` ("starting Spark…", the
+    job's state, or its state and "(average rate)") and ``samples``.
+
+    Once its job is done it has nothing left to do: every display of it becomes its snapshot
+    (``freeze_when_final``), in JupyterLab too, so a saved notebook shows the final progress.
     """
+
+    freeze_when_final = True
 
     def __init__(
         self,
@@ -56,9 +70,6 @@ class RunProgress(LiveWidget):
             msg = f"window must be a positive number of seconds, got {window!r}"
             raise ConfigError(msg)
         self.window = window
-        self._clock = clock
-        #: (clock time, messages read from the inputs) at each refresh within the window.
-        self.samples: deque[tuple[float, int]] = deque()
         self.job_status: JobStatus | None = None
         self.epochs = 0
         self.messages_in = 0
@@ -66,6 +77,9 @@ class RunProgress(LiveWidget):
         self.processed = 0
         self.lag = 0
         self.rate: float | None = None
+        self.phase = ""
+        self._meter = RateMeter(window, clock)
+        self.samples = self._meter.samples
         self.bar = widgets.IntProgress(value=0, min=0, max=1, description="caught up")
         self.counters = widgets.HTML()
         super().__init__(
@@ -98,25 +112,28 @@ class RunProgress(LiveWidget):
             bar.value = self.messages_in
         else:
             bar.layout.display = "none"
+        starting = status.state == "running" and status.epoch == 0 and self.epochs == 0
+        if starting and not self.messages_in:
+            self.phase = STARTING
+        elif status.done and self.rate is not None:
+            self.phase = f"{status.state} (average rate)"
+        else:
+            self.phase = status.state
         bar.bar_style = _BAR_STYLES.get(status.state, "")
-        bar.description = status.state
-        self.counters.value = html_table(_HEADERS, [self._row()])
+        bar.description = STARTING if self.phase == STARTING else status.state
+        self.counters.value = paragraph(self._progress_text(), bold=True) + html_table(
+            _HEADERS, [self._row()]
+        )
         if status.error:
-            self.message.value = paragraph(f"job failed: {status.error}", colour="#cf222e")
+            self.message.value = paragraph(f"job failed: {status.error}", colour=ERROR)
 
     def _sample(self) -> None:
-        now = self._clock()
-        self.samples.append((now, self.messages_in))
-        # Keep one sample older than the window so the rate always spans the whole window.
-        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
-            self.samples.popleft()
-        first_time, first_count = self.samples[0]
-        elapsed = now - first_time
-        self.rate = (self.messages_in - first_count) / elapsed if elapsed > 0 else None
+        status = self.job_status
+        self.rate = self._meter.add(self.messages_in, done=status is not None and status.done)
 
     def _row(self) -> list[str]:
-        rate = "–" if self.rate is None else f"{self.rate:,.1f}/s"
-        state = self.job_status.state if self.job_status else "–"
+        rate = format_rate(self.rate)
+        state = self.phase or "–"
         return [
             count(self.epochs),
             count(self.messages_in),
@@ -130,18 +147,18 @@ class RunProgress(LiveWidget):
     # -- display ---------------------------------------------------------------------------
     def _progress_text(self) -> str:
         total = self.messages_in + self.lag
+        if self.phase == STARTING:
+            return "starting Spark… (a fresh kernel starts a JVM first: 5–15 s)"
         if not total:
             return "no input yet"
         return f"{self.messages_in:,} of {total:,} input messages read ({100 * self.messages_in / total:.0f}%)"
 
     def snapshot_html(self) -> str:
-        return (
-            paragraph(self._progress_text(), bold=True) + self.counters.value + self.message.value
-        )
+        return self.counters.value + self.message.value
 
     def snapshot_text(self) -> str:
         return f"RunProgress: {self._progress_text()}\n" + text_table(_HEADERS, [self._row()])
 
     def __repr__(self) -> str:
-        state = self.job_status.state if self.job_status else "–"
+        state = self.phase or "–"
         return f"RunProgress({state}, epoch {self.epochs}, {self.messages_in:,} read)"

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from samza_nb.errors import ConfigError
 from samza_nb.notebook.widgets._html import (
-    FONT,
     compact,
     count,
     html_table,
     paragraph,
     text_table,
 )
+from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
-from samza_nb.plan.drawing import render_svg
+from samza_nb.notebook.widgets._rate import RateMeter
+from samza_nb.plan.drawing import render_svg, scroll_box, svg_image
 from samza_nb.plan.execution_plan import ExecutionPlan
 
 if TYPE_CHECKING:
@@ -44,12 +47,18 @@ class StageGraph(LiveWidget):
 
     Streams are labelled with messages in (read by tasks), out (written by tasks) and lag
     (between the consumers' checkpoints and the newest offsets), operators with the messages
-    they received, stages with their totals. Two tables repeat the counters exactly.
+    they received, stages with their totals and their rate (messages in per second over the
+    last ``window`` seconds; once the job is done, the average while it read). Two tables
+    repeat the counters exactly. The drawing keeps to the cell's width (stages wrap their
+    operators into lines, stages stack top to bottom) at a readable size; a larger drawing
+    (``zoom``) scrolls in its own box. ``fold`` buttons draw a stage as one box.
 
     Attributes: ``plan``, ``job`` (None for a bare plan), ``graph`` (HTML widget with the
     SVG), ``stages_table`` and ``streams_table`` (HTML widgets), ``summary`` (HTML widget),
-    ``metrics`` (the last ``job.metrics()``), ``job_status`` (the last ``job.status()``),
-    ``stage_counters`` (stage id → in/out/lag) and
+    ``zoom`` (Dropdown: the drawing's scale), ``fold_buttons`` (stage id → ToggleButton;
+    pressed = folded), ``folded`` (the folded stage ids), ``metrics`` (the last
+    ``job.metrics()``), ``job_status`` (the last ``job.status()``), ``stage_counters`` (stage
+    id → in/out/lag), ``stage_rates`` (stage id → messages in per second, or None) and
     ``stream_counters`` (stream id → in/out/lag, lag absent for outputs).
     """
 
@@ -59,23 +68,64 @@ class StageGraph(LiveWidget):
         *,
         auto_refresh: bool = True,
         interval: float = DEFAULT_INTERVAL,
+        window: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         plan, job = plan_and_job(plan_or_job, "StageGraph")
         self.plan = plan
         self.metrics: dict[str, Any] = {}
         self.job_status: JobStatus | None = None
         self.stage_counters: dict[int, dict[str, int]] = {}
+        self.stage_rates: dict[int, float | None] = {}
         self.stream_counters: dict[str, dict[str, int]] = {}
+        self._meters = {stage.id: RateMeter(window, clock) for stage in plan.stages}
+        self._svg_options: dict[str, Any] = {}
         self.summary = widgets.HTML()
-        self.graph = widgets.HTML()
+        self.graph = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.stages_table = widgets.HTML()
         self.streams_table = widgets.HTML()
+        self.zoom = widgets.Dropdown(
+            options=[("100%", 1.0), ("125%", 1.25), ("150%", 1.5), ("200%", 2.0)],
+            value=1.0,
+            description="zoom",
+            layout=widgets.Layout(width="160px"),
+        )
+        self.fold_buttons = {
+            stage.id: widgets.ToggleButton(
+                value=False,
+                description=f"stage {stage.id}",
+                tooltip=f"fold stage {stage.id} into one box",
+                icon="compress",
+                layout=widgets.Layout(width="auto"),
+            )
+            for stage in plan.stages
+        }
+        self.zoom.observe(self._on_view_change, names="value")
+        for button in self.fold_buttons.values():
+            button.observe(self._on_view_change, names="value")
+        controls = widgets.HBox(
+            [self.zoom, widgets.Label("fold:"), *self.fold_buttons.values()],
+            layout=widgets.Layout(flex_flow="row wrap", align_items="center"),
+        )
         super().__init__(
             job,
-            children=[self.summary, self.graph, self.stages_table, self.streams_table],
+            children=[self.summary, controls, self.graph, self.stages_table, self.streams_table],
             auto_refresh=auto_refresh,
             interval=interval,
         )
+
+    @property
+    def folded(self) -> set[int]:
+        """The stages drawn as one box."""
+        return {stage_id for stage_id, button in self.fold_buttons.items() if button.value}
+
+    def fold(self, *stage_ids: int, folded: bool = True) -> None:
+        """Fold (or, with ``folded=False``, unfold) stages; no ids: every stage."""
+        for stage_id in stage_ids or tuple(self.fold_buttons):
+            if stage_id not in self.fold_buttons:
+                msg = f"the plan has no stage {stage_id}; its stages: {sorted(self.fold_buttons)}"
+                raise ConfigError(msg)
+            self.fold_buttons[stage_id].value = folded
 
     # -- reading ---------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -84,7 +134,8 @@ class StageGraph(LiveWidget):
             self.summary.value = paragraph(
                 f"{plan.app_name} (job {plan.job_id}): plan only, no counters", bold=True
             )
-            self.graph.value = _scrollable(render_svg(plan))
+            self._svg_options = {}
+            self._draw()
             self.stages_table.value = html_table(
                 ["stage", "operators", "reads", "writes"], self._stage_rows(counters=False)
             )
@@ -104,29 +155,44 @@ class StageGraph(LiveWidget):
             }
             for stage in plan.stages
         }
+        self.stage_rates = {
+            stage_id: self._meters[stage_id].add(counters["in"], done=status.done)
+            for stage_id, counters in self.stage_counters.items()
+        }
         operators: dict[str, int] = self.metrics["operators"]
-        svg = render_svg(
-            plan,
-            stream_labels={sid: self._stream_label(sid) for sid in plan.streams},
-            operator_labels={op_id: f"in {compact(n)}" for op_id, n in operators.items()},
-            stage_labels={
+        self._svg_options = {
+            "stream_labels": {sid: self._stream_label(sid) for sid in plan.streams},
+            "operator_labels": {op_id: f"in {compact(n)}" for op_id, n in operators.items()},
+            "stage_labels": {
                 sid: f"in {compact(c['in'])} · out {compact(c['out'])} · lag {compact(c['lag'])}"
+                f" · {_short_rate(self.stage_rates.get(sid))}"
                 for sid, c in self.stage_counters.items()
             },
-        )
+        }
         error = f" · error: {status.error}" if status.error else ""
         self.summary.value = paragraph(
             f"{plan.app_name} (job {plan.job_id}): {status.state}, epoch {status.epoch}{error}",
             bold=True,
         )
-        self.graph.value = _scrollable(svg)
+        self._draw()
         self.stages_table.value = html_table(
-            ["stage", "operators", "reads", "writes", "in", "out", "lag"],
+            ["stage", "operators", "reads", "writes", "in", "out", "lag", "rate"],
             self._stage_rows(counters=True),
         )
         self.streams_table.value = html_table(
             ["stream", "kind", "partitions", "in", "out", "lag"], self._stream_rows(counters=True)
         )
+
+    def _draw(self) -> None:
+        """Redraw the SVG from the last counters, with the zoom and the folded stages."""
+        svg = render_svg(
+            self.plan, folded=self.folded, scale=float(self.zoom.value), **self._svg_options
+        )
+        self.graph.value = scroll_box(svg)
+
+    def _on_view_change(self, _change: dict[str, Any]) -> None:
+        with self._lock:
+            self._draw()
 
     def _stream_label(self, stream_id: str) -> str:
         """in/out/lag where they mean something: nothing in the job writes to an input, nothing
@@ -153,7 +219,12 @@ class StageGraph(LiveWidget):
             ]
             if counters:
                 values = self.stage_counters.get(stage.id, {})
-                row += [count(values.get("in")), count(values.get("out")), count(values.get("lag"))]
+                row += [
+                    count(values.get("in")),
+                    count(values.get("out")),
+                    count(values.get("lag")),
+                    format_rate(self.stage_rates.get(stage.id)),
+                ]
             rows.append(row)
         return rows
 
@@ -171,7 +242,7 @@ class StageGraph(LiveWidget):
     def snapshot_html(self) -> str:
         return (
             self.summary.value
-            + self.graph.value
+            + svg_image(self.graph.value)
             + self.stages_table.value
             + self.streams_table.value
             + self.message.value
@@ -183,7 +254,7 @@ class StageGraph(LiveWidget):
         stage_headers = ["stage", "operators", "reads", "writes"]
         stream_headers = ["stream", "kind", "partitions"]
         if counters:
-            stage_headers += ["in", "out", "lag"]
+            stage_headers += ["in", "out", "lag", "rate"]
             stream_headers += ["in", "out", "lag"]
         head = f"StageGraph {plan.app_name!r} (job {plan.job_id}): "
         if self.job_status is None:
@@ -204,5 +275,5 @@ class StageGraph(LiveWidget):
         return f"StageGraph({self.plan.app_name!r}, {len(self.plan.stages)} stages, {where})"
 
 
-def _scrollable(svg: str) -> str:
-    return f'<div style="overflow:auto;max-width:100%;font-family:{FONT}">{svg}</div>'
+def _short_rate(value: float | None) -> str:
+    return "–/s" if value is None else f"{compact(round(value))}/s"
