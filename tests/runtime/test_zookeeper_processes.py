@@ -46,7 +46,7 @@ def _processor(tmp_path: Path, zk_connect: str, pid: str, location: str) -> subp
         "processor.id": pid,
         "processor.locations": location,
         "task.max.epoch.messages": "40",
-        "task.epoch.min.interval.ms": "100",
+        "task.epoch.min.interval.ms": "200",
     }
     argv = [sys.executable, "-m", "samza_nb.cli", "run", "zkjob:app", "--executor", "local"]
     for key, value in settings.items():
