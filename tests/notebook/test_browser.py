@@ -448,8 +448,8 @@ def test_01_quickstart_live(browser: Any, lab: Lab) -> None:
     nb.assert_no_traceback()
     assert "live widget" in seen, "RunProgress was never drawn as a live widget"
     assert not nb.page.locator(".jp-OutputArea-output .jupyter-widgets").count()
-    # RunProgress showed the JVM starting, then the job reading, and ends finished, 100%.
-    assert "starting" in seen, "RunProgress never showed the 'starting Spark…' phase"
+    # RunProgress ends finished, 100%. (Its short "starting Spark…" phase is caught only when a
+    # poll lands in it, so it is not asserted here: a warm machine starts the JVM in a blink.)
     text = nb.text()
     assert "1,200 of 1,200 input messages read (100%)" in text or re.search(
         r"([\d,]+) of \1 input messages read \(100%\)", text

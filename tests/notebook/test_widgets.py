@@ -624,3 +624,17 @@ def test_explorer_summary_and_kill_list_agree_with_the_proposal() -> None:
     # One container takes everything: unbalanced, and no bound it could contradict.
     assert "unbalanced" in explorer.snapshot_text()
     assert "any balanced assignment moves at least" not in explorer.snapshot_text()
+
+
+def test_run_progress_says_spark_is_starting_before_the_first_epoch(tmp_path: Path) -> None:
+    from samza_nb.testing import run_local
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("events", 2)  # a quiet input: the job never reaches its first epoch
+    job = run_local(shuffle_app(system, "quiet"), until="forever", background=True)
+    try:
+        progress = RunProgress(job)
+        assert progress.phase == "starting Spark…"
+        assert "starting Spark…" in progress.snapshot_text()
+    finally:
+        job.stop()
