@@ -139,7 +139,8 @@ class JobHomeGuard:
         return _parse(data, str(self.marker_file))
 
     def _write_file(self, incarnation: Incarnation) -> None:
-        tmp = self.marker_file.with_name(INCARNATION_FILE_NAME + ".tmp")
+        # A name of this writer's own: processes of one job may write the record at once.
+        tmp = self.marker_file.with_name(f"{INCARNATION_FILE_NAME}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
         try:
             private_dir(self.job_home)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
