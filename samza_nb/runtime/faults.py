@@ -5,7 +5,8 @@ Set in the environment of a job's process before it starts (Spark's Python worke
 - ``SAMZA_NB_KILL_AT=<point>[:<n>]``: SIGKILL the job's process the n-th time (default: the
   first) any process of the job reaches ``point``;
 - ``SAMZA_NB_KILL_PID``: the process to kill (the job's driver; a Spark worker kills it
-  rather than itself); default: the process reaching the point;
+  rather than itself), with its process group when it leads one; default: the process
+  reaching the point;
 - ``SAMZA_NB_KILL_COUNTER``: a file counting the hits across processes (needed for n > 1).
 
 Unset (always, outside the crash tests), a point costs one dictionary lookup.
@@ -46,4 +47,10 @@ def reached(point: str) -> None:
             hits.write(b".")
         if os.path.getsize(counter) < int(nth):
             return
-    os.kill(int(os.environ.get("SAMZA_NB_KILL_PID") or os.getpid()), signal.SIGKILL)
+    target = int(os.environ.get("SAMZA_NB_KILL_PID") or os.getpid())
+    # A crash takes the job's whole process with it: its JVM and Spark's Python workers too
+    # (they would otherwise write its stores on as orphans). A job started in a session of its
+    # own (as the crash tests start it) is its process group.
+    if os.getpgid(target) == target:
+        os.killpg(target, signal.SIGKILL)
+    os.kill(target, signal.SIGKILL)

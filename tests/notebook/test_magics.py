@@ -308,10 +308,11 @@ def test_a_foreground_run_shows_progress_and_returns_the_finished_job(
     assert isinstance(job, Job) and job.status().state == "finished"
     assert magics.session.last_job is job
     assert sorted(job.collect("out")["value"]) == [n * 10 for n in range(40)]
-    shown, final = captured.outputs[0], captured.outputs[-1]
+    shown = captured.outputs[0]
     assert WIDGET_VIEW in shown.data and shown.data["text/plain"].startswith("RunProgress: ")
-    # The last thing the cell published replaces the shown view with the job's final state.
-    assert final.update and final.transient == shown.transient
+    # The last update the cell published to that view replaces it with the job's final state.
+    final = [out for out in captured.outputs if out.transient == shown.transient][-1]
+    assert final is not shown and final.update
     assert "40 of 40 input messages read (100%)" in final.data["text/plain"]
     assert "finished" in final.data["text/plain"] and "finished" in final.data["text/html"]
     (view,) = progress_views(job)
