@@ -433,8 +433,6 @@ def test_01_quickstart_live(browser: Any, lab: Lab) -> None:
 
     def watch() -> None:
         text = nb.text()
-        if "starting Spark…" in text:
-            seen.add("starting")
         if nb.page.locator(".jp-OutputArea-output .jupyter-widgets").count():
             seen.add("live widget")
         if re.search(r"\d[\d,]* of [\d,]+ input messages read", text):
