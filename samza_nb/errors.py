@@ -15,6 +15,7 @@ __all__ = [
     "DrainError",
     "GroupingError",
     "JobError",
+    "JobInterruptedError",
     "JobLeaseError",
     "MetadataStoreError",
     "ModelError",
@@ -91,6 +92,14 @@ class DrainError(SamzaNbError, ValueError):
 class JobError(SamzaNbError):
     """A running job failed or was used in a state that does not allow the call."""
 
+    #: The Job the error ended, when it is known (``run()`` raised before returning it).
+    job: object | None = None
+
+
+class JobInterruptedError(JobError, KeyboardInterrupt):
+    """A foreground run was interrupted (Ctrl-C, Kernel → Interrupt): the job stopped after the
+    epoch in flight, its checkpoints committed. Still a KeyboardInterrupt for callers."""
+
 
 class JobLeaseError(CoordinationError):
     """Another incarnation of the job holds its lease, or this one lost it (fenced)."""
@@ -123,3 +132,7 @@ class TaskError(JobError):
         self.offset = offset
         #: The traceback as the task saw it (in the Spark worker for the Spark executor).
         self.worker_traceback: str | None = None
+        #: Where the user's code raised: (file name, line number, source line).
+        self.raised_at: tuple[str, int, str] | None = None
+        #: ``file:line`` where the failing operator was declared.
+        self.operator_location: str | None = None

@@ -64,6 +64,9 @@ class EpochResult:
     messages_in: dict[str, int] = field(default_factory=dict)
     messages_out: dict[str, int] = field(default_factory=dict)
     operator_counts: dict[str, int] = field(default_factory=dict)
+    #: Per operator (only those with any): messages skipped after an error, dropped (None).
+    operator_skipped: dict[str, int] = field(default_factory=dict)
+    operator_dropped: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
     restored_records: int = 0
     restore_seconds: float = 0.0

@@ -21,6 +21,7 @@ from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
+from samza_nb.runtime.user_code import describe, source_line
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -201,7 +202,15 @@ class EpochDriver:
 
 def task_error(failure: dict[str, Any]) -> TaskError:
     """The TaskError for a failed task epoch, with the original exception as its cause."""
-    where = f" (user code at {failure['user_location']})" if failure.get("user_location") else ""
+    raised_at = failure.get("raised_at")
+    declared = failure.get("user_location")
+    if raised_at:
+        filename, lineno, _line = raised_at
+        where = f" (raised at {describe(filename, lineno)}" + (
+            f"; operator declared at {declared})" if declared else ")"
+        )
+    else:
+        where = f" (operator declared at {declared})" if declared else ""
     if failure.get("ssp") is not None:
         place = f" on {failure['ssp']} at offset {failure['offset']}"
     else:
@@ -221,6 +230,10 @@ def task_error(failure: dict[str, Any]) -> TaskError:
         offset=failure.get("offset"),
     )
     error.worker_traceback = failure.get("traceback")
+    error.operator_location = declared
+    if raised_at:
+        filename, lineno, line = raised_at
+        error.raised_at = (filename, int(lineno), line or source_line(filename, int(lineno)))
     cause = failure.get("cause")
     if cause is not None:
         try:

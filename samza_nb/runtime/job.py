@@ -21,7 +21,7 @@ from samza_nb.coordination.coordinator import get_job_coordinator
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.drain import cleanup, write_drain_notification
-from samza_nb.errors import ConfigError, JobError
+from samza_nb.errors import ConfigError, JobError, JobInterruptedError
 from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
@@ -191,10 +191,20 @@ class Job(JobViews):
         if not background:
             try:
                 self.wait()
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as interrupt:
                 self.stop()
-                raise
+                raise self.interrupted() from interrupt
         return self
+
+    def interrupted(self) -> JobInterruptedError:
+        """The error of a foreground wait that Ctrl-C interrupted, once the job stopped."""
+        msg = (
+            f"interrupted: job {self.plan.app_name!r} {self._state} after epoch {self.epoch}; "
+            "its checkpoints are committed and a new run continues from them"
+        )
+        error = JobInterruptedError(msg)
+        error.job = self
+        return error
 
     def wait(self, timeout: float | None = None) -> JobStatus:
         """Wait until the job ends; raises TimeoutError after ``timeout`` seconds and the job's
@@ -207,6 +217,8 @@ class Job(JobViews):
                 raise TimeoutError(msg)
         self.coordinator.stop()
         if self._error is not None:
+            if isinstance(self._error, JobError):
+                self._error.job = self  # the handle stays reachable: ``except TaskError as e: e.job``
             raise self._error
         return self.status()
 

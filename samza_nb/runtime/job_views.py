@@ -10,10 +10,11 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from samza_nb.errors import JobError
+from samza_nb.errors import JobError, TaskError
 from samza_nb.model import JobModel, SystemStreamPartition
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.context import system_of
+from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.epoch_driver import newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.status import JobStatus, ProcessorStatus
 
@@ -60,10 +61,24 @@ class JobViews:
     def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
         return ssp_lags(self._task_ssps(), self.checkpoints.cached(), newest_offsets(self.plan))
 
+    def _message_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
+        """Per (task, SSP): the messages not read yet, control messages (watermarks,
+        end-of-stream, drain) left out, so 2,000 events read by nobody show a lag of 2,000."""
+        lags = self._ssp_lags()
+        cached = self.checkpoints.cached()
+        for (task, ssp), lag in lags.items():
+            if lag:
+                checkpoint = cached.get(task)
+                start = checkpoint.offsets.get(ssp_key(ssp.stream, ssp.partition), 0) if checkpoint else 0
+                system = system_of(self.plan, ssp.stream)
+                controls = system.control_messages(ssp.stream, ssp.partition, start, start + lag)
+                lags[(task, ssp)] = max(0, lag - controls)
+        return lags
+
     def status(self) -> JobStatus:
         model = self.job_model
         lag_by_task: dict[str, int] = {}
-        for (task, _ssp), lag in self._ssp_lags().items():
+        for (task, _ssp), lag in self._message_lags().items():
             lag_by_task[task] = lag_by_task.get(task, 0) + lag
         cached = self.checkpoints.cached()
         tasks = {
@@ -82,17 +97,26 @@ class JobViews:
             location = container.location_id or (processor.location_id if processor else "")
             processors[pid] = ProcessorStatus(pid, location, sorted(container.tasks), state)
         error = None if self._error is None else str(self._error)
-        return JobStatus(self._state, self.epoch, self.run_id, processors, tasks, error)
+        failed = self._error.op_id if isinstance(self._error, TaskError) else None
+        troubled = {
+            op_id: {key: counts[key] for key in ("skipped", "dropped", "errors")}
+            for op_id, counts in sorted(self._metrics.operator_counters(failed).items())
+            if counts["skipped"] or counts["dropped"] or counts["errors"]
+        }
+        return JobStatus(self._state, self.epoch, self.run_id, processors, tasks, error, troubled)
 
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores."""
         lag_by_stream: dict[str, int] = {}
         lag_by_task: dict[str, int] = {}
-        for (task, ssp), lag in self._ssp_lags().items():
+        for (task, ssp), lag in self._message_lags().items():
             lag_by_stream[ssp.stream] = lag_by_stream.get(ssp.stream, 0) + lag
             lag_by_task[task] = lag_by_task.get(task, 0) + lag
         kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
-        return self._metrics.snapshot(self._task_ssps(), kinds, lag_by_task, lag_by_stream, self.epoch)
+        failed = self._error.op_id if isinstance(self._error, TaskError) else None
+        return self._metrics.snapshot(
+            self._task_ssps(), kinds, lag_by_task, lag_by_stream, self.epoch, failed_op=failed
+        )
 
     def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
         """Per task and operator: (input watermark, output watermark) as last committed."""

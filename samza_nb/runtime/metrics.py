@@ -26,6 +26,8 @@ class JobMetrics:
         self._tasks: dict[str, dict[str, Any]] = {}
         self._streams: dict[str, dict[str, int]] = {}
         self._operators: dict[str, int] = {}
+        self._skipped: dict[str, int] = {}
+        self._dropped: dict[str, int] = {}
         self.rebuilt_stores: list[str] = []
 
     def record(self, results: Iterable[EpochResult]) -> None:
@@ -50,7 +52,29 @@ class JobMetrics:
             self._streams.setdefault(stream_id, {"in": 0, "out": 0})["out"] += count
         for op_id, count in result.operator_counts.items():
             self._operators[op_id] = self._operators.get(op_id, 0) + count
+        for op_id, count in result.operator_skipped.items():
+            self._skipped[op_id] = self._skipped.get(op_id, 0) + count
+        for op_id, count in result.operator_dropped.items():
+            self._dropped[op_id] = self._dropped.get(op_id, 0) + count
         self.rebuilt_stores.extend(result.rebuilt)
+
+    def operator_counters(self, failed_op: str | None = None) -> dict[str, dict[str, int]]:
+        """Per operator: messages in, ``skipped`` after an error (``task.errors.skip``),
+        ``dropped`` (a map or flat_map returning None) and ``errors`` (the skipped ones plus
+        the one that failed the job, ``failed_op``)."""
+        with self._lock:
+            counters = {
+                op_id: {
+                    "in": count,
+                    "skipped": self._skipped.get(op_id, 0),
+                    "dropped": self._dropped.get(op_id, 0),
+                    "errors": self._skipped.get(op_id, 0) + int(op_id == failed_op),
+                }
+                for op_id, count in self._operators.items()
+            }
+        if failed_op is not None and failed_op not in counters:
+            counters[failed_op] = {"in": 0, "skipped": 0, "dropped": 0, "errors": 1}
+        return counters
 
     def snapshot(
         self,
@@ -59,8 +83,11 @@ class JobMetrics:
         task_lags: Mapping[str, int],
         stream_lags: Mapping[str, int],
         epochs: int,
+        failed_op: str | None = None,
     ) -> dict[str, Any]:
-        """The metrics dict of :meth:`Job.metrics` (``streams``: stream id → kind)."""
+        """The metrics dict of :meth:`Job.metrics` (``streams``: stream id → kind;
+        ``failed_op``: the operator whose error failed the job)."""
+        counters = self.operator_counters(failed_op)
         with self._lock:
             stream_entries: dict[str, dict[str, int]] = {}
             for stream_id, kind in streams.items():
@@ -75,6 +102,7 @@ class JobMetrics:
                 },
                 "streams": stream_entries,
                 "operators": dict(self._operators),
+                "operator_counters": counters,
                 "epochs": epochs,
                 "rebuilt_stores": list(self.rebuilt_stores),
             }

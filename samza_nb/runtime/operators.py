@@ -101,6 +101,10 @@ class OperatorImpl:
         self.eos_handled = False
         self.drain_handled = False
         self.messages_in = 0
+        #: Messages whose user function raised and that ``task.errors.skip`` skipped.
+        self.skipped = 0
+        #: Messages a map or flat_map dropped by returning None (Samza's rule).
+        self.dropped = 0
 
     # -- messages --------------------------------------------------------------------------
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
@@ -123,6 +127,7 @@ class OperatorImpl:
         except Exception as error:
             if self.context.skip_errors:
                 self.context.skipped += 1
+                self.skipped += 1
                 return SKIPPED
             raise UserFunctionError(self.op_id, error, self.spec.user_location) from error
 
@@ -202,8 +207,10 @@ class MapImpl(OperatorImpl):
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.messages_in += 1
         result = self.call(self.spec.fn, message)  # type: ignore[attr-defined]
-        # A map returning None drops the message (Samza's rule).
-        if result is not None and result is not SKIPPED:
+        # A map returning None drops the message (Samza's rule), counted.
+        if result is None:
+            self.dropped += 1
+        elif result is not SKIPPED:
             self.emit(result)
 
 
@@ -211,7 +218,9 @@ class FlatMapImpl(OperatorImpl):
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.messages_in += 1
         results = self.call(self.spec.fn, message)  # type: ignore[attr-defined]
-        if results is not None and results is not SKIPPED:
+        if results is None:
+            self.dropped += 1
+        elif results is not SKIPPED:
             for result in results:
                 self.emit(result)
 

@@ -33,6 +33,8 @@ class JobStatus:
     processors: dict[str, ProcessorStatus] = field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: str | None = None
+    #: Operators that skipped, dropped or failed on messages: op id → skipped, dropped, errors.
+    operators: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -49,11 +51,22 @@ class JobStatus:
             for p in self.processors.values()
         )
         error = f"<p style='color:#cf222e'>{html.escape(self.error)}</p>" if self.error else ""
+        troubled = "".join(
+            f"<tr><td>{html.escape(op_id)}</td><td>{c['skipped']:,}</td><td>{c['dropped']:,}</td>"
+            f"<td>{c['errors']:,}</td></tr>"
+            for op_id, c in self.operators.items()
+        )
+        operators = (
+            "<table><thead><tr><th>operator</th><th>skipped</th><th>dropped (None)</th>"
+            f"<th>errors</th></tr></thead><tbody>{troubled}</tbody></table>"
+            if troubled
+            else ""
+        )
         return (
             f"<p><b>{html.escape(self.state)}</b> at epoch {self.epoch}, run "
             f"<code>{html.escape(self.run_id)}</code>; processors: {processors}</p>{error}"
             "<table><thead><tr><th>task</th><th>epochs</th><th>lag</th><th></th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
+            f"<tbody>{rows}</tbody></table>{operators}"
         )
 
     def __repr__(self) -> str:

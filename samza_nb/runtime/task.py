@@ -40,6 +40,7 @@ from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
+from samza_nb.runtime.user_code import raising_frame
 from samza_nb.systems.base import MessageKind
 
 if TYPE_CHECKING:
@@ -199,6 +200,7 @@ class _TaskRun:
                         except Exception as error:
                             if context.skip_errors:
                                 context.skipped += 1
+                                input_impl.skipped += 1
                                 continue
                             raise UserFunctionError(input_impl.op_id, error, None) from error
                         input_impl.on_message(message, None)
@@ -340,6 +342,8 @@ class _TaskRun:
             messages_in=self.messages_in,
             messages_out=messages_out,
             operator_counts={op_id: impl.messages_in for op_id, impl in self.impls.items()},
+            operator_skipped={op_id: impl.skipped for op_id, impl in self.impls.items() if impl.skipped},
+            operator_dropped={op_id: impl.dropped for op_id, impl in self.impls.items() if impl.dropped},
             skipped=self.context.skipped,
             restored_records=restored,
             restore_seconds=sum(store.restore_seconds for store in stores),
@@ -413,6 +417,7 @@ def _failure(run: _TaskRun, error: Exception) -> EpochResult:
         "error": f"{type(cause).__name__}: {cause}",
         "user_location": location,
         "user_code": isinstance(error, UserFunctionError),
+        "raised_at": raising_frame(cause) if isinstance(error, UserFunctionError) else None,
         "traceback": "".join(traceback.format_exception(cause)),
         "cause": _pickled(cause),
     }

@@ -97,6 +97,12 @@ class StreamSystem(ABC):
         """Per partition, the offset the next appended message will get (Kafka's high
         watermark). Lag is reported as this minus a checkpointed offset, as Kafka does."""
 
+    def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:
+        """How many control messages (watermarks, end-of-stream, drain) hold offsets in
+        ``[start, end)``, so lag can count messages only. A system that does not know answers
+        0: its lag is then a count of offsets, an upper bound as Kafka's consumer lag is."""
+        return 0
+
     @abstractmethod
     def oldest_offsets(self, stream_id: str) -> dict[int, int]:
         """Per partition, the oldest offset still stored (retention may have deleted older)."""

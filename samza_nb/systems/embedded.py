@@ -7,11 +7,15 @@ same log at once: every write runs in an ``IMMEDIATE`` transaction and SQLite se
 
 Appends may carry a ``(producer, producer_seq)`` pair — the runtime passes (task, epoch) — and
 a repeated pair is ignored, so a retried or restarted epoch does not append twice.
+
+The offsets of control messages (watermarks, end-of-stream, drain) are also kept in a table of
+their own, so lag counts messages, not markers (:meth:`EmbeddedSystem.control_messages`).
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import sqlite3
 import threading
@@ -34,6 +38,9 @@ _encode_batch = msgspec.msgpack.Encoder().encode
 _decode_batch = msgspec.msgpack.Decoder(list[tuple[int, bytes | None, bytes, int | None]]).decode
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.Decoder().decode
+
+#: A record's kind (0 for a user message), read in C.
+_kind = operator.itemgetter(0)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS streams (
@@ -64,6 +71,12 @@ CREATE TABLE IF NOT EXISTS batches (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS batches_producer
     ON batches (stream, partition, producer, producer_seq) WHERE producer IS NOT NULL;
+CREATE TABLE IF NOT EXISTS control_offsets (
+    stream TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    PRIMARY KEY (stream, partition, offset)
+);
 """
 
 _BUSY_TIMEOUT_S = 60.0
@@ -224,7 +237,7 @@ class EmbeddedSystem(StreamSystem):
     def delete_stream(self, stream_id: str) -> None:
         db = self._db()
         with _transaction(db):
-            for table in ("streams", "partitions", "batches"):
+            for table in ("streams", "partitions", "batches", "control_offsets"):
                 db.execute(f"DELETE FROM {table} WHERE stream = ?", (stream_id,))  # noqa: S608
 
     def list_streams(self) -> dict[str, int]:
@@ -260,8 +273,15 @@ class EmbeddedSystem(StreamSystem):
         if not records:
             return True
         payload = _encode_batch([tuple(record) for record in records])
+        # Most batches hold user messages only: one pass in C finds out.
+        controls = (
+            [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
+            if any(map(_kind, records))
+            else []
+        )
         return self.append_encoded(
-            stream_id, partition, payload, len(records), producer=producer, producer_seq=producer_seq
+            stream_id, partition, payload, len(records), producer=producer,
+            producer_seq=producer_seq, controls=controls,
         )
 
     def append_encoded(
@@ -273,8 +293,10 @@ class EmbeddedSystem(StreamSystem):
         *,
         producer: str | None = None,
         producer_seq: int | None = None,
+        controls: Sequence[int] = (),
     ) -> bool:
-        """Append an already msgpack-encoded batch of ``count`` records (the runtime's path)."""
+        """Append an already msgpack-encoded batch of ``count`` records (the runtime's path);
+        ``controls`` are the indexes of its control messages in the batch."""
         db = self._db()
         with _transaction(db):
             row = db.execute(
@@ -303,7 +325,22 @@ class EmbeddedSystem(StreamSystem):
                 "UPDATE partitions SET next_offset = ? WHERE stream = ? AND partition = ?",
                 (first + count, stream_id, partition),
             )
+            if controls:
+                db.executemany(
+                    "INSERT OR IGNORE INTO control_offsets (stream, partition, offset) VALUES (?, ?, ?)",
+                    [(stream_id, partition, first + index) for index in controls],
+                )
         return True
+
+    def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:
+        if end <= start:
+            return 0
+        row = self._db().execute(
+            "SELECT COUNT(*) FROM control_offsets WHERE stream = ? AND partition = ? "
+            "AND offset >= ? AND offset < ?",
+            (stream_id, partition, start, end),
+        ).fetchone()
+        return int(row[0])
 
     def read_batches(
         self,
@@ -385,6 +422,10 @@ class EmbeddedSystem(StreamSystem):
             ).fetchone()
             db.execute(
                 "DELETE FROM batches WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
+                (stream_id, partition, offset),
+            )
+            db.execute(
+                "DELETE FROM control_offsets WHERE stream = ? AND partition = ? AND offset < ?",
                 (stream_id, partition, offset),
             )
             oldest = db.execute(

@@ -3,6 +3,7 @@ kernel): every command, what it returns, and one-line versus full errors."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from IPython.utils.capture import capture_output
 import samza_nb
 from samza_nb.api import StreamApplication
 from samza_nb.config import Config
-from samza_nb.errors import ConfigError, JobError, TaskError
+from samza_nb.errors import ConfigError, JobError, JobInterruptedError, TaskError
 from samza_nb.model import JobModel
 from samza_nb.notebook.magics import HelpText, SamzaMagics, Session
 from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer, RunProgress
@@ -337,13 +338,28 @@ def test_a_foreground_run_raises_the_jobs_error_after_showing_it(
     out = app.output(system.output("out", partitions=2))
     app.input(system.input("numbers", partitions=2)).map(explode).send_to(out)
     shell.push({"app": app})
-    with pytest.raises(TaskError), capture_output() as captured:
-        samza(shell, "run app")
+    # As a person at a notebook sees it: the cell assigns the run's Job to a name.
+    magics.short_errors = True
+    with capture_output() as captured:
+        result = shell.run_cell("job = %samza run app")
+    assert isinstance(result.error_in_exec, TaskError)
     job = magics.session.last_job
     assert job is not None and job.status().state == "failed"
-    final = captured.outputs[-1]
-    assert final.update and "failed" in final.data["text/plain"]
+    # The cell failed, yet its name holds the failed Job.
+    assert shell.user_ns["job"] is job
+    final = next(o for o in reversed(captured.outputs) if o.update)
+    assert "failed" in final.data["text/plain"]
     assert "job failed" in final.data["text/html"]
+    # One short block (operator, task, partition, offset, the user's raising line) instead of
+    # a traceback through the job's internals; the task's traceback one click away.
+    block = captured.outputs[-1].data["text/html"]
+    assert 'class="samza-task-error"' in block
+    assert "raise ValueError(msg)" in block and "test_magics.py:" in block
+    assert "ValueError: bad number" in block and "offset" in block
+    assert "<details><summary>the task's traceback</summary>" in block
+    assert "Traceback" not in captured.stdout and "the job failed in operator" in captured.stdout
+    error = result.error_in_exec
+    assert error.worker_traceback and "explode" in error.worker_traceback
 
 
 @pytest.mark.spark
@@ -363,10 +379,18 @@ def test_interrupting_a_foreground_run_stops_the_job(
 
     monkeypatch.setattr(Job, "wait", interrupted_wait)
     shell.push({"app": numbers_app(system, "interrupted")})
-    with pytest.raises(KeyboardInterrupt), capture_output() as captured:
-        samza(shell, "run app --until forever")
+    magics.short_errors = True
+    with capture_output() as captured:
+        result = shell.run_cell("job = %samza run app --until forever")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert isinstance(result.error_in_exec, JobInterruptedError)
     job = magics.session.last_job
     assert job is not None and job.status().state == "stopped"
+    assert shell.user_ns["job"] is job and result.error_in_exec.job is job
+    # One line, no traceback of the wait loop.
+    assert "Traceback" not in captured.stdout
+    shown = re.sub(r"\x1b\[[\d;]*m", "", captured.stdout)
+    assert shown.startswith("KeyboardInterrupt: interrupted: job 'interrupted' stopped after epoch")
     assert "stopped" in captured.outputs[-1].data["text/plain"]
     views = progress_views(job)
     assert views and not any(view.auto_refreshing for view in views)

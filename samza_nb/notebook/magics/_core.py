@@ -25,6 +25,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
 from samza_nb.errors import SamzaNbError
+from samza_nb.notebook.failures import JOB_ERRORS, job_error_handler
 from samza_nb.notebook.magics._commands import (
     CELL_COMMANDS,
     LINE_COMMANDS,
@@ -74,6 +75,8 @@ class SamzaMagics(Magics):
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell)
         self.session = Session(shell)
+        # A failed or interrupted job reads as one short block, wherever it is raised from.
+        shell.set_custom_exc(JOB_ERRORS, job_error_handler(self._wants_short_errors))
 
     @line_cell_magic
     def samza(self, line: str, cell: str | None = None) -> Any:
@@ -109,7 +112,8 @@ class SamzaMagics(Magics):
         try:
             return command(*args)
         except SamzaNbError as error:
-            if not self._wants_short_errors():
+            # A job's failure is not bad input: the shell's handler shows it (failures.py).
+            if isinstance(error, JOB_ERRORS) or not self._wants_short_errors():
                 raise
             msg = f"%samza {name}: {_one_line(str(error))}"
             raise UsageError(msg) from error

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import linecache
+import sys
 from typing import TYPE_CHECKING
 
 from samza_nb.api import StreamApplication
@@ -13,7 +16,32 @@ from samza_nb.runtime.job import Job
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-__all__ = ["Session"]
+__all__ = ["Session", "assignment_target"]
+
+
+def assignment_target(shell: InteractiveShell) -> str | None:
+    """The name ``name = %samza …`` assigns to, read from the line of the cell that is calling
+    the magic now (IPython turns it into ``name = get_ipython().run_line_magic(…)``)."""
+    cells = getattr(shell.compile, "_filename_map", {})
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename in cells:
+            try:
+                statement = ast.parse(linecache.getline(filename, frame.f_lineno).strip())
+            except SyntaxError:
+                return None
+            node = statement.body[0] if len(statement.body) == 1 else None
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and "run_line_magic" in ast.unparse(node.value)
+            ):
+                return node.targets[0].id
+            return None
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
 
 
 class Session:
@@ -71,6 +99,15 @@ class Session:
     def started(self, job: Job) -> None:
         """Record a job ``%samza run`` started: it becomes the default JOB."""
         self.last_job = job
+
+    def bind_result(self, value: object) -> str | None:
+        """Bind ``value`` to the name the running magic's result was to be assigned to, for
+        a magic that raises instead of returning (``job = %samza run app`` that failed keeps
+        ``job``). Returns the name, None when the magic's line assigns nothing."""
+        name = assignment_target(self.shell)
+        if name is not None:
+            self.shell.user_ns[name] = value
+        return name
 
     # -- config ----------------------------------------------------------------------------
     def merged_config(self, overrides: list[tuple[str, str]] | None) -> Config:

@@ -68,10 +68,14 @@ def command(session: Session, args: argparse.Namespace) -> Job:
         return job
     try:
         job.wait()  # raises the job's error when it failed
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         # Interrupting the cell stops the job after its current epoch (checkpoint committed)
         # rather than leaving it running unseen in its thread.
         job.stop()
+        session.bind_result(job)
+        raise job.interrupted() from interrupt
+    except BaseException:
+        session.bind_result(job)
         raise
     finally:
         # Finished, failed or stopped: the view shows the final state before the cell ends.

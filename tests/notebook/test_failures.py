@@ -1,0 +1,98 @@
+"""A failed job as a notebook shows it (samza_nb/notebook/failures.py): one short block for a
+person, the full traceback plus the task's for batch runs; from the magics and from the Python
+API alike. In-process executor; the magic's Spark path is in test_magics.py."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from samza_nb.api import StreamApplication
+from samza_nb.errors import TaskError
+from samza_nb.notebook.failures import task_error_html, task_error_text
+from samza_nb.notebook.magics import SamzaMagics
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import run_local
+
+_ANSI = re.compile(r"\x1b\[[\d;]*m")
+
+CELL = """\
+def halve(n):
+    if n == 3:
+        raise ZeroDivisionError("three cannot be halved here")
+    return n / 2
+
+app = StreamApplication("halving")
+out = app.output(system.output("out", partitions=1))
+app.input(system.input("numbers", partitions=1)).map(halve).send_to(out)
+"""
+
+
+@pytest.fixture(scope="module")
+def shell() -> InteractiveShell:
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "samza_nb")
+    return shell
+
+
+@pytest.fixture
+def magics(shell: InteractiveShell, tmp_path: Path) -> Iterator[SamzaMagics]:
+    magics = shell.magics_manager.registry["SamzaMagics"]
+    assert isinstance(magics, SamzaMagics)
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 1)
+    system.write("numbers", [1, 2, 3, 4])
+    system.end_stream("numbers")
+    before = set(shell.user_ns)
+    shell.push({"system": system, "StreamApplication": StreamApplication, "run_local": run_local})
+    assert shell.run_cell(CELL).success
+    yield magics
+    magics.short_errors = None
+    for name in set(shell.user_ns) - before:
+        del shell.user_ns[name]
+
+
+def test_a_person_sees_one_block_naming_the_raising_line_of_the_cell(
+    shell: InteractiveShell, magics: SamzaMagics
+) -> None:
+    magics.short_errors = True
+    with capture_output() as captured:
+        result = shell.run_cell("job = run_local(app)")
+    error = result.error_in_exec
+    assert isinstance(error, TaskError)
+    block = captured.outputs[-1].data["text/html"]
+    assert "TaskError</b> in operator halving-1-map-1 · task Partition 0 · numbers#0 offset 2" in block
+    assert "ZeroDivisionError: three cannot be halved here" in block
+    # The raising line of the cell (its source, from the cell's code), not the operator's
+    # declaration, which is named apart.
+    assert re.search(r"raised at <b>&lt;cell \d+&gt;:3</b>", block), block
+    assert 'raise ZeroDivisionError(&quot;three cannot be halved here&quot;)' in block
+    assert re.search(r"operator declared at &lt;cell \d+&gt;:8", block), block
+    assert "<details>" in block and "Traceback (most recent call last)" in block
+    text = _ANSI.sub("", captured.stdout)
+    assert text.strip() == (
+        "TaskError: the job failed in operator halving-1-map-1 · task Partition 0 · numbers#0 "
+        "offset 2 (details above)"
+    )
+    lines = [_ANSI.sub("", line) for line in task_error_text(error)]
+    assert lines[0].startswith("TaskError in operator halving-1-map-1")
+    assert any(line.startswith("  raised at <cell") for line in lines)
+    assert task_error_html(error) == block
+
+
+def test_a_batch_run_gets_the_full_traceback_and_the_tasks(
+    shell: InteractiveShell, magics: SamzaMagics
+) -> None:
+    magics.short_errors = False
+    with capture_output() as captured:
+        result = shell.run_cell("job = run_local(app)")
+    assert isinstance(result.error_in_exec, TaskError)
+    text = _ANSI.sub("", captured.stdout)
+    assert "Traceback" in text and "The task's traceback:" in text
+    assert "ZeroDivisionError: three cannot be halved here" in text
+    assert not any("samza-task-error" in o.data.get("text/html", "") for o in captured.outputs)

@@ -1,0 +1,125 @@
+"""The numbers a job shows are right: lag counts messages (not control messages), every
+operator counts what it skipped or dropped, and a failure names the user's raising line.
+Run on the in-process executor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.api import StreamApplication
+from samza_nb.errors import TaskError
+from samza_nb.runtime.job import Job
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import run_local
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> EmbeddedSystem:
+    return EmbeddedSystem("embedded", path=tmp_path / "log")
+
+
+def _events(system: EmbeddedSystem, count: int, partitions: int = 4) -> None:
+    system.create_stream("events", partitions)
+    system.write("events", list(range(count)))
+    for partition in range(partitions):
+        system.write_watermark("events", partition, 1_000)
+    system.end_stream("events")
+
+
+def test_lag_leaves_out_watermarks_and_end_of_stream_markers(system: EmbeddedSystem) -> None:
+    _events(system, 2_000)
+    # Eight control messages follow the 2,000 events (a watermark and an end-of-stream per
+    # partition): the newest offsets add up to 2,008.
+    assert sum(system.newest_offsets("events").values()) == 2_008
+    assert sum(system.control_messages("events", p, 0, 10**6) for p in range(4)) == 8
+    app = StreamApplication("lagging")
+    out = app.output(system.output("out", partitions=4))
+    app.input(system.input("events", partitions=4)).send_to(out)
+    # One epoch of 100 messages per partition, then the job is looked at.
+    job = run_local(app, {"task.max.epoch.messages": "100"}, until=1)
+    metrics = job.metrics()
+    assert metrics["streams"]["events"]["in"] == 400
+    assert metrics["streams"]["events"]["lag"] == 1_600
+    assert sum(task["lag"] for task in job.status().tasks.values()) == 1_600
+    done = run_local(app, {"task.max.epoch.messages": "100"})
+    assert done.metrics()["streams"]["events"]["lag"] == 0
+
+
+def test_retention_forgets_the_control_offsets_it_deleted(system: EmbeddedSystem) -> None:
+    _events(system, 8, partitions=1)
+    assert system.control_messages("events", 0, 0, 10) == 2
+    system.delete_before("events", 0, 9)
+    assert system.control_messages("events", 0, 0, 10) == 1  # the end-of-stream at offset 9
+
+
+def _keep_odd(n: int) -> int | None:
+    return n if n % 2 else None
+
+
+def _no_sevens(n: int) -> int:
+    if n % 10 == 7:
+        msg = f"{n} ends in 7"
+        raise ValueError(msg)
+    return n
+
+
+def _counting_app(system: EmbeddedSystem) -> StreamApplication:
+    app = StreamApplication("counting")
+    out = app.output(system.output("out", partitions=1))
+    (
+        app.input(system.input("events", partitions=1))
+        .map(_keep_odd)
+        .map(_no_sevens)
+        .send_to(out)
+    )
+    return app
+
+
+def _map_ids(job: Job) -> list[str]:
+    """The ids of the two maps, in the order the app declares them."""
+    return [op_id for op_id in job.plan.operators if "-map-" in op_id]
+
+
+def test_operators_count_skipped_dropped_and_failed_messages(system: EmbeddedSystem) -> None:
+    _events(system, 40, partitions=1)
+    app = _counting_app(system)
+    job = run_local(app, {"task.errors.skip": "true"})
+    counters = job.metrics()["operator_counters"]
+    odd, sevens = _map_ids(job)
+    counters = {"odd": counters[odd], "sevens": counters[sevens]}
+    assert counters["odd"] == {"in": 40, "skipped": 0, "dropped": 20, "errors": 0}
+    assert counters["sevens"] == {"in": 20, "skipped": 4, "dropped": 0, "errors": 4}
+    status = job.status()
+    assert status.operators == {
+        odd: {"skipped": 0, "dropped": 20, "errors": 0},
+        sevens: {"skipped": 4, "dropped": 0, "errors": 4},
+    }
+    assert "dropped (None)" in status._repr_html_()
+    assert sorted(job.collect("out")["value"]) == [n for n in range(40) if n % 2 and n % 10 != 7]
+
+
+def test_a_failure_names_the_raising_line_and_keeps_the_job(system: EmbeddedSystem) -> None:
+    _events(system, 40, partitions=1)
+    app = _counting_app(system)
+    with pytest.raises(TaskError) as raised:
+        run_local(app)
+    error = raised.value
+    job: Any = error.job
+    sevens = _map_ids(job)[1]
+    assert (error.op_id, error.ssp, error.offset) == (sevens, "events#0", 7)
+    assert error.raised_at is not None
+    filename, lineno, line = error.raised_at
+    # The user's own raising line: this file's ``raise``, not where the operator was declared.
+    assert Path(filename).name == "test_job_numbers.py" and line == "raise ValueError(msg)"
+    assert f"raised at tests/runtime/test_job_numbers.py:{lineno}" in str(error) or (
+        f"test_job_numbers.py:{lineno}" in str(error)
+    )
+    assert error.operator_location is not None and "test_job_numbers.py" in error.operator_location
+    assert "ValueError: 7 ends in 7" in (error.worker_traceback or "")
+    # The handle is reachable from the error: run() raised before returning it.
+    assert isinstance(job, Job) and job.status().state == "failed"
+    assert job.metrics()["operator_counters"][sevens]["errors"] == 1
+    assert job.status().operators[sevens]["errors"] == 1
