@@ -45,6 +45,8 @@ class EpochAssignment:
     #: ``task.watermark.idle.timeout.ms`` and ``task.watermark.quorum.size.percentage``.
     watermark_idle_timeout_ms: int = -1
     watermark_quorum: float = 0.5
+    #: Operators whose latest received messages the task keeps (op id → how many).
+    samples: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,4 +77,6 @@ class EpochResult:
     replayed: bool = False
     #: Stores rebuilt from their changelog although their files were there, and why.
     rebuilt: list[str] = field(default_factory=list)
+    #: The latest messages each sampled operator received, as text, oldest first.
+    samples: dict[str, list[str]] = field(default_factory=dict)
     error: dict[str, Any] | None = None

@@ -98,6 +98,8 @@ class EpochDriver:
         self.watermark_idle_timeout_ms = config.get_int("task.watermark.idle.timeout.ms")
         self.watermark_quorum = config.get_float("task.watermark.quorum.size.percentage")
         self.producer = f"{plan.app_name}-{plan.job_id}"
+        #: Operators sampled inside the tasks (``job.show(op_id)``): op id → messages kept.
+        self.samples: dict[str, int] = {}
 
     def assignment(
         self,
@@ -143,6 +145,7 @@ class EpochDriver:
             skip_errors=self.skip_errors,
             watermark_idle_timeout_ms=self.watermark_idle_timeout_ms,
             watermark_quorum=self.watermark_quorum,
+            samples=dict(self.samples),
         )
 
     def _new_plan(

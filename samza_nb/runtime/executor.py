@@ -42,6 +42,10 @@ class Executor(ABC):
     def start(self) -> None:  # noqa: B027 - executors without a session have nothing to start
         """Prepare (for Spark: get the session) before the first epoch."""
 
+    def ui_url(self) -> str | None:
+        """The address of the executor's web UI (Spark's, when it is on), else None."""
+        return None
+
 
 class LocalExecutor(Executor):
     """Task epochs in this process, one after the other (tests and debugging)."""
@@ -83,6 +87,16 @@ class SparkExecutor(Executor):
 
     def start(self) -> None:
         self.session()
+
+    def ui_url(self) -> str | None:
+        spark = self._spark
+        if spark is None:
+            return None
+        try:
+            url = spark.sparkContext.uiWebUrl
+        except Exception:  # a stopped session has no UI
+            return None
+        return str(url) if url else None
 
     def session(self) -> Any:
         with self._lock:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver
 from samza_nb.runtime.executor import get_executor
+from samza_nb.runtime.history import JobHistory
 from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
 from samza_nb.runtime.job_setup import (
     base_location,
@@ -115,6 +117,8 @@ class Job(JobViews):
             self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root, lease=self.lease
         )
         self._metrics = JobMetrics()
+        self._timeline = JobHistory()
+        self._samples: dict[str, deque[str]] = {}
         self._lock = threading.RLock()
         self._progress = threading.RLock()
         self._state = "created"
@@ -249,6 +253,7 @@ class Job(JobViews):
     def epoch_committed(self, processor: StreamProcessor, results: list[EpochResult]) -> None:
         with self._progress:
             self._metrics.record(results)
+            self._record_views(results)
             finished = [r.task_name for r in results if r.end_of_stream or r.drained]
             self._done_tasks.update(finished)
             if self.lease is None:

@@ -8,19 +8,27 @@ and state and change nothing.
 from __future__ import annotations
 
 import html
+from collections import deque
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import JobError, TaskError
 from samza_nb.model import JobModel, SystemStreamPartition
 from samza_nb.plan.serdes import KVSerde
+from samza_nb.runtime.charts import JobChart, LagHeatmap
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.epoch_driver import newest_offsets, producer_counts, ssp_lags
+from samza_nb.runtime.overview import JobOverview, LatestMessages, latest_stream_messages
 from samza_nb.runtime.status import JobStatus, ProcessorStatus
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
     from samza_nb.runtime.checkpoints import CheckpointStore
+    from samza_nb.runtime.epoch import EpochResult
+    from samza_nb.runtime.epoch_driver import EpochDriver
+    from samza_nb.runtime.executor import Executor
+    from samza_nb.runtime.history import JobHistory
     from samza_nb.runtime.metrics import JobMetrics
     from samza_nb.runtime.processor import StreamProcessor
 
@@ -38,6 +46,11 @@ class JobViews:
     _done_tasks: set[str]
     _state: str
     _error: BaseException | None
+    _progress: Any
+    _driver: EpochDriver
+    _executor: Executor
+    _samples: dict[str, deque[str]]
+    _timeline: JobHistory
 
     @property
     def job_model(self) -> JobModel:
@@ -141,6 +154,91 @@ class JobViews:
         if isinstance(serde, KVSerde):
             return system.read_frame(output_stream_id, serde=serde.value_serde, key_serde=serde.key_serde)
         return system.read_frame(output_stream_id, serde=serde)
+
+    # -- looking at the data and the job's course ---------------------------------------------
+    def _record_views(self, results: list[EpochResult]) -> None:
+        """After a commit: the samples tasks took, and a point of the job's course."""
+        for result in results:
+            for op_id, texts in result.samples.items():
+                kept = self._samples.get(op_id)
+                if kept is not None:
+                    kept.extend(texts)
+        kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
+        counts = self._metrics.stream_counts()
+        lag = self._input_lag(kinds) if self._timeline.lag_due() else None
+        self._timeline.add(
+            self.epoch,
+            sum(c["in"] for s, c in counts.items() if kinds.get(s) == "input"),
+            sum(c["out"] for s, c in counts.items() if kinds.get(s) == "output"),
+            lag,
+        )
+
+    def _input_lag(self, kinds: Mapping[str, str]) -> int:
+        return sum(lag for (_t, ssp), lag in self._message_lags().items() if kinds.get(ssp.stream) == "input")
+
+    def show(self, target: str | None = None, n: int = 20) -> JobOverview | LatestMessages:
+        """The latest ``n`` messages of a stream (input, intermediate or output) or operator,
+        or with no target the job at a glance. An operator is sampled inside the tasks from
+        the next epoch on (its stream, for inputs, outputs and shuffles, is read back)."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            msg = f"show(n=...) takes a positive number of messages, got {n!r}"
+            raise JobError(msg)
+        plan = self.plan
+        if target is None:
+            outputs = [latest_stream_messages(plan, stream_id, n) for stream_id in plan.outputs]
+            return JobOverview(plan.app_name, self.status(), self.lag_heatmap(), outputs, self.spark_ui)
+        if target in plan.streams:
+            return latest_stream_messages(plan, target, n)
+        # An operator by its full id, or by the op_id= the user gave it ("by-page").
+        named = [op_id for op_id in plan.operators if op_id.endswith(f"-{target}")]
+        spec = plan.operators.get(target) or (plan.operators[named[0]] if len(named) == 1 else None)
+        if spec is None:
+            msg = (
+                f"{target!r} is neither a stream nor an operator of this job; streams: "
+                f"{sorted(plan.streams)}; operators: {sorted(plan.operators)}"
+            )
+            raise JobError(msg)
+        stream_id = getattr(spec, "stream_id", "")
+        if stream_id in plan.streams:
+            return latest_stream_messages(plan, stream_id, n)
+        op_id = spec.op_id
+        with self._progress:
+            kept = self._samples.get(op_id)
+            if kept is None or kept.maxlen != n:
+                kept = self._samples[op_id] = deque(kept or (), maxlen=n)
+                self._driver.samples[op_id] = n
+            rows = [{"message": text} for text in kept]
+        note = "" if rows else "sampling from the next epoch on: show it again once one ran"
+        return LatestMessages(op_id, "operator", rows, note)
+
+    def lag_heatmap(self) -> LagHeatmap:
+        """Lag per task and input stream partition, as committed (control messages left out)."""
+        return LagHeatmap(
+            {
+                (task, ssp_key(ssp.stream, ssp.partition)): lag
+                for (task, ssp), lag in self._message_lags().items()
+            }
+        )
+
+    def plot(self, *panels: str, x: str = "seconds") -> JobChart:
+        """The job's course after every committed epoch, drawn: by default input rate and
+        input lag over seconds; panels may also be messages_in, messages_out and epoch, and
+        ``x`` may be "epoch". ``.to_frame()`` gives the numbers."""
+        chosen = panels or ("rate", "lag")
+        known = ("rate", "lag", "messages_in", "messages_out", "epoch")
+        wrong = [panel for panel in (*chosen, x) if panel not in (*known, "seconds")]
+        if wrong:
+            msg = f"plot() knows {', '.join(known)} (and x='seconds' or x='epoch'), not {wrong[0]!r}"
+            raise JobError(msg)
+        kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
+        self._timeline.set_last_lag(self._input_lag(kinds))
+        return JobChart(self.plan.app_name, self._timeline.rows(), tuple(chosen), x)
+
+    @property
+    def spark_ui(self) -> str | None:
+        """The Spark UI's address when the job runs on Spark with the UI on
+        (``spark.ui.enabled=true``), else None."""
+        return self._executor.ui_url()
 
     def __repr__(self) -> str:
         return f"Job({self.plan.app_name!r}, state={self._state!r}, epoch={self.epoch})"

@@ -58,6 +58,11 @@ class JobMetrics:
             self._dropped[op_id] = self._dropped.get(op_id, 0) + count
         self.rebuilt_stores.extend(result.rebuilt)
 
+    def stream_counts(self) -> dict[str, dict[str, int]]:
+        """Per stream: messages read (``in``) and written (``out``) so far."""
+        with self._lock:
+            return {stream_id: dict(counts) for stream_id, counts in self._streams.items()}
+
     def operator_counters(self, failed_op: str | None = None) -> dict[str, dict[str, int]]:
         """Per operator: messages in, ``skipped`` after an error (``task.errors.skip``),
         ``dropped`` (a map or flat_map returning None) and ``errors`` (the skipped ones plus

@@ -40,6 +40,7 @@ from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
+from samza_nb.runtime.sampling import tap_operators
 from samza_nb.runtime.user_code import raising_frame
 from samza_nb.systems.base import MessageKind
 
@@ -103,6 +104,7 @@ class _TaskRun:
         self.watermarks.restore(control.get("watermarks", {}))
         task_streams = {stream_id for stream_id, _ in a.ssps}
         self.impls, self.inputs = build_operator_graph(plan.input_operators, context, task_streams)
+        self.samples = tap_operators(self.impls, a.samples)
         operator_state = control.get("operators", {})
         for op_id, impl in self.impls.items():
             if op_id in operator_state:
@@ -351,6 +353,7 @@ class _TaskRun:
             seconds=time.perf_counter() - self.started,
             replayed=replayed,
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],
+            samples={op_id: list(buffer) for op_id, buffer in self.samples.items() if buffer},
         )
 
 

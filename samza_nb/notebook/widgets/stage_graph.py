@@ -162,7 +162,10 @@ class StageGraph(LiveWidget):
         operators: dict[str, int] = self.metrics["operators"]
         self._svg_options = {
             "stream_labels": {sid: self._stream_label(sid) for sid in plan.streams},
-            "operator_labels": {op_id: f"in {compact(n)}" for op_id, n in operators.items()},
+            "operator_labels": {
+                op_id: _operator_label(n, self.metrics.get("operator_counters", {}).get(op_id, {}))
+                for op_id, n in operators.items()
+            },
             "stage_labels": {
                 sid: f"in {compact(c['in'])} · out {compact(c['out'])} · lag {compact(c['lag'])}"
                 f" · {_short_rate(self.stage_rates.get(sid))}"
@@ -273,6 +276,15 @@ class StageGraph(LiveWidget):
         status = self.job_status
         where = "plan only" if status is None else f"{status.state}, epoch {status.epoch}"
         return f"StageGraph({self.plan.app_name!r}, {len(self.plan.stages)} stages, {where})"
+
+
+def _operator_label(messages_in: int, counters: dict[str, int]) -> str:
+    """Messages in, and what the operator skipped (errors), dropped (None) or failed on."""
+    parts = [f"in {compact(messages_in)}"]
+    for key, word in (("dropped", "dropped"), ("skipped", "skipped"), ("errors", "errors")):
+        if counters.get(key) and not (key == "errors" and counters["errors"] == counters.get("skipped")):
+            parts.append(f"{word} {compact(counters[key])}")
+    return " · ".join(parts)
 
 
 def _short_rate(value: float | None) -> str:
