@@ -35,6 +35,7 @@ COMMANDS = (
     "plan",
     "run",
     "status",
+    "show",
     "drain",
     "grouper",
     "jobmodel",

@@ -19,6 +19,7 @@ from samza_nb.notebook.magics import (
     kill_processor,
     plan,
     run,
+    show,
     status,
     stop,
 )
@@ -35,6 +36,7 @@ LINE_COMMANDS: dict[str, LineCommand] = {
     "plan": plan.command,
     "run": run.command,
     "status": status.command,
+    "show": show.command,
     "drain": drain.command,
     "grouper": grouper.command,
     "jobmodel": jobmodel.command,

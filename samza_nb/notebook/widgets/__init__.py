@@ -10,6 +10,7 @@ from samza_nb.notebook.widgets._live import settle_views
 from samza_nb.notebook.widgets.drain_states import DrainStatesWidget
 from samza_nb.notebook.widgets.grouper_explorer import GrouperExplorer
 from samza_nb.notebook.widgets.run_progress import RunProgress
+from samza_nb.notebook.widgets.show_view import ShowView
 from samza_nb.notebook.widgets.stage_graph import StageGraph
 
-__all__ = ["DrainStatesWidget", "GrouperExplorer", "RunProgress", "StageGraph", "settle_views"]
+__all__ = ["DrainStatesWidget", "GrouperExplorer", "RunProgress", "ShowView", "StageGraph", "settle_views"]

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
+from html import escape
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
 from samza_nb.errors import ConfigError
-from samza_nb.notebook.widgets._html import ERROR, count, html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import ERROR, TEXT, count, html_table, paragraph, text_table
 from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 from samza_nb.notebook.widgets._rate import RateMeter
+from samza_nb.runtime.charts import sparkline_svg
 
 if TYPE_CHECKING:
     from samza_nb.runtime.job import Job, JobStatus
@@ -22,6 +25,8 @@ __all__ = ["STARTING", "RunProgress"]
 #: The phase before the job's first epoch: the JVM and the Spark session are starting.
 STARTING = "starting Spark…"
 
+#: Refreshes the sparkline spans (30 s at the default interval).
+_SPARK_POINTS = 60
 _HEADERS = ["epochs", "read", "written", "processed", "lag", "rate", "state"]
 _BAR_STYLES = {
     "finished": "success",
@@ -79,6 +84,10 @@ class RunProgress(LiveWidget):
         self.rate: float | None = None
         self.phase = ""
         self._meter = RateMeter(window, clock)
+        #: The rate at each refresh while the job ran (the sparkline), newest last.
+        self.rates: deque[float] = deque(maxlen=_SPARK_POINTS)
+        #: The Spark UI's address while the job runs on Spark with the UI on.
+        self.spark_ui: str | None = None
         self.samples = self._meter.samples
         self.bar = widgets.IntProgress(value=0, min=0, max=1, description="caught up")
         self.counters = widgets.HTML()
@@ -121,11 +130,30 @@ class RunProgress(LiveWidget):
             self.phase = status.state
         bar.bar_style = _BAR_STYLES.get(status.state, "")
         bar.description = STARTING if self.phase == STARTING else status.state
-        self.counters.value = paragraph(self._progress_text(), bold=True) + html_table(
-            _HEADERS, [self._row()]
+        if self.rate is not None and not status.done:
+            self.rates.append(self.rate)
+        self.spark_ui = self.job.spark_ui
+        self.counters.value = (
+            paragraph(self._progress_text(), bold=True)
+            + html_table(_HEADERS, [self._row()])
+            + self._extras_html()
         )
         if status.error:
             self.message.value = paragraph(f"job failed: {status.error}", colour=ERROR)
+
+    def _extras_html(self) -> str:
+        """The rate's sparkline and the Spark UI's link, when there are."""
+        parts = []
+        line = sparkline_svg(list(self.rates))
+        if line:
+            parts.append(f'<span style="font-size:12px;color:{TEXT}">rate {line}</span>')
+        if self.spark_ui:
+            url = escape(self.spark_ui)
+            parts.append(
+                f'<span style="font-size:12px;color:{TEXT}">Spark UI: '
+                f'<a href="{url}" target="_blank" rel="noopener">{url}</a></span>'
+            )
+        return f'<div class="samza-run-extras">{" · ".join(parts)}</div>' if parts else ""
 
     def _sample(self) -> None:
         status = self.job_status
