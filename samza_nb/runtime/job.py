@@ -109,7 +109,10 @@ class Job(JobViews):
         )
         # A ZooKeeper processor learns the run id its group agreed on once it joined (start).
         self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id")) if self.lease else ""
-        create_streams(self.plan)
+        if self.lease is not None:
+            create_streams(self.plan)
+        # A distributed job's streams are created by its leader only, before its first model.
+        setup = {} if self.lease is not None else {"before_first_publish": self._create_streams}
         self._executor = get_executor(executor, self.config, spark)
         self._driver = EpochDriver(
             self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root, lease=self.lease
@@ -136,6 +139,7 @@ class Job(JobViews):
             metadata=self.metadata,
             run_id=self.run_id,
             config=self.config,
+            **setup,
         )
         self._processors: dict[str, StreamProcessor] = {}
         hosted = initial_processors(self.config, processors, single=self.lease is None)
@@ -166,6 +170,9 @@ class Job(JobViews):
             poll_interval_ms=self.config.get_int("job.drain-monitor.poll.interval.ms"),
             run_id=self.run_id,
         )
+
+    def _create_streams(self, _model: JobModel) -> None:
+        create_streams(self.plan)
 
     def _session_guard(self, transaction: Any) -> None:
         """A distributed coordinator's fence on commits (its processor's session is live)."""

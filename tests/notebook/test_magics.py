@@ -40,6 +40,7 @@ COMMANDS = (
     "stop",
     "kill-processor",
     "add-processor",
+    "attach",
     "config",
     "help",
 )
