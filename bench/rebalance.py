@@ -9,7 +9,9 @@ group (ZkJobObserver, as ``%samza attach`` uses) times, from the kill:
   - running:   that model's barrier is DONE (every survivor agreed; moved tasks start),
 
 and prints "running" beside the lower bound (session timeout + debounce) and the moved tasks
-beside their lower bound (the tasks the dead processor held). Scenarios: a follower, then (after
+(to another processor; to another location) beside their lower bound (the tasks the dead
+processor held). Host affinity places tasks by location (Samza's GroupByContainerIds), so tasks
+may swap between the two host-a processors without leaving their stores' location. Scenarios: a follower, then (after
 the follower rejoined) the leader. Short timeouts (session 6 s, debounce 1 s; Samza's defaults
 are 30 s + 20 s). ZooKeeper expires sessions on its tick (2 s here), so one expiry takes
 between the session timeout minus the client's ping gap and the session timeout plus one tick.
@@ -38,6 +40,7 @@ from samza_nb.config import Config
 from samza_nb.coordination.observation import JobObservation
 from samza_nb.coordination.zk.observer import ZkJobObserver
 from samza_nb.examples.page_views import generate_page_views, write_page_views
+from samza_nb.model import JobModel
 from samza_nb.notebook.processes import ProcessorProcess, start_processor
 from samza_nb.services import read_service_env
 from samza_nb.systems import EmbeddedSystem
@@ -45,6 +48,7 @@ from samza_nb.testing import unique_name
 
 APP_NAME = "rebalance-bench"
 MODULE = """
+from samza_nb.model import JobModel
 from samza_nb.examples.page_views import build_app
 from samza_nb.systems import EmbeddedSystem
 app = build_app(EmbeddedSystem("embedded", path={path!r}), name={name!r})
@@ -64,6 +68,7 @@ class Row:
     bound_s: float
     moved: int
     moved_bound: int
+    relocated: int | None = None
 
 
 def _wait(what: str, timeout: float, check: Callable[[], Any], poll: float = 0.05) -> Any:
@@ -108,6 +113,7 @@ class ZkGroup:
             "job.coordinator.zk.connect": self.connect,
             "job.coordinator.zk.session.timeout.ms": str(session_ms),
             "job.debounce.time.ms": str(debounce_ms),
+            "job.host-affinity.enabled": "true",
             "task.max.epoch.messages": "50",
             "task.epoch.min.interval.ms": "200",
         }
@@ -154,6 +160,7 @@ def measure_zookeeper_failover(group: ZkGroup, victim_role: str, bound: float) -
     group.processes[victim].kill()
     gone = published = running = None
     moved: set[str] = set()
+    relocated: set[str] = set()
     deadline = killed + 120
     while time.monotonic() < deadline and running is None:
         seen = group.observer.observe()
@@ -166,9 +173,22 @@ def measure_zookeeper_failover(group: ZkGroup, victim_role: str, bound: float) -
             if version.barrier == "DONE":
                 running = now
                 moved = set(version.moved)
+                relocated = _relocated(before.latest_version.model, version.model)
         time.sleep(0.02)
     del group.processes[victim]
-    return Row("zookeeper", f"{victim_role} ({victim})", gone, published, running, bound, len(moved), len(held))
+    return Row(
+        "zookeeper", f"{victim_role} ({victim})", gone, published, running, bound, len(moved), len(held), len(relocated)
+    )
+
+
+def _relocated(before: JobModel, after: JobModel) -> set[str]:
+    """Tasks now at another location (a processor at the same location finds their stores)."""
+
+    def locations(model: JobModel) -> dict[str, str | None]:
+        return {t: c.location_id for c in model.containers.values() for t in c.tasks}
+
+    then = locations(before)
+    return {task for task, location in locations(after).items() if then.get(task) != location}
 
 
 def zookeeper_rows(session_ms: int, debounce_ms: int, repeat: int, events: int) -> list[Row]:
@@ -213,10 +233,16 @@ def _seconds(value: float | None) -> str:
 
 
 def _format(row: Row) -> str:
+    after_expiry = (
+        f"  [{row.running_s - row.gone_s:.2f} s after the node went]"
+        if row.running_s is not None and row.gone_s is not None
+        else ""
+    )
     return (
         f"{row.coordinator:<10} {row.victim:<15} gone {_seconds(row.gone_s):>6} s  published "
         f"{_seconds(row.published_s):>6} s  running {_seconds(row.running_s):>6} s  (bound "
-        f"{row.bound_s:.2f} s)  moved {row.moved} tasks (bound {row.moved_bound})"
+        f"{row.bound_s:.2f} s){after_expiry}  moved {row.moved} tasks, "
+        f"{'–' if row.relocated is None else row.relocated} to another location (bound {row.moved_bound})"
     )
 
 

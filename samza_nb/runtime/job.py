@@ -124,6 +124,7 @@ class Job(JobViews):
         self._error: BaseException | None = None
         self._stop_requested = False
         self._done_tasks: set[str] = set()
+        self._done_read_for: JobModel | None = None
         self._history: list[dict[str, Any]] = []
         self._leaving: set[str] = set()
         self._stopped: set[str] = set()
@@ -262,15 +263,34 @@ class Job(JobViews):
                 self._history.append(
                     {"processor": processor.processor_id, "epoch": processor.epoch, "control": control}
                 )
-            model = self.job_model
-            if model.containers and all(t in self._done_tasks for t in model.active_tasks()):
-                drained = any(p.drain_requested for p in self._processors.values())
-                self._finish("drained" if drained else "finished")
-            elif self._until == "caught-up" and self._caught_up():
+            if not self._finish_if_all_done() and self._until == "caught-up" and self._caught_up():
                 self._finish("finished")
 
+    def rejoins_when_fenced(self) -> bool:
+        # A distributed coordinator's session ended: it rejoins; the embedded lease was taken.
+        return self.lease is None
+
     def is_done(self, task: str) -> bool:
+        if task not in self._done_tasks and self.lease is None:
+            # A new model may hand this process tasks another process finished: read what the
+            # group recorded once per model, before any of them is opened again.
+            model = self.coordinator.job_model
+            if model is not self._done_read_for:
+                self._done_read_for = model
+                done = NamespacedMetadataStore(self.metadata, _DONE_NAMESPACE).all()
+                with self._progress:
+                    self._done_tasks.update(t for t, run in done.items() if run.decode() == self.run_id)
+                    if task in self._done_tasks:
+                        self._finish_if_all_done()
         return task in self._done_tasks
+
+    def _finish_if_all_done(self) -> bool:
+        model = self.job_model
+        if model.containers and all(t in self._done_tasks for t in model.active_tasks()):
+            drained = any(p.drain_requested for p in self._processors.values())
+            self._finish("drained" if drained else "finished")
+            return True
+        return False
 
     def drain_seen(self, processor: StreamProcessor) -> None:
         with self._progress:
