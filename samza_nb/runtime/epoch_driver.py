@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.coordination.lease import JobLease
-from samza_nb.errors import TaskError
+from samza_nb.errors import StreamNotFoundError, TaskError
 from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
 from samza_nb.runtime.context import system_of
@@ -36,7 +36,11 @@ def newest_offsets(plan: ExecutionPlan) -> dict[str, int]:
     """Per consumed SSP key, the offset the next message appended to it will get."""
     newest: dict[str, int] = {}
     for stream_id in plan.consumed_streams:
-        for partition, offset in system_of(plan, stream_id).newest_offsets(stream_id).items():
+        try:
+            offsets = system_of(plan, stream_id).newest_offsets(stream_id)
+        except StreamNotFoundError:
+            continue  # not created yet (a distributed job's leader creates it): nothing to read
+        for partition, offset in offsets.items():
             newest[ssp_key(stream_id, partition)] = offset
     return newest
 

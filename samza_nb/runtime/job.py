@@ -111,7 +111,10 @@ class Job(JobViews):
         )
         # A ZooKeeper processor learns the run id its group agreed on once it joined (start).
         self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id")) if self.lease else ""
-        create_streams(self.plan)
+        if self.lease is not None:
+            create_streams(self.plan)
+        # A distributed job's streams are created by its leader only, before its first model.
+        setup = {} if self.lease is not None else {"before_first_publish": self._create_streams}
         self._executor = get_executor(executor, self.config, spark)
         self._driver = EpochDriver(
             self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root, lease=self.lease
@@ -125,6 +128,7 @@ class Job(JobViews):
         self._error: BaseException | None = None
         self._stop_requested = False
         self._done_tasks: set[str] = set()
+        self._done_read_for: JobModel | None = None
         self._history: list[dict[str, Any]] = []
         self._leaving: set[str] = set()
         self._stopped: set[str] = set()
@@ -140,6 +144,7 @@ class Job(JobViews):
             metadata=self.metadata,
             run_id=self.run_id,
             config=self.config,
+            **setup,
         )
         self._processors: dict[str, StreamProcessor] = {}
         hosted = initial_processors(self.config, processors, single=self.lease is None)
@@ -170,6 +175,9 @@ class Job(JobViews):
             poll_interval_ms=self.config.get_int("job.drain-monitor.poll.interval.ms"),
             run_id=self.run_id,
         )
+
+    def _create_streams(self, _model: JobModel) -> None:
+        create_streams(self.plan)
 
     def _session_guard(self, transaction: Any) -> None:
         """A distributed coordinator's fence on commits (its processor's session is live)."""
@@ -272,15 +280,34 @@ class Job(JobViews):
                 self._history.append(
                     {"processor": processor.processor_id, "epoch": processor.epoch, "control": control}
                 )
-            model = self.job_model
-            if model.containers and all(t in self._done_tasks for t in model.active_tasks()):
-                drained = any(p.drain_requested for p in self._processors.values())
-                self._finish("drained" if drained else "finished")
-            elif self._until == "caught-up" and self._caught_up():
+            if not self._finish_if_all_done() and self._until == "caught-up" and self._caught_up():
                 self._finish("finished")
 
+    def rejoins_when_fenced(self) -> bool:
+        # A distributed coordinator's session ended: it rejoins; the embedded lease was taken.
+        return self.lease is None
+
     def is_done(self, task: str) -> bool:
+        if task not in self._done_tasks and self.lease is None:
+            # A new model may hand this process tasks another process finished: read what the
+            # group recorded once per model, before any of them is opened again.
+            model = self.coordinator.job_model
+            if model is not self._done_read_for:
+                self._done_read_for = model
+                done = NamespacedMetadataStore(self.metadata, _DONE_NAMESPACE).all()
+                with self._progress:
+                    self._done_tasks.update(t for t, run in done.items() if run.decode() == self.run_id)
+                    if task in self._done_tasks:
+                        self._finish_if_all_done()
         return task in self._done_tasks
+
+    def _finish_if_all_done(self) -> bool:
+        model = self.job_model
+        if model.containers and all(t in self._done_tasks for t in model.active_tasks()):
+            drained = any(p.drain_requested for p in self._processors.values())
+            self._finish("drained" if drained else "finished")
+            return True
+        return False
 
     def drain_seen(self, processor: StreamProcessor) -> None:
         with self._progress:

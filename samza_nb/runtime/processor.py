@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from samza_nb.drain import DrainMonitor
+from samza_nb.errors import JobLeaseError
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode
 from samza_nb.runtime.checkpoints import CheckpointStore
@@ -51,6 +52,10 @@ class ProcessorEvents(Protocol):
 
     def processor_stopped(self, processor: StreamProcessor) -> None:
         """The processor's loop ended (``processor.error`` says whether it failed)."""
+
+    def rejoins_when_fenced(self) -> bool:
+        """Whether a fenced commit means "wait for the coordinator's next model" (a distributed
+        coordinator rejoins with a new session) rather than "stop" (a newer incarnation)."""
 
 
 class StreamProcessor:
@@ -93,6 +98,7 @@ class StreamProcessor:
         self._counts: dict[str, int] = {}
         self._cond = threading.Condition()
         self._paused = True
+        self._stale_cache = False
         self._in_epoch = False
         self._stop = False
         self._thread: threading.Thread | None = None
@@ -114,6 +120,8 @@ class StreamProcessor:
             self._cond.notify_all()
             while self._in_epoch:
                 self._cond.wait(0.1)
+            # Any of its tasks may run elsewhere before the next model hands them back.
+            self._stale_cache = True
         kill_point("in-rebalance")
 
     def on_new_job_model(self, processor_id: str, job_model: JobModel) -> None:
@@ -124,7 +132,8 @@ class StreamProcessor:
             # Tasks arriving from another processor resume from the store's checkpoint, never
             # from one this process cached when it last ran them.
             after = set(self._container.tasks) if self._container is not None else set()
-            self.checkpoints.forget(after - before)
+            self.checkpoints.forget(after if self._stale_cache else after - before)
+            self._stale_cache = False
             active = {
                 name: task.ssps for name, task in job_model.active_tasks().items()
             }
@@ -198,6 +207,15 @@ class StreamProcessor:
                     self._in_epoch = True
                 try:
                     worked = self._one_epoch(model, container)
+                except JobLeaseError:
+                    if not self.events.rejoins_when_fenced():
+                        raise
+                    # This process's session ended under it (frozen past its timeout): nothing
+                    # of the epoch was committed; the coordinator rejoins and hands over a model.
+                    with self._cond:
+                        self._paused = True
+                        self._stale_cache = True
+                    worked = False
                 finally:
                     with self._cond:
                         self._in_epoch = False

@@ -42,6 +42,7 @@ COMMANDS = (
     "stop",
     "kill-processor",
     "add-processor",
+    "attach",
     "config",
     "help",
 )

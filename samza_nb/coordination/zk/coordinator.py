@@ -33,6 +33,7 @@ from samza_nb.coordination.zk.election import LeaderElector
 from samza_nb.coordination.zk.job_models import JobModelVersions
 from samza_nb.coordination.zk.keys import ZkKeyBuilder
 from samza_nb.coordination.zk.leader import JobModelPublisher
+from samza_nb.coordination.zk.lock import ZkDistributedLock
 from samza_nb.coordination.zk.partition_monitor import PartitionCountMonitor
 from samza_nb.coordination.zk.processors import ProcessorRegistry, check_processor_identity
 from samza_nb.coordination.zk.protocol import validate_protocol_version
@@ -43,10 +44,13 @@ from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.zk_client import ZkClient
 from samza_nb.model import JobModel, LocationId
 
-__all__ = ["KEEP_JOB_MODELS", "ZkJobCoordinator"]
+__all__ = ["KEEP_JOB_MODELS", "STREAMS_LOCK_ID", "ZkJobCoordinator"]
 
 #: Job models and barriers kept after a new version is published (Samza keeps 10).
 KEEP_JOB_MODELS = 10
+
+#: The lock a leader holds while it creates the job's streams (``<root>/lock_createStreams``).
+STREAMS_LOCK_ID = "createStreams"
 
 _log = logging.getLogger(__name__)
 _PROCESSOR_CHANGE = "processor-change"
@@ -60,7 +64,9 @@ class ZkJobCoordinator(JobCoordinator):
     given, receives the task assignments and locality of every agreed model;
     ``partition_counts`` is called by the leader to detect input partition changes;
     ``before_first_publish(model)`` is called by a leader once, before it publishes its first
-    model (Samza creates checkpoint, changelog and intermediate streams there, §8.5 step 4d).
+    model (Samza creates checkpoint, changelog and intermediate streams there, §8.5 step 4d),
+    while it holds the ``lock_createStreams`` lock: only a leader creates them, and a leader
+    that took over from one that froze mid-creation waits for that one's session to end first.
     """
 
     name = "zookeeper"
@@ -230,7 +236,7 @@ class ZkJobCoordinator(JobCoordinator):
                 self._registry,
                 self._locality,
                 skip_unchanged=self.startup_with_active,
-                before_first_publish=self._before_first_publish,
+                before_first_publish=self._locked_setup() if self._before_first_publish else None,
             )
             self._elector = LeaderElector(zk, self.keys, self._on_predecessor_change)
             self._scheduler = DebounceScheduler(f"samza_nb-zk-{pid}", self._on_action_failed)
@@ -251,6 +257,24 @@ class ZkJobCoordinator(JobCoordinator):
 
     def stop(self) -> None:
         self._stop(None)
+
+    def _locked_setup(self) -> Callable[[JobModel], None]:
+        """``before_first_publish`` under the ``createStreams`` lock of this session."""
+        setup = self._before_first_publish
+        assert setup is not None and self._zk is not None
+        lock = ZkDistributedLock(
+            self._zk,
+            self.keys,
+            STREAMS_LOCK_ID,
+            self.processor_id,
+            timeout=max(2 * self.session_timeout, 10.0),  # a frozen holder's session ends first
+        )
+
+        def locked(model: JobModel) -> None:
+            with lock:
+                setup(model)
+
+        return locked
 
     # -- scheduling ----------------------------------------------------------------------------
     def _schedule(self, name: str, delay: float, action: Callable[[], None]) -> None:

@@ -12,6 +12,7 @@ from IPython.core.magic_arguments import MagicArgumentParser
 
 from samza_nb.notebook.magics import (
     add_processor,
+    attach,
     config,
     drain,
     grouper,
@@ -43,6 +44,7 @@ LINE_COMMANDS: dict[str, LineCommand] = {
     "stop": stop.command,
     "kill-processor": kill_processor.command,
     "add-processor": add_processor.command,
+    "attach": attach.command,
     "config": config.command,
     "help": help_command.command,
 }

@@ -353,3 +353,40 @@ def test_leader_session_expiry_hands_leadership_over_and_rejoins_as_follower(coo
     wait_until(lambda: agreed([p1, p2], {"p1", "p2"}) and p1.job_model_version != version, 20, "p1 back")
     assert not p1.is_leader
     assert l1.kinds()[-2:] == ["expired", "new"]
+
+
+def test_only_a_leader_creates_streams_and_under_the_streams_lock(zk_connect: str, zk: ZkClient) -> None:
+    from samza_nb.coordination.zk.coordinator import STREAMS_LOCK_ID
+
+    keys = ZkKeyBuilder.for_job(job_config(zk_connect))
+    calls: list[tuple[str, list[str]]] = []
+
+    def setup_of(pid: str) -> Callable[[JobModel], None]:
+        def setup(model: JobModel) -> None:
+            # Who holds the lock while the streams are created: the kazoo lock's contenders.
+            holders = [
+                zk.get(f"{keys.lock(STREAMS_LOCK_ID)}/{node}")[0].decode()  # type: ignore[index]
+                for node in sorted(zk.children(keys.lock(STREAMS_LOCK_ID)) or [])
+            ]
+            calls.append((pid, holders))
+
+        return setup
+
+    made = []
+    try:
+        for pid, location in (("p1", "host-a"), ("p2", "host-a"), ("p3", "host-b")):
+            config = job_config(zk_connect)
+            coordinator = ZkJobCoordinator(
+                calculator(config), config, before_first_publish=setup_of(pid)
+            )
+            coordinator.attach(pid, location, RecordingListener())
+            coordinator.start()
+            made.append(coordinator)
+        wait_until(lambda: agreed(made, {"p1", "p2", "p3"}), 15, "three-way agreement")
+        assert calls == [("p1", ["p1"])]  # the leader only, holding the lock
+        made[0].stop()  # the leader leaves: the next leader creates (idempotently) once more
+        wait_until(lambda: agreed(made[1:], {"p2", "p3"}), 15, "the new leader's model")
+        assert calls == [("p1", ["p1"]), ("p2", ["p2"])]
+    finally:
+        for coordinator in made:
+            coordinator.stop()

@@ -1,0 +1,142 @@
+"""Processor processes started from a notebook (or a bench): ``samza-nb run MODULE:APP`` with
+one StreamProcessor each, coordinated by the job's distributed coordinator.
+
+Each process writes one log file, runs in a process group of its own (so a kill takes its Spark
+JVM too) and dies with the process that started it: on Linux the kernel sends it SIGKILL when
+its parent ends (``PR_SET_PDEATHSIG``), and everywhere the processes still running at exit are
+killed. ``start_processor("jobs:app", {"job.coordinator.factory": "zookeeper", ...},
+processor_id="p1", location="host-a")``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from samza_nb.errors import JobError
+
+__all__ = ["ProcessorProcess", "start_processor"]
+
+_PR_SET_PDEATHSIG = 1
+_RUNNING: weakref.WeakSet[ProcessorProcess] = weakref.WeakSet()
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ProcessorProcess:
+    """One processor process: ``processor_id``, ``location``, ``pid``, ``log_path``."""
+
+    def __init__(
+        self,
+        app: str,
+        settings: Mapping[str, Any],
+        *,
+        processor_id: str,
+        location: str,
+        cwd: str | os.PathLike[str] = ".",
+        log_dir: str | os.PathLike[str] | None = None,
+        executor: str = "local",
+        until: str = "end-of-stream",
+    ) -> None:
+        self.app = app
+        self.processor_id = processor_id
+        self.location = location
+        self.cwd = Path(cwd)
+        logs = Path(log_dir) if log_dir is not None else self.cwd / "processor-logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.log_path = logs / f"{processor_id}.log"
+        argv = [sys.executable, "-m", "samza_nb.cli", "run", app, "--executor", executor, "--until", until]
+        entries = {**settings, "processor.id": processor_id, "processor.locations": location}
+        for key, value in entries.items():
+            argv += ["--set", f"{key}={value}"]
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(  # noqa: S603 - our own CLI, no shell
+                argv,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,  # noqa: PLW1509
+            )
+        self.pid = self._process.pid
+        _RUNNING.add(self)
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else f"exit {self._process.returncode}"
+        return f"ProcessorProcess({self.processor_id!r}, {self.location!r}, pid={self.pid}, {state})"
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.poll()
+
+    def log(self, tail: int = 4000) -> str:
+        """The last ``tail`` characters of the process's log."""
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-tail:]
+        except FileNotFoundError:
+            return ""
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the process group (the processor and its Spark JVM)."""
+        if self.alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signum)
+
+    def kill(self) -> int:
+        """SIGKILL (no goodbye: its session lingers until the session timeout); returns the exit code."""
+        self.signal(signal.SIGKILL)
+        return self.wait(30)
+
+    def terminate(self, timeout: float = 60) -> int:
+        """SIGTERM: stop after the epoch in flight and leave the group at once."""
+        self.signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit code; JobError naming the log after ``timeout`` seconds."""
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired as error:
+            msg = f"processor {self.processor_id!r} (pid {self.pid}) still runs after {timeout} s; log {self.log_path}"
+            raise JobError(msg) from error
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        """Until ``text`` appears in the log; JobError if the process ends or time runs out."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log(tail=1_000_000):
+            if not self.alive:
+                msg = f"processor {self.processor_id!r} ended (exit {self.returncode}):\n{self.log()}"
+                raise JobError(msg)
+            if time.monotonic() > deadline:
+                msg = f"processor {self.processor_id!r} did not log {text!r} within {timeout:g} s"
+                raise JobError(msg)
+            time.sleep(0.1)
+
+
+def start_processor(app: str, settings: Mapping[str, Any], **options: Any) -> ProcessorProcess:
+    """Start one processor process of ``app`` (``module:attribute``, importable from ``cwd``)."""
+    return ProcessorProcess(app, settings, **options)
+
+
+@atexit.register
+def _kill_running() -> None:
+    for process in list(_RUNNING):
+        process.signal(signal.SIGKILL)
