@@ -28,12 +28,14 @@ consumers of a Tansu topic may therefore see an aborted epoch's records; samza_n
 from __future__ import annotations
 
 import json
+import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from samza_nb.errors import ConfigError
+from samza_nb.errors import ConfigError, StreamSystemError
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore
 from samza_nb.runtime.context import default_system_of, system_of
+from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.systems.base import MessageKind, Record
 from samza_nb.systems.kafka import KafkaSystem
 from samza_nb.systems.kafka_transaction import KafkaTransaction
@@ -60,6 +62,10 @@ __all__ = [
 
 #: (checkpoint topic, task) -> the seq this process last committed for it.
 _COMMITTED: dict[tuple[str, str], int] = {}
+#: (cluster settings fingerprint, transactional id) -> the task's kept transactional producer.
+_PRODUCERS: dict[tuple[str, str], KafkaTransaction] = {}
+_T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 AT_LEAST_ONCE = "at-least-once"
 EXACTLY_ONCE = "exactly-once"
@@ -211,24 +217,62 @@ def open_checkpoint_store(
 
 
 class TaskTransaction:
-    """One task epoch's Kafka transaction (executor side)."""
+    """One task epoch's Kafka transaction (executor side).
+
+    The task's transactional producer is kept for the next epoch in this process (opening one
+    costs ``init_transactions``); when another process opened the same ``transactional.id``
+    since (a task moved, or Spark ran it in another Python worker), the kept producer is
+    fenced: :meth:`run` then drops it and runs the transaction once more with a new producer,
+    which fences the other.
+    """
 
     def __init__(self, plan: ExecutionPlan, assignment: EpochAssignment):
         self.system = checkpoint_system(plan)
         self.topic = checkpoint_topic(plan)
         self.assignment = assignment
-        self.transaction = KafkaTransaction(
-            self.system, f"{plan.app_name}-{plan.job_id}-{assignment.task_name}"
-        )
+        self.transactional_id = f"{plan.app_name}-{plan.job_id}-{assignment.task_name}"
+        self._key = (self.system.settings.fingerprint(), self.transactional_id)
+        self._transaction: KafkaTransaction | None = None
 
-    def covers(self, system: Any) -> bool:
-        return isinstance(system, KafkaSystem) and system.settings.fingerprint() == self.system.settings.fingerprint()
+    def _open(self, *, fresh: bool) -> KafkaTransaction:
+        kept = None if fresh else _PRODUCERS.get(self._key)
+        if kept is None:
+            kept = _PRODUCERS[self._key] = KafkaTransaction(self.system, self.transactional_id)
+        self._transaction = kept
+        return kept
 
-    def begin(self) -> None:
-        self.transaction.begin()
+    def run(self, body: Callable[[TaskTransaction], _T]) -> _T:
+        """``begin``, ``body(self)`` (its appends and :meth:`append_checkpoint`), ``commit``;
+        retried once with a new producer when a kept one failed (fenced)."""
+        for fresh in (False, True):
+            reused = not fresh and self._key in _PRODUCERS
+            self._open(fresh=fresh).begin()
+            try:
+                result = body(self)
+                kill_point("mid-transaction")
+                self._committed().commit()
+            except StreamSystemError:
+                self.discard()
+                if not reused:
+                    raise
+                continue
+            except BaseException:
+                self.discard()
+                raise
+            _COMMITTED[(self.topic, self.assignment.task_name)] = self.assignment.seq + 1
+            kill_point("after-transaction-commit")
+            return result
+        msg = f"transaction {self.transactional_id!r}: unreachable"
+        raise StreamSystemError(msg)
+
+    def _committed(self) -> KafkaTransaction:
+        if self._transaction is None:
+            msg = f"transaction {self.transactional_id!r} is not open"
+            raise StreamSystemError(msg)
+        return self._transaction
 
     def append(self, stream_id: str, partition: int, records: list[Record], producer_seq: int) -> None:
-        self.transaction.append(
+        self._committed().append(
             stream_id, partition, records, producer=self.assignment.producer, producer_seq=producer_seq
         )
 
@@ -243,16 +287,19 @@ class TaskTransaction:
 
     def append_checkpoint(self, checkpoint: Checkpoint) -> None:
         """The epoch's last record, after every other one is acknowledged."""
-        self.transaction.flush()
+        self._committed().flush()
         record = Record(MessageKind.USER, _record_key(self.assignment.task_name), checkpoint.to_json(), None)
         self.append(self.topic, 0, [record], self.assignment.seq)
 
-    def commit(self) -> None:
-        self.transaction.commit()
-        _COMMITTED[(self.topic, self.assignment.task_name)] = self.assignment.seq + 1
-
-    def close(self) -> None:
-        self.transaction.close()
+    def discard(self) -> None:
+        """Abort what is open and forget the producer (after a failure)."""
+        transaction = _PRODUCERS.pop(self._key, None) or self._transaction
+        self._transaction = None
+        if transaction is not None:
+            try:
+                transaction.close()
+            except StreamSystemError:
+                _log.debug("closing transaction %s after a failure failed", self.transactional_id)
 
 
 def task_transaction(plan: ExecutionPlan, assignment: EpochAssignment) -> TaskTransaction | None:

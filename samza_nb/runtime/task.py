@@ -332,15 +332,16 @@ class _TaskRun:
         transaction; the local stores are written only after it committed."""
         for impl in self.impls.values():
             impl.save()
-        transaction.begin()
-        messages_out = self.write_outputs(transaction)
-        kill_point("after-output-append")
-        for store in self.context.stores.values():
-            store.append_changelog(self.a.seq, transaction)
-        transaction.append_checkpoint(Checkpoint(self.a.seq + 1, dict(self.offsets), control))
-        kill_point("mid-transaction")
-        transaction.commit()
-        kill_point("after-transaction-commit")
+
+        def body(open_transaction: TaskTransaction) -> dict[str, int]:
+            messages_out = self.write_outputs(open_transaction)
+            kill_point("after-output-append")
+            for store in self.context.stores.values():
+                store.append_changelog(self.a.seq, open_transaction)
+            open_transaction.append_checkpoint(Checkpoint(self.a.seq + 1, dict(self.offsets), control))
+            return messages_out
+
+        messages_out = transaction.run(body)
         for store in self.context.stores.values():
             store.write_local(self._store_meta(control))
         return messages_out
@@ -423,8 +424,6 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
     finally:
         try:
             run.close()
-            if transaction is not None:
-                transaction.close()
         except Exception:  # noqa: S110 - closing after a failure must not hide the failure
             pass
 
