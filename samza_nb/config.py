@@ -212,6 +212,17 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ),
     ConfigKey("task.errors.skip", "false", "Skip (and count) messages that fail to process."),
     ConfigKey(
+        "task.processing.guarantee",
+        "at-least-once",
+        "`at-least-once` or `exactly-once` (one Kafka transaction per task epoch: outputs, "
+        "changelog records and the checkpoint; see docs/kafka.md).",
+    ),
+    ConfigKey(
+        "task.checkpoint.system",
+        None,
+        "Kafka system of the checkpoint topic under exactly-once; default job.default.system.",
+    ),
+    ConfigKey(
         "task.watermark.idle.timeout.ms",
         "-1",
         "Idle time before a source is ignored; -1 never ignores one.",

@@ -175,13 +175,17 @@ def kafka_bootstrap(service_env: dict[str, str]) -> str:
 
 @pytest.fixture
 def kafka_topic_prefix(kafka_bootstrap: str) -> Iterator[str]:
-    """``samza-nb-test-<id>-``: name topics and consumer groups with it; they are deleted after."""
+    """``samza-nb-test-<id>-``: name topics and consumer groups with it; they are deleted after
+    (so are a job's ``__samza_checkpoint_ver_1_for_<prefix>…`` / ``__samza_coordinator_<prefix>…``)."""
     from confluent_kafka.admin import AdminClient
 
     prefix = unique_name() + "-"
     yield prefix
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    topics = [name for name in admin.list_topics(timeout=10).topics if name.startswith(prefix)]
+    topics = [
+        name for name in admin.list_topics(timeout=10).topics
+        if name.startswith(prefix) or (name.startswith("__samza_") and f"_{prefix}" in name)
+    ]
     if topics:
         for future in admin.delete_topics(topics, operation_timeout=10).values():
             future.result(timeout=15)

@@ -21,6 +21,7 @@ from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
+from samza_nb.runtime.offsets import OffsetPolicy
 from samza_nb.runtime.user_code import describe, source_line
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ class EpochDriver:
         self.producer = f"{plan.app_name}-{plan.job_id}"
         #: Operators sampled inside the tasks (``job.show(op_id)``): op id → messages kept.
         self.samples: dict[str, int] = {}
+        self.offsets = OffsetPolicy(plan)
 
     def assignment(
         self,
@@ -120,13 +122,14 @@ class EpochDriver:
         checkpoint = self.checkpoints.read(task.name)
         ssps = sorted((ssp.stream, ssp.partition) for ssp in task.ssps)
         start_offsets = {}
+        moved = False  # a reset or an out-of-range checkpoint: a pending plan no longer applies
         for stream_id, partition in ssps:
             key = ssp_key(stream_id, partition)
-            offset = checkpoint.offsets.get(key)
-            start_offsets[key] = (
-                offset if offset is not None else self._default_offset(stream_id, partition, newest)
+            start_offsets[key], reset = self.offsets.start(
+                stream_id, partition, checkpoint.offsets.get(key), newest
             )
-        plan = self.checkpoints.pending_plan(task.name, checkpoint.seq)
+            moved = moved or reset
+        plan = None if moved else self.checkpoints.pending_plan(task.name, checkpoint.seq)
         if plan is None:
             plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)
             self.checkpoints.write_plan(task.name, plan)
@@ -172,13 +175,6 @@ class EpochDriver:
         # A drain crosses one shuffle per epoch: each task reads its whole intermediate backlog.
         limit = _UNLIMITED if drain else self.max_messages
         return EpochPlan(seq, now_ms, bounds, drain, limit, uuid.uuid4().hex[:16], self.run_id)
-
-    def _default_offset(self, stream_id: str, partition: int, newest: Mapping[str, int]) -> int:
-        default = self.plan.config.get_str(f"streams.{stream_id}.samza.offset.default") or "oldest"
-        if default == "upcoming" and self.plan.streams[stream_id].kind == "input":
-            return newest.get(ssp_key(stream_id, partition), 0)
-        oldest = system_of(self.plan, stream_id).oldest_offsets(stream_id)
-        return oldest.get(partition, 0)
 
     def check_lease(self) -> None:
         """Raise JobLeaseError when a newer incarnation of the job took the lease: a fenced

@@ -24,6 +24,8 @@ KILL_POINTS = (
     "in-drain-epoch",  # a task has injected its drain control messages
     "after-output-append",  # a task appended its outputs, before its stores flush
     "mid-store-flush",  # a store appended its changelog, before its RocksDB write batch
+    "mid-transaction",  # exactly-once: a task appended its checkpoint record, before the commit
+    "after-transaction-commit",  # exactly-once: a task's transaction committed, stores not yet written
     "after-flush-before-commit",  # every task of the epoch returned, before the commit
     "mid-commit",  # checkpoints written, before the job records the epoch and applies retention
     "in-retention",  # retention deleted intermediate data of one partition, not yet the others

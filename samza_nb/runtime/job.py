@@ -26,9 +26,9 @@ from samza_nb.errors import ConfigError, JobError, JobInterruptedError
 from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver
+from samza_nb.runtime.exactly_once import open_checkpoint_store
 from samza_nb.runtime.executor import get_executor
 from samza_nb.runtime.history import JobHistory
 from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
@@ -104,7 +104,8 @@ class Job(JobViews):
             self.lease.release()
 
     def _setup(self, processors: int | None, grouper: str | None, executor: str, spark: Any) -> None:
-        self.checkpoints = CheckpointStore(
+        self.checkpoints = open_checkpoint_store(
+            self.plan,
             self.metadata,
             fence=None if self.lease is None else self.lease.fence,
             guard=None if self.lease is not None else self._session_guard,

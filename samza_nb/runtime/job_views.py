@@ -91,9 +91,24 @@ class JobViews:
     def status(self) -> JobStatus:
         model = self.job_model
         lag_by_task: dict[str, int] = {}
-        for (task, _ssp), lag in self._message_lags().items():
-            lag_by_task[task] = lag_by_task.get(task, 0) + lag
         cached = self.checkpoints.cached()
+        newest = newest_offsets(self.plan)
+        partitions = []
+        for (task, ssp), lag in sorted(self._message_lags().items(),
+                                       key=lambda item: (item[0][1].stream, item[0][1].partition)):
+            lag_by_task[task] = lag_by_task.get(task, 0) + lag
+            if self.plan.streams[ssp.stream].kind != "input":
+                continue
+            key = ssp_key(ssp.stream, ssp.partition)
+            checkpoint = cached.get(task)
+            partitions.append({
+                "stream": ssp.stream,
+                "partition": ssp.partition,
+                "task": task,
+                "committed": checkpoint.offsets.get(key, 0) if checkpoint else 0,
+                "newest": newest.get(key, 0),
+                "lag": lag,
+            })
         tasks = {
             task: {
                 "epochs": cached[task].seq if task in cached else 0,
@@ -116,20 +131,28 @@ class JobViews:
             for op_id, counts in sorted(self._metrics.operator_counters(failed).items())
             if counts["skipped"] or counts["dropped"] or counts["errors"]
         }
-        return JobStatus(self._state, self.epoch, self.run_id, processors, tasks, error, troubled)
+        return JobStatus(
+            self._state, self.epoch, self.run_id, processors, tasks, error, troubled, partitions
+        )
 
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores."""
         lag_by_stream: dict[str, int] = {}
         lag_by_task: dict[str, int] = {}
+        lag_by_partition: dict[str, int] = {}
         for (task, ssp), lag in self._message_lags().items():
             lag_by_stream[ssp.stream] = lag_by_stream.get(ssp.stream, 0) + lag
             lag_by_task[task] = lag_by_task.get(task, 0) + lag
+            if self.plan.streams[ssp.stream].kind == "input":
+                lag_by_partition[ssp_key(ssp.stream, ssp.partition)] = lag
         kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
         failed = self._error.op_id if isinstance(self._error, TaskError) else None
-        return self._metrics.snapshot(
+        snapshot = self._metrics.snapshot(
             self._task_ssps(), kinds, lag_by_task, lag_by_stream, self.epoch, failed_op=failed
         )
+        # Consumer lag per input partition (``stream#partition``), as Kafka reports it.
+        snapshot["partitions"] = dict(sorted(lag_by_partition.items()))
+        return snapshot
 
     def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
         """Per task and operator: (input watermark, output watermark) as last committed."""

@@ -35,6 +35,16 @@ class JobStatus:
     error: str | None = None
     #: Operators that skipped, dropped or failed on messages: op id → skipped, dropped, errors.
     operators: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Consumer lag per input partition: one dict per (stream, partition) with the task reading
+    #: it, the committed offset, the newest offset and ``lag`` (messages not read yet,
+    #: control messages left out).
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+
+    def lag_frame(self) -> Any:
+        """:attr:`partitions` as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.partitions, columns=["stream", "partition", "task", "committed", "newest", "lag"])
 
     @property
     def done(self) -> bool:
@@ -62,11 +72,23 @@ class JobStatus:
             if troubled
             else ""
         )
+        lags = "".join(
+            f"<tr><td>{html.escape(row['stream'])}[{row['partition']}]</td>"
+            f"<td>{html.escape(row['task'])}</td><td>{row['committed']:,}</td>"
+            f"<td>{row['newest']:,}</td><td>{row['lag']:,}</td></tr>"
+            for row in self.partitions
+        )
+        lag_table = (
+            "<table><thead><tr><th>input partition</th><th>task</th><th>committed</th>"
+            f"<th>newest</th><th>lag</th></tr></thead><tbody>{lags}</tbody></table>"
+            if lags
+            else ""
+        )
         return (
             f"<p><b>{html.escape(self.state)}</b> at epoch {self.epoch}, run "
             f"<code>{html.escape(self.run_id)}</code>; processors: {processors}</p>{error}"
             "<table><thead><tr><th>task</th><th>epochs</th><th>lag</th><th></th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{operators}"
+            f"<tbody>{rows}</tbody></table>{operators}{lag_table}"
         )
 
     def __repr__(self) -> str:

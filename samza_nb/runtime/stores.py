@@ -190,16 +190,28 @@ class TaskStore:
     def flush(self, meta: dict[str, Any], producer_seq: int) -> None:
         """Append this epoch's updates to the changelog, then write them and ``meta`` in one
         RocksDB write batch."""
+        self.append_changelog(producer_seq)
+        self.write_local(meta)
+
+    def append_changelog(self, producer_seq: int, transaction: Any = None) -> None:
+        """Append this epoch's updates to the changelog (through ``transaction``, an open
+        exactly-once TaskTransaction, when given)."""
         if self._changelog is not None and self._dirty:
             records = [
                 Record(MessageKind.USER, key, _PUT + value if value is not None else _DELETE, None)
                 for key, value in self._dirty.items()
             ]
             log = self._changelog
-            log.system.append(
-                log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
-            )
+            if transaction is not None:
+                transaction.append(log.stream_id, log.partition, records, producer_seq)
+            else:
+                log.system.append(
+                    log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
+                )
             kill_point("mid-store-flush")
+
+    def write_local(self, meta: dict[str, Any]) -> None:
+        """Write this epoch's updates and ``meta`` in one RocksDB write batch."""
         batch = WriteBatch(raw_mode=True)
         for key, value in self._dirty.items():
             if value is None:

@@ -24,6 +24,7 @@ from samza_nb.model import SystemStream, SystemStreamPartition
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.plan.tables import LocalTable
+from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import TaskContext, system_of
 from samza_nb.runtime.control import (
     LONG_MAX,
@@ -37,6 +38,7 @@ from samza_nb.runtime.control import (
     control_from_payload,
 )
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
+from samza_nb.runtime.exactly_once import TaskTransaction, task_transaction
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
@@ -300,13 +302,15 @@ class _TaskRun:
             "injected": sorted(self.injected),
         }
 
-    def write_outputs(self) -> dict[str, int]:
+    def write_outputs(self, transaction: TaskTransaction | None = None) -> dict[str, int]:
         a = self.a
         out: dict[str, int] = {}
         for stream_id, writer in sorted(self.context.writers.items()):
             system = system_of(self.plan, stream_id)
             for partition, records in sorted(writer.buffers.items()):
-                if records:
+                if records and transaction is not None:
+                    transaction.append(stream_id, partition, records, a.seq)
+                elif records:
                     system.append(
                         stream_id, partition, records, producer=a.producer, producer_seq=a.seq
                     )
@@ -316,14 +320,35 @@ class _TaskRun:
     def flush_stores(self, control: dict[str, Any]) -> None:
         for impl in self.impls.values():
             impl.save()
-        meta = {
+        for store in self.context.stores.values():
+            store.flush(self._store_meta(control), self.a.seq)
+
+    def _store_meta(self, control: dict[str, Any]) -> dict[str, Any]:
+        return {
             "seq": self.a.seq + 1,
             "offsets": self.offsets,
             "control": control,
             "bounds": self.a.bounds,
         }
+
+    def commit_transaction(self, transaction: TaskTransaction, control: dict[str, Any]) -> dict[str, int]:
+        """Exactly-once: outputs, changelog records and the checkpoint in one Kafka
+        transaction; the local stores are written only after it committed."""
+        for impl in self.impls.values():
+            impl.save()
+
+        def body(open_transaction: TaskTransaction) -> dict[str, int]:
+            messages_out = self.write_outputs(open_transaction)
+            kill_point("after-output-append")
+            for store in self.context.stores.values():
+                store.append_changelog(self.a.seq, open_transaction)
+            open_transaction.append_checkpoint(Checkpoint(self.a.seq + 1, dict(self.offsets), control))
+            return messages_out
+
+        messages_out = transaction.run(body)
         for store in self.context.stores.values():
-            store.flush(meta, self.a.seq)
+            store.write_local(self._store_meta(control))
+        return messages_out
 
     def close(self) -> None:
         for store in self.context.stores.values():
@@ -376,7 +401,15 @@ def _side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any
 def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochResult:
     """Run one epoch of one task; never raises (a failure is in the result's ``error``)."""
     run = _TaskRun(plan, assignment)
+    transaction: TaskTransaction | None = None
     try:
+        transaction = task_transaction(plan, assignment)
+        if transaction is not None:
+            done = transaction.committed_elsewhere()
+            if done is not None:  # an earlier attempt committed this epoch: report it
+                run.setup()
+                run.offsets = dict(done.offsets)
+                return run.result(dict(done.control), {}, replayed=True)
         run.setup()
         applied = run.open_stores()
         if applied is not None:
@@ -386,9 +419,12 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
         if assignment.drain:
             kill_point("in-drain-epoch")
         control = run.control_snapshot()
-        messages_out = run.write_outputs()
-        kill_point("after-output-append")
-        run.flush_stores(control)
+        if transaction is not None:
+            messages_out = run.commit_transaction(transaction, control)
+        else:
+            messages_out = run.write_outputs()
+            kill_point("after-output-append")
+            run.flush_stores(control)
         return run.result(control, messages_out, replayed=False)
     except Exception as error:  # every failure is reported with its place
         return _failure(run, error)

@@ -108,6 +108,14 @@ class KafkaTransaction:
                 msg = f"transaction {self.transactional_id!r}: the producer queue stayed full"
                 raise StreamSystemError(msg)
 
+    def flush(self) -> None:
+        """Wait until every record appended so far is acknowledged (still uncommitted)."""
+        remaining = self._producer.flush(self._timeout)
+        if remaining or self._errors:
+            first = self._errors[0].str() if self._errors else f"{remaining} records unacknowledged"
+            msg = f"transaction {self.transactional_id!r}: flush failed: {first}"
+            raise StreamSystemError(msg)
+
     def commit(self) -> None:
         """Commit everything appended since :meth:`begin` (flushes first)."""
         self._run("commit", lambda: self._producer.commit_transaction(self._timeout))

@@ -13,7 +13,10 @@ import pytest
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.examples.page_views import expected_counts, generate_page_views
+from samza_nb.metadata import NamespacedMetadataStore
 from samza_nb.runtime import run
+from samza_nb.runtime.checkpoints import CHECKPOINT_NAMESPACE
+from samza_nb.runtime.exactly_once import checkpoint_topic, read_topic_checkpoints
 from samza_nb.systems import KafkaSystem
 
 pytestmark = pytest.mark.services
@@ -37,9 +40,17 @@ def _quickstart(system: KafkaSystem, prefix: str) -> StreamApplication:
     return app
 
 
-@pytest.mark.parametrize("executor", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.mark.parametrize(
+    ("executor", "guarantee"),
+    [
+        ("local", "at-least-once"),
+        ("local", "exactly-once"),
+        pytest.param("spark", "at-least-once", marks=pytest.mark.spark),
+    ],
+)
 def test_the_quickstart_on_kafka_drains_with_exact_counts(
-    executor: str, kafka_bootstrap: str, kafka_topic_prefix: str, tmp_path: Path, request: Any
+    executor: str, guarantee: str, kafka_bootstrap: str, kafka_topic_prefix: str, tmp_path: Path,
+    request: Any,
 ) -> None:
     if executor == "spark":
         request.getfixturevalue("spark")
@@ -51,6 +62,7 @@ def test_the_quickstart_on_kafka_drains_with_exact_counts(
         "job.home": str(tmp_path / "home"),
         "task.max.epoch.messages": "400",
         "job.drain-monitor.poll.interval.ms": "100",
+        "task.processing.guarantee": guarantee,
     }
     job = run(_quickstart(system, kafka_topic_prefix), config, until="forever", background=True,
               executor=executor)
@@ -68,3 +80,12 @@ def test_the_quickstart_on_kafka_drains_with_exact_counts(
     assert totals == expected_counts(events)
     changelog = job.plan.changelog_stream_id(job.plan.store_names[0])
     assert system.partition_count(changelog) == 4  # one changelog partition per task
+    topic = checkpoint_topic(job.plan)
+    in_topic = read_topic_checkpoints(system, topic)
+    if guarantee == "exactly-once":
+        # The checkpoint topic is the checkpoints' only home: every task committed there.
+        assert sorted(in_topic) == sorted(job.status().tasks)
+        assert {t: c.seq for t, c in in_topic.items()} == {t: c.seq for t, c in job.checkpoints.cached().items()}
+        assert NamespacedMetadataStore(job.metadata, CHECKPOINT_NAMESPACE).all() == {}
+    else:
+        assert in_topic == {}

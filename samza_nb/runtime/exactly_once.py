@@ -1,0 +1,307 @@
+"""``task.processing.guarantee=exactly-once``: one Kafka transaction per task epoch.
+
+At-least-once (the default, as Samza) commits a task's checkpoint in the job's metadata store
+after its outputs are durable. Exactly-once moves the checkpoint into the Kafka transaction of
+the task's epoch, as Samza's ``KafkaCheckpointManager`` keeps checkpoints in a checkpoint topic
+(SAMZA.md §7): the task's transactional producer (``transactional.id`` =
+``<app>-<job id>-<task>``) writes the epoch's outputs, intermediate records, changelog records
+and, last, its checkpoint record to the one-partition checkpoint topic
+``__samza_checkpoint_ver_1_for_<app>_<job id>`` of the Kafka system ``task.checkpoint.system``
+(default ``job.default.system``), then commits. That topic is the only source of checkpoints:
+:class:`TopicCheckpointStore` reads them (``read_committed``) and the driver's commit only
+records what the tasks committed. Its local RocksDB write comes after the commit, so a store
+is never ahead of a transaction that did not commit (such a store is rebuilt from the
+changelog).
+
+On a broker that honours transactions a reader with ``isolation.level=read_committed`` (every
+reader of :class:`~samza_nb.systems.KafkaSystem`) never sees the records of an epoch that did
+not commit, and a restarted task replays that epoch's plan. On Tansu — which neither hides
+aborted nor open transactions from ``read_committed`` readers (it does fence a stale producer:
+its next produce fails with PRODUCER_FENCED) — the same outcome rests on the checkpoint record
+coming last, after every other record of the epoch is acknowledged: a visible checkpoint
+implies every record of its epoch is in the log, and a replayed epoch's copies carry the same
+(producer, seq, ordinal) headers, which samza_nb's reads drop. External ``read_committed``
+consumers of a Tansu topic may therefore see an aborted epoch's records; samza_nb's own reads
+(windows, outputs through ``Job.collect``, changelog restores) count each input once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from samza_nb.errors import ConfigError, StreamSystemError
+from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore
+from samza_nb.runtime.context import default_system_of, system_of
+from samza_nb.runtime.faults import reached as kill_point
+from samza_nb.systems.base import MessageKind, Record
+from samza_nb.systems.kafka import KafkaSystem
+from samza_nb.systems.kafka_transaction import KafkaTransaction
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from samza_nb.metadata import MetadataStore
+    from samza_nb.metadata.base import Fence
+    from samza_nb.plan.execution_plan import ExecutionPlan
+    from samza_nb.runtime.epoch import EpochAssignment
+
+__all__ = [
+    "AT_LEAST_ONCE",
+    "EXACTLY_ONCE",
+    "TopicCheckpointStore",
+    "checkpoint_system",
+    "checkpoint_topic",
+    "exactly_once",
+    "open_checkpoint_store",
+    "read_topic_checkpoints",
+    "task_transaction",
+]
+
+#: (checkpoint topic, task) -> the seq this process last committed for it.
+_COMMITTED: dict[tuple[str, str], int] = {}
+#: (cluster settings fingerprint, transactional id) -> the task's kept transactional producer.
+_PRODUCERS: dict[tuple[str, str], KafkaTransaction] = {}
+_T = TypeVar("_T")
+_log = logging.getLogger(__name__)
+
+AT_LEAST_ONCE = "at-least-once"
+EXACTLY_ONCE = "exactly-once"
+_CHUNK = 10_000
+
+
+def exactly_once(plan: ExecutionPlan) -> bool:
+    """Whether ``task.processing.guarantee`` is exactly-once (checked)."""
+    value = (plan.config.get_str("task.processing.guarantee") or AT_LEAST_ONCE).strip().lower()
+    if value not in (AT_LEAST_ONCE, EXACTLY_ONCE):
+        msg = f"task.processing.guarantee={value!r}: use {AT_LEAST_ONCE!r} or {EXACTLY_ONCE!r}"
+        raise ConfigError(msg)
+    return value == EXACTLY_ONCE
+
+
+def checkpoint_topic(plan: ExecutionPlan) -> str:
+    """Samza's checkpoint topic name: ``__samza_checkpoint_ver_1_for_<job name>_<job id>``."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", f"{plan.app_name}_{plan.job_id}")
+    return f"__samza_checkpoint_ver_1_for_{name}"
+
+
+def checkpoint_system(plan: ExecutionPlan) -> KafkaSystem:
+    """The Kafka system whose transactions hold the tasks' outputs and checkpoints; every
+    stream a task writes (outputs, intermediate streams, changelogs) must live there."""
+    wanted = plan.config.get_str("task.checkpoint.system")
+    system: Any = None
+    if wanted:
+        for info in plan.streams.values():
+            if info.system.name == wanted:
+                system = info.system
+        default = plan.default_system
+        if system is None and default is not None and default.name == wanted:
+            system = default
+        if system is None:
+            msg = f"task.checkpoint.system={wanted!r} is not the system of any stream of the job"
+            raise ConfigError(msg)
+    else:
+        system = default_system_of(plan)
+    if not isinstance(system, KafkaSystem):
+        name = getattr(system, "name", None)
+        msg = (
+            f"task.processing.guarantee=exactly-once needs a Kafka checkpoint system; "
+            f"task.checkpoint.system / job.default.system is {name!r} "
+            f"({type(system).__name__}), not a KafkaSystem"
+        )
+        raise ConfigError(msg)
+    for stream_id, info in sorted(plan.streams.items()):
+        if info.kind in ("input", "side_input"):
+            continue
+        other = system_of(plan, stream_id)
+        if not isinstance(other, KafkaSystem) or other.settings.fingerprint() != system.settings.fingerprint():
+            msg = (
+                f"task.processing.guarantee=exactly-once: stream {stream_id!r} is written to system "
+                f"{other.name!r}, but one Kafka transaction covers only the cluster of the "
+                f"checkpoint system {system.name!r}; put the job's outputs there"
+            )
+            raise ConfigError(msg)
+    return system
+
+
+def _record_key(task: str) -> bytes:
+    # Samza's KafkaCheckpointLogKey (JSON, sorted keys).
+    return json.dumps({"taskName": task, "type": "checkpoint"}, sort_keys=True).encode()
+
+
+def read_topic_checkpoints(system: KafkaSystem, topic: str) -> dict[str, Checkpoint]:
+    """The newest checkpoint of every task in the checkpoint topic (highest ``seq`` wins: on a
+    broker that shows aborted records a replayed epoch's record repeats, never regresses)."""
+    if system.partition_count(topic) is None:
+        return {}
+    newest = system.newest_offsets(topic).get(0, 0)
+    offset = system.oldest_offsets(topic).get(0, 0)
+    found: dict[str, Checkpoint] = {}
+    while offset < newest:
+        fetched = system.fetch(topic, 0, offset, newest, _CHUNK)
+        for _first, records in fetched.batches:
+            for kind, key, value, _ts in records:
+                if kind != MessageKind.USER or key is None or value is None:
+                    continue
+                task = json.loads(key).get("taskName")
+                checkpoint = Checkpoint.from_json(value)
+                if task is not None and checkpoint.seq >= found.get(task, Checkpoint(-1)).seq:
+                    found[task] = checkpoint
+        if fetched.next_offset <= offset:
+            break
+        offset = fetched.next_offset
+    return found
+
+
+class TopicCheckpointStore(CheckpointStore):
+    """Checkpoints from the checkpoint topic; epoch plans stay in the metadata store.
+
+    The tasks commit their checkpoints in their transactions: :meth:`write_all` only records
+    them in this process's cache (a lost lease stops the processor before its next epoch, and
+    a stale transactional producer is fenced by its successor's ``init_transactions``).
+    """
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        system: KafkaSystem,
+        topic: str,
+        *,
+        fence: Fence | None = None,
+        guard: Callable[[Any], None] | None = None,
+    ):
+        super().__init__(store, fence=fence, guard=guard)
+        self.system = system
+        self.topic = topic
+
+    def read(self, task: str) -> Checkpoint:
+        cached = self._cache.get(task)
+        if cached is not None:
+            return cached
+        checkpoints = read_topic_checkpoints(self.system, self.topic)
+        for name, checkpoint in checkpoints.items():
+            self._cache.setdefault(name, checkpoint)
+        return self._cache.setdefault(task, Checkpoint())
+
+    def read_all(self) -> dict[str, Checkpoint]:
+        return read_topic_checkpoints(self.system, self.topic)
+
+    def write(self, task: str, checkpoint: Checkpoint) -> None:
+        self._cache[task] = checkpoint
+
+    def write_all(self, checkpoints: dict[str, Checkpoint]) -> None:
+        self._cache.update(checkpoints)
+
+    def flush(self) -> None:
+        return None
+
+
+def open_checkpoint_store(
+    plan: ExecutionPlan,
+    store: MetadataStore,
+    *,
+    fence: Fence | None = None,
+    guard: Callable[[Any], None] | None = None,
+) -> CheckpointStore:
+    """The job's checkpoint store: the metadata store (at-least-once) or the Kafka checkpoint
+    topic (exactly-once, created here: one partition, compacted)."""
+    if not exactly_once(plan):
+        return CheckpointStore(store, fence=fence, guard=guard)
+    system = checkpoint_system(plan)
+    topic = checkpoint_topic(plan)
+    if system.partition_count(topic) is None:
+        system.create_stream(topic, 1, compacted=True)
+    return TopicCheckpointStore(store, system, topic, fence=fence, guard=guard)
+
+
+class TaskTransaction:
+    """One task epoch's Kafka transaction (executor side).
+
+    The task's transactional producer is kept for the next epoch in this process (opening one
+    costs ``init_transactions``); when another process opened the same ``transactional.id``
+    since (a task moved, or Spark ran it in another Python worker), the kept producer is
+    fenced: :meth:`run` then drops it and runs the transaction once more with a new producer,
+    which fences the other.
+    """
+
+    def __init__(self, plan: ExecutionPlan, assignment: EpochAssignment):
+        self.system = checkpoint_system(plan)
+        self.topic = checkpoint_topic(plan)
+        self.assignment = assignment
+        self.transactional_id = f"{plan.app_name}-{plan.job_id}-{assignment.task_name}"
+        self._key = (self.system.settings.fingerprint(), self.transactional_id)
+        self._transaction: KafkaTransaction | None = None
+
+    def _open(self, *, fresh: bool) -> KafkaTransaction:
+        kept = None if fresh else _PRODUCERS.get(self._key)
+        if kept is None:
+            kept = _PRODUCERS[self._key] = KafkaTransaction(self.system, self.transactional_id)
+        self._transaction = kept
+        return kept
+
+    def run(self, body: Callable[[TaskTransaction], _T]) -> _T:
+        """``begin``, ``body(self)`` (its appends and :meth:`append_checkpoint`), ``commit``;
+        retried once with a new producer when a kept one failed (fenced)."""
+        for fresh in (False, True):
+            reused = not fresh and self._key in _PRODUCERS
+            self._open(fresh=fresh).begin()
+            try:
+                result = body(self)
+                kill_point("mid-transaction")
+                self._committed().commit()
+            except StreamSystemError:
+                self.discard()
+                if not reused:
+                    raise
+                continue
+            except BaseException:
+                self.discard()
+                raise
+            _COMMITTED[(self.topic, self.assignment.task_name)] = self.assignment.seq + 1
+            kill_point("after-transaction-commit")
+            return result
+        msg = f"transaction {self.transactional_id!r}: unreachable"
+        raise StreamSystemError(msg)
+
+    def _committed(self) -> KafkaTransaction:
+        if self._transaction is None:
+            msg = f"transaction {self.transactional_id!r} is not open"
+            raise StreamSystemError(msg)
+        return self._transaction
+
+    def append(self, stream_id: str, partition: int, records: list[Record], producer_seq: int) -> None:
+        self._committed().append(
+            stream_id, partition, records, producer=self.assignment.producer, producer_seq=producer_seq
+        )
+
+    def committed_elsewhere(self) -> Checkpoint | None:
+        """The task's checkpoint in the topic when it is ahead of the assignment (an attempt
+        whose result never reached the driver committed this epoch already). The topic is read
+        only when this process did not commit the task's previous epoch itself."""
+        if _COMMITTED.get((self.topic, self.assignment.task_name)) == self.assignment.seq:
+            return None
+        checkpoint = read_topic_checkpoints(self.system, self.topic).get(self.assignment.task_name)
+        return checkpoint if checkpoint is not None and checkpoint.seq > self.assignment.seq else None
+
+    def append_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """The epoch's last record, after every other one is acknowledged."""
+        self._committed().flush()
+        record = Record(MessageKind.USER, _record_key(self.assignment.task_name), checkpoint.to_json(), None)
+        self.append(self.topic, 0, [record], self.assignment.seq)
+
+    def discard(self) -> None:
+        """Abort what is open and forget the producer (after a failure)."""
+        transaction = _PRODUCERS.pop(self._key, None) or self._transaction
+        self._transaction = None
+        if transaction is not None:
+            try:
+                transaction.close()
+            except StreamSystemError:
+                _log.debug("closing transaction %s after a failure failed", self.transactional_id)
+
+
+def task_transaction(plan: ExecutionPlan, assignment: EpochAssignment) -> TaskTransaction | None:
+    """The epoch's transaction under exactly-once, else None."""
+    return TaskTransaction(plan, assignment) if exactly_once(plan) else None

@@ -1,0 +1,168 @@
+"""Where a task starts reading an input partition: Samza's offset policy.
+
+Samza's keys, most specific first:
+
+- ``streams.<id>.samza.offset.default`` / ``systems.<system>.default.stream.samza.offset.default``
+  (and the older ``systems.<system>.samza.offset.default``): ``oldest`` (default) or
+  ``upcoming`` — where a partition without a checkpoint starts;
+- ``streams.<id>.samza.reset.offset`` / ``systems.<system>.default.stream.samza.reset.offset``:
+  ``true`` ignores the checkpointed offset of the stream's partitions and starts from the
+  default again. As in Samza it applies when a processor process starts: the first epoch of a
+  task in this process starts from the default;
+- a checkpointed offset outside the partition's stored range (deleted by retention, or a
+  recreated topic) follows ``systems.<system>.consumer.auto.offset.reset`` (``smallest`` /
+  ``earliest``, ``largest`` / ``latest``, or ``none`` / ``error``: a :class:`CheckpointError`
+  naming the topic, partition, offset and range); unset, it follows the offset default. The
+  reset is logged with the topic, partition and both offsets.
+
+Only inputs follow the policy: intermediate streams always start where their checkpoint says
+(or at their oldest offset). Offsets are compared, never subtracted (Kafka's have gaps).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from samza_nb.errors import CheckpointError, ConfigError
+from samza_nb.runtime.context import system_of
+from samza_nb.runtime.epoch import ssp_key
+
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+__all__ = ["OffsetPolicy"]
+
+_log = logging.getLogger(__name__)
+
+_OLDEST = frozenset({"oldest", "smallest", "earliest", "beginning"})
+_UPCOMING = frozenset({"upcoming", "largest", "latest", "end"})
+_FAIL = frozenset({"none", "error"})
+
+
+class OffsetPolicy:
+    """Start offsets of the input partitions of one job, as one processor process sees them."""
+
+    def __init__(self, plan: ExecutionPlan):
+        self.plan = plan
+        #: Input SSP keys this process already started (reset and range checks happen once).
+        self._started: set[str] = set()
+
+    def _system_name(self, stream_id: str) -> str:
+        return str(self.plan.streams[stream_id].system.name)
+
+    def _lookup(self, stream_id: str, suffix: str) -> tuple[str, str] | None:
+        """The most specific key set for ``stream_id`` and its value."""
+        system = self._system_name(stream_id)
+        config = self.plan.config
+        for key in (
+            f"streams.{stream_id}.{suffix}",
+            f"systems.{system}.streams.{stream_id}.{suffix}",
+            f"systems.{system}.default.stream.{suffix}",
+            f"systems.{system}.{suffix}",
+        ):
+            value = config.get_str(key)
+            if value:
+                return key, value.strip().lower()
+        return None
+
+    def default(self, stream_id: str) -> str:
+        """``oldest`` or ``upcoming``: where a partition without a checkpoint starts."""
+        found = self._lookup(stream_id, "samza.offset.default")
+        if found is None:
+            return "oldest"
+        key, value = found
+        if value not in ("oldest", "upcoming"):
+            msg = f"{key}={value!r}: the offset default is 'oldest' or 'upcoming'"
+            raise ConfigError(msg)
+        return value
+
+    def resets(self, stream_id: str) -> bool:
+        found = self._lookup(stream_id, "samza.reset.offset")
+        if found is None:
+            return False
+        key, value = found
+        if value not in ("true", "false"):
+            msg = f"{key}={value!r}: samza.reset.offset is 'true' or 'false'"
+            raise ConfigError(msg)
+        return value == "true"
+
+    def _out_of_range_rule(self, stream_id: str) -> tuple[str, str]:
+        key = f"systems.{self._system_name(stream_id)}.consumer.auto.offset.reset"
+        value = (self.plan.config.get_str(key) or "").strip().lower()
+        if not value:
+            return "the offset default", self.default(stream_id)
+        if value in _OLDEST:
+            return key, "oldest"
+        if value in _UPCOMING:
+            return key, "upcoming"
+        if value in _FAIL:
+            return key, "fail"
+        msg = f"{key}={value!r}: use smallest/earliest, largest/latest or none"
+        raise ConfigError(msg)
+
+    def start(
+        self,
+        stream_id: str,
+        partition: int,
+        checkpointed: int | None,
+        newest: Mapping[str, int],
+    ) -> tuple[int, bool]:
+        """The offset an epoch starts at, and whether it differs from the checkpoint (a reset:
+        a pending epoch plan made from the checkpoint no longer applies)."""
+        key = ssp_key(stream_id, partition)
+        is_input = self.plan.streams[stream_id].kind == "input"
+        first = is_input and key not in self._started
+        if is_input:
+            self._started.add(key)
+        if checkpointed is None:
+            return self._policy_offset(stream_id, partition, self.default(stream_id), newest), False
+        if not first:
+            return checkpointed, False
+        if self.resets(stream_id):
+            start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)
+            _log.info(
+                "%s[%d]: samza.reset.offset=true: starting at %d instead of the checkpointed %d",
+                stream_id, partition, start, checkpointed,
+            )
+            return start, start != checkpointed
+        return self._in_range(stream_id, partition, checkpointed, newest)
+
+    def _in_range(
+        self, stream_id: str, partition: int, checkpointed: int, newest: Mapping[str, int]
+    ) -> tuple[int, bool]:
+        system = system_of(self.plan, stream_id)
+        oldest = system.oldest_offsets(stream_id).get(partition, 0)
+        end = newest.get(ssp_key(stream_id, partition))
+        if end is None:
+            end = system.newest_offsets(stream_id).get(partition, 0)
+        if oldest <= checkpointed <= end:
+            return checkpointed, False
+        where = f"{stream_id}[{partition}]"
+        rule_key, rule = self._out_of_range_rule(stream_id)
+        if rule == "fail":
+            msg = (
+                f"input {where} (system {self._system_name(stream_id)!r}): the checkpointed offset "
+                f"{checkpointed} is outside the stored offsets {oldest}..{end} (deleted by retention "
+                f"or a recreated topic) and {rule_key}=none; set it to smallest or largest, or "
+                f"reset the job's offsets"
+            )
+            raise CheckpointError(msg)
+        start = oldest if rule == "oldest" else end
+        _log.warning(
+            "input %s: the checkpointed offset %d is outside the stored offsets %d..%d; "
+            "starting at the %s offset %d (%s)",
+            where, checkpointed, oldest, end, rule, start, rule_key,
+        )
+        return start, True
+
+    def _policy_offset(
+        self, stream_id: str, partition: int, default: str, newest: Mapping[str, int]
+    ) -> int:
+        key = ssp_key(stream_id, partition)
+        if default == "upcoming" and self.plan.streams[stream_id].kind == "input":
+            if key in newest:
+                return newest[key]
+            return system_of(self.plan, stream_id).newest_offsets(stream_id).get(partition, 0)
+        return system_of(self.plan, stream_id).oldest_offsets(stream_id).get(partition, 0)

@@ -1,0 +1,103 @@
+"""Samza's offset policy for inputs: the default for partitions without a checkpoint (oldest /
+upcoming, per stream or per system), samza.reset.offset, and checkpoints outside the stored
+offsets (retention) — reset per auto.offset.reset with a log line naming the partition, or an
+error naming it. Runs on the embedded log (the policy is system-independent) and a whole job on
+the Kafka test broker."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.api import StreamApplication
+from samza_nb.errors import CheckpointError, ConfigError
+from samza_nb.runtime import run
+from samza_nb.runtime.offsets import OffsetPolicy
+from samza_nb.systems import EmbeddedSystem, KafkaSystem
+
+
+def _app(system: Any, prefix: str = "") -> StreamApplication:
+    app = StreamApplication(f"{prefix}offsets", job_id="1")
+    views = app.input(system.input(f"{prefix}in", partitions=2, serde="json"))
+    out = app.output(system.output(f"{prefix}out", partitions=2, serde="json"))
+    views.map(lambda v: v).send_to(out)
+    return app
+
+
+def _policy(system: EmbeddedSystem, config: dict[str, str]) -> OffsetPolicy:
+    return OffsetPolicy(_app(system).plan(config))
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> EmbeddedSystem:
+    log = EmbeddedSystem("log", path=tmp_path / "log")
+    log.create_stream("in", 2)
+    for first in range(0, 100, 10):  # batches of 10: retention deletes whole batches
+        log.write("in", list(range(first, first + 10)), partition=0)
+    return log
+
+
+def test_no_checkpoint_starts_oldest_by_default_and_upcoming_per_system_or_stream(system: EmbeddedSystem) -> None:
+    newest = {"in#0": 100}
+    assert _policy(system, {}).start("in", 0, None, newest) == (0, False)
+    by_system = {"systems.log.default.stream.samza.offset.default": "upcoming"}
+    assert _policy(system, by_system).start("in", 0, None, newest) == (100, False)
+    # The stream's own key wins over the system's.
+    both = {**by_system, "streams.in.samza.offset.default": "oldest"}
+    assert _policy(system, both).start("in", 0, None, newest) == (0, False)
+    with pytest.raises(ConfigError, match="streams.in.samza.offset.default='newest'"):
+        _policy(system, {"streams.in.samza.offset.default": "newest"}).start("in", 0, None, newest)
+
+
+def test_reset_offset_ignores_the_checkpoint_once_per_process(system: EmbeddedSystem) -> None:
+    policy = _policy(system, {"systems.log.default.stream.samza.reset.offset": "true"})
+    assert policy.start("in", 0, 40, {"in#0": 100}) == (0, True)
+    assert policy.start("in", 0, 40, {"in#0": 100}) == (40, False)  # later epochs follow the checkpoint
+    assert _policy(system, {}).start("in", 0, 40, {"in#0": 100}) == (40, False)
+
+
+def test_a_checkpoint_below_retention_resets_with_a_log_line_or_fails_by_name(
+    system: EmbeddedSystem, caplog: pytest.LogCaptureFixture
+) -> None:
+    system.delete_before("in", 0, 60)
+    newest = {"in#0": 100}
+    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.offsets"):
+        assert _policy(system, {}).start("in", 0, 10, newest) == (60, True)
+    assert "in[0]" in caplog.text and "10" in caplog.text and "60..100" in caplog.text
+    latest = {"systems.log.consumer.auto.offset.reset": "largest"}
+    assert _policy(system, latest).start("in", 0, 10, newest) == (100, True)
+    strict = {"systems.log.consumer.auto.offset.reset": "none"}
+    with pytest.raises(CheckpointError, match=r"input in\[0\].*offset 10 is outside the stored offsets 60\.\.100"):
+        _policy(system, strict).start("in", 0, 10, newest)
+    assert _policy(system, strict).start("in", 0, 70, newest) == (70, False)
+
+
+@pytest.mark.services
+def test_upcoming_on_kafka_skips_what_was_there_and_reset_rereads_it(
+    kafka_bootstrap: str, kafka_topic_prefix: str, tmp_path: Path
+) -> None:
+    kafka = KafkaSystem("kafka", kafka_bootstrap)
+    kafka.create_stream(f"{kafka_topic_prefix}in", 2)
+    kafka.write(f"{kafka_topic_prefix}in", list(range(50)))
+    config = {
+        "job.home": str(tmp_path / "home"),
+        "systems.kafka.default.stream.samza.offset.default": "upcoming",
+    }
+    job = run(_app(kafka, kafka_topic_prefix), config, until="caught-up", executor="local")
+    assert job.metrics()["streams"][f"{kafka_topic_prefix}in"].get("in", 0) == 0
+    assert sum(job.metrics()["partitions"].values()) == 0  # caught up: no lag per partition
+    kafka.write(f"{kafka_topic_prefix}in", list(range(50, 80)))
+    job = run(_app(kafka, kafka_topic_prefix), config, until="caught-up", executor="local")
+    assert sorted(job.collect(f"{kafka_topic_prefix}out")["value"]) == list(range(50, 80))
+    reset = {**config, f"streams.{kafka_topic_prefix}in.samza.reset.offset": "true",
+             f"streams.{kafka_topic_prefix}in.samza.offset.default": "oldest"}
+    job = run(_app(kafka, kafka_topic_prefix), reset, until="caught-up", executor="local")
+    assert job.metrics()["streams"][f"{kafka_topic_prefix}in"]["in"] == 80
+    rows = job.status().partitions
+    assert [(r["stream"], r["partition"], r["lag"]) for r in rows] == [
+        (f"{kafka_topic_prefix}in", 0, 0), (f"{kafka_topic_prefix}in", 1, 0)
+    ]
+    assert all(r["committed"] == r["newest"] > 0 for r in rows)
