@@ -28,7 +28,7 @@ TIMINGS = {
     "job.coordinator.azure.leader.check.interval.ms": "1000",
     "job.coordinator.azure.membership.check.interval.ms": "500",
     "job.coordinator.azure.barrier.check.interval.ms": "300",
-    "job.coordinator.azure.barrier.timeout.ms": "4000",
+    "job.coordinator.azure.barrier.timeout.ms": "2500",
     "job.coordinator.azure.upgrade.check.interval.ms": "300",
     "job.coordinator.azure.lease.duration.ms": str(LEASE_MS),
     "job.coordinator.azure.lease.renew.interval.ms": "3000",

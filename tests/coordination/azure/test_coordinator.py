@@ -1,6 +1,8 @@
 """AzureJobCoordinator in-process against Azurite (SAMZA.md §10.5): lease contention, a
-follower dropped after the freshness window, a barrier that times out, the leader's crash,
-storage that stops answering, and the account key kept out of everything shown."""
+follower dropped after the freshness window, a barrier that times out, storage that stops
+answering, and the account key kept out of everything shown. The leader's SIGKILL costs a lease
+duration (≥ 15 s on Azurite): tests/runtime/test_azure_processes.py covers it with real
+processes and exact counts."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from samza_nb.services import ServiceInfo, ServicesHome
 from samza_nb.services.azurite import Azurite
 
 from ..zk.conftest import calculator
-from .conftest import LEASE_MS, RecordingListener, azure_config, wait_until
+from .conftest import RecordingListener, azure_config, wait_until
 
 pytestmark = pytest.mark.services
 
@@ -118,20 +120,6 @@ def test_a_processor_missing_the_barrier_times_it_out_and_a_new_round_follows(
     slow.stop()  # p2 leaves: the next round completes without it
     wait_until(lambda: first.blob.read_barrier()[0] == BARRIER_END, 30, "a completed round")
     assert first_listener.tasks() == ALL_TASKS
-
-
-def test_a_crashed_leader_is_replaced_within_the_lease_and_one_check(coordinators: Make) -> None:
-    first, _ = coordinators("p1", "host-a")
-    wait_until(lambda: first.is_leader and first.job_model_version, 30, "p1 leading")
-    second, second_listener = coordinators("p2", "host-b")
-    version = wait_until(lambda: agreed(first, second), 30, "both on one model")
-    crash(first)
-    killed = time.monotonic()
-    wait_until(lambda: second.is_leader, LEASE_MS / 1000 + 10, "p2 taking the lease")
-    took = time.monotonic() - killed
-    assert took <= LEASE_MS / 1000 + second.timings.leader_check + 3
-    model = second.wait_for_job_model(20, newer_than=version)
-    assert set(model.containers) == {"p2"} and second_listener.tasks() == ALL_TASKS
 
 
 @contextlib.contextmanager
