@@ -172,8 +172,8 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "job.coordinator.factory",
         "embedded",
-        "Job coordinator: `embedded` (every processor in this process) or `zookeeper` (one "
-        "processor per process, a leader elected in ZooKeeper).",
+        "Job coordinator: `embedded` (every processor in this process), `zookeeper` or `azure` "
+        "(one processor per process, a leader elected in ZooKeeper or by an Azure blob lease).",
     ),
     ConfigKey(
         "task.name.grouper.factory",
@@ -201,6 +201,72 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ),
     ConfigKey(
         "job.debounce.time.ms", "20000", "Debounce before recomputing the job model.", minimum=0
+    ),
+    ConfigKey(
+        "azure.storage.connect",
+        None,
+        "Azure storage connection string (holds the account key: never shown); else "
+        "$SAMZA_NB_AZURE_CONNECTION_STRING.",
+    ),
+    ConfigKey("azure.storage.retry.attempts", "3", "Attempts per Azure storage call.", minimum=1),
+    ConfigKey(
+        "azure.storage.retry.interval.ms", "5000", "Pause between Azure storage attempts.", minimum=0
+    ),
+    ConfigKey("azure.storage.timeout.ms", "30000", "Timeout of one Azure storage request.", minimum=1),
+    ConfigKey(
+        "job.coordinator.azure.blob.length",
+        "5120000",
+        "Size of the Azure coordination page blob (a multiple of 512).",
+        minimum=1026048,
+    ),
+    ConfigKey(
+        "job.coordinator.azure.heartbeat.interval.ms", "5000", "Processor heartbeat interval.", minimum=1
+    ),
+    ConfigKey(
+        "job.coordinator.azure.liveness.timeout.ms",
+        "30000",
+        "A processor whose heartbeat is older than this is not live.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.coordinator.azure.leader.check.interval.ms",
+        "10000",
+        "How often every processor checks that a leader holds the lease.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.coordinator.azure.membership.check.interval.ms",
+        "5000",
+        "How often the Azure leader compares live processors with the published list.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.coordinator.azure.barrier.check.interval.ms",
+        "5000",
+        "How often the Azure leader checks the barrier.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.coordinator.azure.barrier.timeout.ms", "30000", "Azure barrier timeout.", minimum=1
+    ),
+    ConfigKey(
+        "job.coordinator.azure.upgrade.check.interval.ms",
+        "5000",
+        "How often a processor looks for a new job model version.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.coordinator.azure.lease.duration.ms",
+        "60000",
+        "Leader lease on the coordination blob (Azure: 15000–60000).",
+        minimum=15000,
+        maximum=60000,
+    ),
+    ConfigKey(
+        "job.coordinator.azure.lease.renew.interval.ms",
+        "45000",
+        "How often the leader renews its lease.",
+        minimum=1,
     ),
     ConfigKey("task.broadcast.inputs", None, "Broadcast inputs: system.stream#[0-3]."),
     ConfigKey(
@@ -245,7 +311,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "metadata.store.factory",
         "embedded",
         "Metadata store: `embedded` (SQLite in job.home), `in-memory`, `kafka` (coordinator "
-        "stream) or `zookeeper`.",
+        "stream), `zookeeper` or `azure` (one blob per key).",
     ),
     ConfigKey(
         "job.coordinator.system",

@@ -110,6 +110,7 @@ _COORDINATORS: dict[str, JobCoordinatorFactory] = {}
 _BUILTINS: dict[str, tuple[str, str]] = {
     "embedded": ("samza_nb.coordination.embedded", "EmbeddedJobCoordinator"),
     "zookeeper": ("samza_nb.coordination.zk.factory", "zookeeper_job_coordinator"),
+    "azure": ("samza_nb.coordination.azure.factory", "azure_job_coordinator"),
 }
 
 

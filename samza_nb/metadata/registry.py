@@ -1,7 +1,7 @@
 """Metadata stores by name (``metadata.store.factory``); an unknown name lists the known ones.
 
-"embedded", "in-memory", "kafka" (the coordinator stream, samza_nb.metadata.kafka) and
-"zookeeper" are built in; the Azure store registers here in its issue.
+"embedded", "in-memory", "kafka" (the coordinator stream, samza_nb.metadata.kafka),
+"zookeeper" and "azure" (block blobs, samza_nb.metadata.azure) are built in.
 """
 
 from __future__ import annotations
@@ -68,7 +68,18 @@ def _zookeeper(
     return ZkMetadataStore(connect, base_path, **options)
 
 
+def _azure(config: Config, connect: str | None = None, container: str | None = None) -> MetadataStore:
+    # Imported here: the Azure SDK is only needed by jobs that use Azure.
+    from samza_nb.metadata.azure import AzureBlobMetadataStore
+    from samza_nb.metadata.azure_storage import AzureAccount
+
+    if container is None:
+        return AzureBlobMetadataStore.for_job(config, connect=connect)
+    return AzureBlobMetadataStore(AzureAccount.from_config(config, connect), container)
+
+
 _STORES: dict[str, MetadataStoreFactory] = {
+    "azure": _azure,
     "embedded": _embedded,
     "in-memory": _in_memory,
     "kafka": _kafka,
@@ -102,13 +113,16 @@ def get_metadata_store(
     ``zookeeper`` reads ``job.coordinator.zk.connect`` (or ``connect=``) and keeps its entries
     under ``/<globalAppId>/ApplicationRunnerData`` (or ``base_path=``), with the session and
     connection timeouts of ``job.coordinator.zk.*`` (or ``session_timeout=`` …, seconds).
+    ``azure`` reads ``azure.storage.connect`` (or ``connect=``, else
+    ``$SAMZA_NB_AZURE_CONNECTION_STRING``) and keeps one blob per key in the container named
+    from the job (or ``container=``).
 
     >>> get_metadata_store("in-memory")
     InMemoryMetadataStore(0 entries)
     >>> get_metadata_store("zookeper")
     Traceback (most recent call last):
     ...
-    samza_nb.errors.ConfigError: unknown metadata store 'zookeper'; did you mean 'zookeeper'? known: embedded, in-memory, kafka, zookeeper
+    samza_nb.errors.ConfigError: unknown metadata store 'zookeper'; did you mean 'zookeeper'? known: azure, embedded, in-memory, kafka, zookeeper
     """
     resolved = Config.of(config)
     store_name = name or resolved.get_str("metadata.store.factory") or "embedded"

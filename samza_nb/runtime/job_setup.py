@@ -119,11 +119,13 @@ def base_location(config: Config) -> str:
 
 
 def open_metadata_store(config: Config, home: Path) -> MetadataStore:
-    """``metadata.store.factory``: embedded in the job home by default, ZooKeeper by default
-    for a job coordinated through ZooKeeper (every processor process must see the same)."""
+    """``metadata.store.factory``: embedded in the job home by default, ZooKeeper (Azure) by
+    default for a job coordinated through ZooKeeper (Azure): every processor process must see
+    the same."""
     name = config.get_str("metadata.store.factory")
-    if "metadata.store.factory" not in config and config.get_str("job.coordinator.factory") == "zookeeper":
-        name = "zookeeper"
+    coordinator = config.get_str("job.coordinator.factory")
+    if "metadata.store.factory" not in config and coordinator in ("zookeeper", "azure"):
+        name = coordinator  # the distributed coordinator's own service
     name = name or "embedded"
     if name == "embedded":
         return get_metadata_store(name, config, path=metadata_store_path(home))

@@ -79,7 +79,7 @@ def test_namespaced_view_reads_only_its_namespace() -> None:
 
 
 def test_registry(tmp_path: Path) -> None:
-    assert metadata_store_names() == ["embedded", "in-memory", "kafka", "zookeeper"]
+    assert metadata_store_names() == ["azure", "embedded", "in-memory", "kafka", "zookeeper"]
     store = get_metadata_store("embedded", path=tmp_path / "m.sqlite3")
     assert isinstance(store, EmbeddedMetadataStore)
     store.close()
@@ -91,7 +91,7 @@ def test_registry(tmp_path: Path) -> None:
         get_metadata_store("embedded")
     with pytest.raises(ConfigError, match="job.coordinator.zk.connect' is required"):
         get_metadata_store("zookeeper")
-    with pytest.raises(ConfigError, match="known: embedded, in-memory, kafka, zookeeper"):
+    with pytest.raises(ConfigError, match="known: azure, embedded, in-memory, kafka, zookeeper"):
         get_metadata_store("zookeper-x")
     with pytest.raises(ConfigError, match="bad options"):
         get_metadata_store("in-memory", colour="red")

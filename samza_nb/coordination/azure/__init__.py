@@ -1,0 +1,42 @@
+"""Standalone coordination through Azure Storage (SAMZA.md §10): one module per idea.
+
+``names`` (container, page blob, table), ``blob`` (the page blob: lease, job model bundle,
+barrier, processor list), ``processors`` (the heartbeat table), ``lock`` (:class:`AzureLock`),
+``lease`` (:class:`AzureJobLease`), ``run_id`` and ``coordinator`` (:class:`AzureJobCoordinator`).
+Importing ``factory`` registers ``azure`` as a ``job.coordinator.factory``.
+"""
+
+from samza_nb.coordination.azure.blob import (
+    BARRIER_END,
+    BARRIER_START,
+    BARRIER_TIMEOUT,
+    CoordinationBlob,
+    JobModelBundle,
+    LeaseLost,
+)
+from samza_nb.coordination.azure.coordinator import AzureJobCoordinator, AzureTimings
+from samza_nb.coordination.azure.factory import azure_job_coordinator
+from samza_nb.coordination.azure.lease import AzureJobLease
+from samza_nb.coordination.azure.lock import AzureLock
+from samza_nb.coordination.azure.names import AzureNames
+from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorRow, ProcessorTable
+from samza_nb.coordination.azure.run_id import AzureRunIdGenerator
+
+__all__ = [
+    "BARRIER_END",
+    "BARRIER_START",
+    "BARRIER_TIMEOUT",
+    "UNASSIGNED",
+    "AzureJobCoordinator",
+    "AzureJobLease",
+    "AzureLock",
+    "AzureNames",
+    "AzureRunIdGenerator",
+    "AzureTimings",
+    "CoordinationBlob",
+    "JobModelBundle",
+    "LeaseLost",
+    "ProcessorRow",
+    "ProcessorTable",
+    "azure_job_coordinator",
+]

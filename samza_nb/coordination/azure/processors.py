@@ -1,0 +1,131 @@
+"""The processor table: heartbeats and membership (SAMZA.md §10.2, Samza's ProcessorEntity).
+
+One row per processor and job-model version: PartitionKey = the version the processor works on
+(the literal ``UNASSIGNED`` before its first), RowKey = the processor id, ``isLeader``, and
+``liveness``, a random number rewritten by every heartbeat so the row's server Timestamp
+changes. A row is *live* while that Timestamp is younger than the freshness window. The row also
+carries the processor's ``locationId`` and ``runId``, so the leader groups over live processors *with* their
+locations (host affinity), which Samza's table cannot.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from samza_nb.errors import CoordinationError
+from samza_nb.metadata.azure_storage import describe_error
+
+__all__ = ["UNASSIGNED", "ProcessorRow", "ProcessorTable"]
+
+UNASSIGNED = "UNASSIGNED"
+
+
+@dataclass(frozen=True)
+class ProcessorRow:
+    version: str
+    processor_id: str
+    is_leader: bool
+    location_id: str
+    timestamp: datetime
+    run_id: str = ""
+
+    def age(self, now: datetime | None = None) -> float:
+        """Seconds since the last heartbeat (server time)."""
+        return ((now or datetime.now(UTC)) - self.timestamp).total_seconds()
+
+
+class ProcessorTable:
+    """The rows of one job's table (``table``: a TableClient)."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __repr__(self) -> str:
+        return f"ProcessorTable({self.table.table_name})"
+
+    def _error(self, what: str, error: BaseException) -> CoordinationError:
+        return CoordinationError(f"{self!r}: {what}: {describe_error(error)}")
+
+    def ensure(self) -> None:
+        from azure.core.exceptions import AzureError, ResourceExistsError
+
+        try:
+            self.table.create_table()
+        except ResourceExistsError:
+            pass
+        except AzureError as error:
+            what = "create the table"
+            raise self._error(what, error) from error
+
+    def upsert(
+        self,
+        version: str,
+        processor_id: str,
+        *,
+        is_leader: bool,
+        location_id: str,
+        run_id: str = "",
+    ) -> None:
+        """Write (or refresh: a heartbeat) the row of ``processor_id`` in ``version``."""
+        from azure.core.exceptions import AzureError
+        from azure.data.tables import UpdateMode
+
+        entity = {
+            "PartitionKey": version,
+            "RowKey": processor_id,
+            "isLeader": is_leader,
+            "liveness": random.randint(2, 10001),
+            "locationId": location_id,
+            "runId": run_id,
+        }
+        try:
+            self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
+        except AzureError as error:
+            what = f"write the row of {processor_id!r} in {version}"
+            raise self._error(what, error) from error
+
+    def delete(self, version: str, processor_id: str) -> None:
+        """Remove a row (forced: no etag check); a missing row is fine."""
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        try:
+            self.table.delete_entity(partition_key=version, row_key=processor_id)
+        except ResourceNotFoundError:
+            pass
+        except AzureError as error:
+            what = f"delete the row of {processor_id!r} in {version}"
+            raise self._error(what, error) from error
+
+    def rows(self) -> list[ProcessorRow]:
+        from azure.core.exceptions import AzureError
+
+        try:
+            entities = list(self.table.list_entities())
+        except AzureError as error:
+            what = "list the processors"
+            raise self._error(what, error) from error
+        return [
+            ProcessorRow(
+                str(e["PartitionKey"]),
+                str(e["RowKey"]),
+                bool(e.get("isLeader", False)),
+                str(e.get("locationId") or ""),
+                e.metadata["timestamp"],
+                str(e.get("runId") or ""),
+            )
+            for e in entities
+        ]
+
+    def live(self, freshness: float) -> list[ProcessorRow]:
+        """Rows younger than ``freshness`` seconds, newest row per processor."""
+        now = datetime.now(UTC)
+        newest: dict[str, ProcessorRow] = {}
+        for row in self.rows():
+            if row.age(now) <= freshness:
+                known = newest.get(row.processor_id)
+                if known is None or row.timestamp > known.timestamp:
+                    newest[row.processor_id] = row
+        return sorted(newest.values(), key=lambda r: r.processor_id)

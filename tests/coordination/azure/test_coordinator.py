@@ -1,0 +1,217 @@
+"""AzureJobCoordinator in-process against Azurite (SAMZA.md §10.5): lease contention, a
+follower dropped after the freshness window, a barrier that times out, storage that stops
+answering, and the account key kept out of everything shown. The leader's SIGKILL costs a lease
+duration (≥ 15 s on Azurite): tests/runtime/test_azure_processes.py covers it with real
+processes and exact counts."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from samza_nb.config import Config
+from samza_nb.coordination.azure import (
+    BARRIER_END,
+    BARRIER_TIMEOUT,
+    AzureJobCoordinator,
+    AzureNames,
+)
+from samza_nb.errors import CoordinationError, JobLeaseError
+from samza_nb.metadata.azure import AzureBlobMetadataStore
+from samza_nb.services import ServiceInfo, ServicesHome
+from samza_nb.services.azurite import Azurite
+
+from ..zk.conftest import calculator
+from .conftest import RecordingListener, azure_config, wait_until
+
+pytestmark = pytest.mark.services
+
+Make = Callable[..., tuple[AzureJobCoordinator, RecordingListener]]
+ALL_TASKS = frozenset(f"Partition {p}" for p in range(6))
+
+
+def crash(coordinator: AzureJobCoordinator) -> None:
+    """Stop every thread of a coordinator without leaving: its rows, fencing lease and (as a
+    leader) the blob lease stay behind, as after a SIGKILL."""
+    coordinator._stop(CoordinationError("simulated crash"))
+
+
+def agreed(*coordinators: AzureJobCoordinator) -> str | None:
+    """The version all of them run, when they agree."""
+    versions = {c.job_model_version for c in coordinators}
+    return versions.pop() if len(versions) == 1 and None not in versions else None
+
+
+def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
+    coordinators: Make, metadata: AzureBlobMetadataStore
+) -> None:
+    first, _ = coordinators("p1", "host-a")
+    second, _ = coordinators("p2", "host-b")
+    both = (first, second)
+    version = wait_until(
+        lambda: (
+            agreed(first, second)
+            if first.job_model and len(first.job_model.containers) == 2
+            else None
+        ),
+        30,
+        "both processors on one model",
+    )
+    assert [c.is_leader for c in both].count(True) == 1
+    assert first.blob.lease_state() == "leased"
+    model = first.job_model
+    assert model is not None and set(model.containers) == {"p1", "p2"}
+    tasks = {pid: frozenset(c.tasks) for pid, c in model.containers.items()}
+    assert tasks["p1"] | tasks["p2"] == ALL_TASKS and not tasks["p1"] & tasks["p2"]
+    assert model.containers["p1"].location_id == "host-a"  # grouped over live processors
+    leader_rows = [r for r in first.table.rows() if r.is_leader]
+    assert [r.processor_id for r in leader_rows] == [
+        next(c for c in both if c.is_leader).processor_id
+    ]
+
+    follower = next(c for c in both if not c.is_leader)
+    survivor = next(c for c in both if c.is_leader)
+    crash(follower)
+    began = time.monotonic()
+    moved = survivor.wait_for_job_model(30, newer_than=version)
+    assert time.monotonic() - began >= 2.0  # not before the freshness window passed
+    assert set(moved.containers) == {survivor.processor_id}
+    assert frozenset(moved.containers[survivor.processor_id].tasks) == ALL_TASKS
+    # The dropped processor lost its fencing lease: a commit it still had in flight is refused.
+    fence_blob = survivor.container.get_blob_client(follower._fence_blob.blob_name)
+    with pytest.raises(JobLeaseError, match="no longer held"):
+        metadata.put_all(
+            {"late": b"1"},
+            guard=lambda g: g.require_lease(fence_blob, follower._fence_lease, "frozen p"),
+        )
+    assert metadata.get("late") is None
+    metadata.put_all({"fresh": b"1"}, guard=survivor.fence)
+    assert metadata.get("fresh") == b"1"
+
+
+def test_a_processor_missing_the_barrier_times_it_out_and_a_new_round_follows(
+    coordinators: Make,
+) -> None:
+    first, first_listener = coordinators("p1", "host-a")
+    wait_until(lambda: first_listener.tasks() == ALL_TASKS, 30, "the first model")
+    assert first.is_leader and first.job_model_version == "1"
+    # p2 heartbeats (it is live) but never looks for new versions, so never joins a barrier.
+    slow, _ = coordinators(
+        "p2", "host-b", **{"job.coordinator.azure.upgrade.check.interval.ms": 3_600_000}
+    )
+    seen: list[tuple[str, str]] = []
+
+    def timed_out_and_retried() -> bool:
+        barrier = first.blob.read_barrier()
+        if barrier and barrier not in seen:
+            seen.append(barrier)
+        timeouts = [int(v) for s, v in seen if s == BARRIER_TIMEOUT]
+        return bool(timeouts) and any(int(v) > min(timeouts) for _, v in seen)
+
+    wait_until(timed_out_and_retried, 30, "a barrier TIMEOUT and a newer round")
+    assert first.job_model_version == "1"  # p1 never confirmed a round that did not finish
+    slow.stop()  # p2 leaves: the next round completes without it
+    wait_until(lambda: first.blob.read_barrier()[0] == BARRIER_END, 30, "a completed round")
+    assert first_listener.tasks() == ALL_TASKS
+
+
+@contextlib.contextmanager
+def private_azurite(folder: Path) -> Iterator[ServiceInfo]:
+    """An Azurite of the test's own (its data is wiped when stopped), sharing the npm install
+    of the suite's services so it starts in seconds."""
+    home = ServicesHome.resolve(folder)
+    shared = ServicesHome.resolve().root / "npm"
+    if shared.is_dir():
+        home.root.mkdir(parents=True, exist_ok=True)
+        (home.root / "npm").symlink_to(shared)
+    service = Azurite(home)
+    info = service.start(timeout=120)
+    try:
+        yield info
+    finally:
+        service.stop()
+
+
+def test_unreachable_storage_fails_the_coordinator_after_bounded_retries(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with private_azurite(tmp_path / "services") as info:
+        connect = info.env["SAMZA_NB_AZURE_CONNECTION_STRING"]
+        config = azure_config("unreachable", connect)
+        coordinator = AzureJobCoordinator(calculator(config), config)
+        listener = RecordingListener()
+        coordinator.attach("p1", "host-a", listener)
+        frozen = False
+        try:
+            coordinator.start()
+            wait_until(lambda: listener.tasks() == ALL_TASKS, 30, "the first model")
+            for pid in info.pids:
+                os.kill(pid, signal.SIGSTOP)
+            frozen = True
+            wait_until(lambda: "failure" in listener.kinds(), 60, "the coordinator to fail")
+            error = next(value for kind, value in listener.events if kind == "failure")
+            assert isinstance(error, CoordinationError)
+            assert "devstoreaccount1 at http://127.0.0.1" in str(error)  # names the account
+            assert "timed out" in str(error).lower()
+            assert coordinator.stopped and not coordinator.is_leader
+            assert listener.kinds()[-2:] == ["expired", "failure"]  # work stopped, then failed
+            for text in (str(error), repr(coordinator), caplog.text):
+                assert connect not in text and "AccountKey=" not in text
+        finally:
+            if frozen:
+                for pid in info.pids:
+                    os.kill(pid, signal.SIGCONT)
+            coordinator.stop()
+
+
+def test_the_account_key_is_never_shown_or_stored(
+    coordinators: Make, job_config: Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    connect = job_config.get_str("azure.storage.connect")
+    key = dict(p.split("=", 1) for p in connect.split(";") if p)["AccountKey"]
+    coordinator, _ = coordinators("p1", "host-a")
+    wait_until(lambda: coordinator.job_model_version, 30, "the first model")
+    raw = coordinator.blob.blob.download_blob().readall()
+    rows = repr([vars(r) for r in coordinator.table.rows()])
+    for text in (repr(coordinator), str(coordinator.account), caplog.text, repr(job_config), rows):
+        assert key not in text
+    assert key.encode() not in raw
+    names = AzureNames.for_job(job_config)
+    assert names.container in repr(coordinator)
+
+
+def test_missing_connection_string_is_a_config_error(
+    app_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from samza_nb.errors import ConfigError
+
+    monkeypatch.delenv("SAMZA_NB_AZURE_CONNECTION_STRING", raising=False)
+    config = Config({"app.name": app_name})
+    with pytest.raises(ConfigError, match=r"azure\.storage\.connect"):
+        AzureJobCoordinator(calculator(config), config)
+
+
+def test_run_id_is_shared_by_the_deployment(
+    coordinators: Make, metadata: AzureBlobMetadataStore, job_config: Config
+) -> None:
+    from samza_nb import drain
+
+    first, _ = coordinators("p1", "host-a")
+    second, _ = coordinators("p2", "host-b")
+    run_id = first.run_id_generator(metadata).run_id()
+    assert second.run_id_generator(metadata).run_id() == run_id
+    assert drain.read_run_id(metadata) == run_id
+    first.stop()
+    second.stop()
+    # A new deployment (nobody of the old one is live) gets a new run id.
+    third, _ = coordinators("p3", "host-c")
+    assert third.run_id_generator(metadata).run_id() != run_id

@@ -1,0 +1,97 @@
+"""AzureJobLease (the JobLease contract on a blob lease), fenced commits, and AzureLock."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from samza_nb.coordination.azure import AzureJobLease, AzureLock
+from samza_nb.errors import CoordinationError, JobLeaseError
+from samza_nb.metadata.azure import AzureBlobMetadataStore
+from samza_nb.metadata.azure_storage import AzureAccount
+
+from ..lease_contract import JobLeaseContract
+
+pytestmark = pytest.mark.services
+
+HOLDER = Path(__file__).with_name("_lease_holder.py")
+
+
+@pytest.fixture
+def store(azure_connection_string: str, azure_container: str) -> Iterator[AzureBlobMetadataStore]:
+    with AzureBlobMetadataStore(AzureAccount(azure_connection_string), azure_container) as made:
+        yield made
+
+
+class TestAzureJobLease(JobLeaseContract):
+    release_seconds = 15.0 + 10.0  # Azurite's shortest lease, and slack for a loaded machine
+
+    @pytest.fixture
+    def new_lease(self, store: AzureBlobMetadataStore) -> Callable[[], AzureJobLease]:
+        return lambda: AzureJobLease(
+            AzureBlobMetadataStore(store.account, store.container), duration=15
+        )
+
+    @pytest.fixture
+    def holder_argv(
+        self, azure_connection_string: str, azure_container: str, monkeypatch: pytest.MonkeyPatch
+    ) -> list[str]:
+        monkeypatch.setenv("SAMZA_NB_AZURE_CONNECTION_STRING", azure_connection_string)
+        return [sys.executable, str(HOLDER), azure_container]
+
+
+def test_fenced_commits_stop_once_another_incarnation_took_over(
+    store: AzureBlobMetadataStore,
+) -> None:
+    first = AzureJobLease(store, duration=15, holder="first")
+    first.acquire()
+    store.put_all({"offsets": b"1"}, fence=first.fence)
+    from azure.storage.blob import BlobLeaseClient
+
+    # The lease is lost (broken, as after an expiry) and a newer incarnation takes it.
+    BlobLeaseClient(first.blob).break_lease(lease_break_period=0)
+    other = AzureBlobMetadataStore(store.account, store.container)
+    second = AzureJobLease(other, duration=15, holder="second")
+    assert second.acquire() == first.generation + 1
+    with pytest.raises(JobLeaseError):
+        store.put_all({"offsets": b"2"}, fence=first.fence)
+    with pytest.raises(JobLeaseError):
+        first.check()
+    other.put_all({"offsets": b"3"}, fence=second.fence)
+    assert store.get("offsets") == b"3"
+    first.release()
+    second.release()
+
+
+def test_lock_is_mutually_exclusive_and_times_out(store: AzureBlobMetadataStore) -> None:
+    container = store._client
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def work(n: int) -> None:
+        with AzureLock(container, "streams", timeout=30, lease_duration=15):
+            if inside:
+                overlaps.append(n)
+            inside.append(n)
+            time.sleep(0.2)
+            inside.remove(n)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not overlaps
+    held = AzureLock(container, "streams", lease_duration=15)
+    held.acquire()
+    began = time.monotonic()
+    with pytest.raises(CoordinationError, match="not acquired within"):
+        AzureLock(container, "streams", lease_duration=15).acquire(timeout=0.5)
+    assert time.monotonic() - began < 5
+    held.release()
+    held.release()  # idempotent

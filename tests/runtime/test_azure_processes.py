@@ -1,0 +1,173 @@
+"""Standalone on Azure: processor processes (``samza-nb run`` with
+``job.coordinator.factory=azure``) elect a leader by blob lease, agree on job models through the
+page blob and share the work; when the *leader* is SIGKILLed the survivor takes the lease
+within the lease duration and one liveness check, publishes a model without it, and the
+outputs still equal the plain-Python counts. The account key never appears in any output."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from samza_nb.config import Config
+from samza_nb.coordination.azure import AzureNames, ProcessorTable
+from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.metadata.azure import AzureBlobMetadataStore
+from samza_nb.metadata.azure_storage import AzureAccount
+from samza_nb.runtime.checkpoints import CheckpointStore
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import unique_name
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+_MODULE = """
+from samza_nb.examples.page_views import build_app
+from samza_nb.systems import EmbeddedSystem
+app = build_app(EmbeddedSystem("embedded", path={path!r}), name={name!r})
+"""
+
+#: Shortened protocol timings (Azurite's shortest lease is 15 s).
+TIMINGS = {
+    "job.coordinator.azure.heartbeat.interval.ms": "500",
+    "job.coordinator.azure.liveness.timeout.ms": "3000",
+    "job.coordinator.azure.leader.check.interval.ms": "1000",
+    "job.coordinator.azure.membership.check.interval.ms": "500",
+    "job.coordinator.azure.barrier.check.interval.ms": "300",
+    "job.coordinator.azure.barrier.timeout.ms": "5000",
+    "job.coordinator.azure.upgrade.check.interval.ms": "300",
+    "job.coordinator.azure.lease.duration.ms": "15000",
+    "job.coordinator.azure.lease.renew.interval.ms": "3000",
+}
+
+
+@pytest.fixture
+def job(azure_connection_string: str) -> Iterator[Config]:
+    """The config naming this test's job; its containers and table are deleted afterwards."""
+    name = unique_name("az-pages")
+    config = Config({"app.name": name, "azure.storage.connect": azure_connection_string})
+    yield config
+    account = AzureAccount.from_config(config)
+    names = AzureNames.for_job(config)
+    with account.blob_service() as blobs:
+        for container in (names.container, AzureBlobMetadataStore.for_job(config).container):
+            try:
+                blobs.delete_container(container)
+            except Exception:  # noqa: BLE001 - cleanup is best effort
+                pass
+    with account.table_service() as tables:
+        tables.delete_table(names.table)
+
+
+def _processor(
+    tmp_path: Path, connect: str, pid: str, location: str, *, key_in_env: bool
+) -> subprocess.Popen[bytes]:
+    settings = {
+        "job.coordinator.factory": "azure",
+        "processor.id": pid,
+        "processor.locations": location,
+        "task.max.epoch.messages": "40",
+        "task.epoch.min.interval.ms": "200",
+        **TIMINGS,
+    }
+    env = dict(os.environ)
+    if key_in_env:
+        env["SAMZA_NB_AZURE_CONNECTION_STRING"] = connect
+    else:
+        env.pop("SAMZA_NB_AZURE_CONNECTION_STRING", None)
+        settings["azure.storage.connect"] = connect
+    argv = [sys.executable, "-m", "samza_nb.cli", "run", "azjob:app", "--executor", "local"]
+    for key, value in settings.items():
+        argv += ["--set", f"{key}={value}"]
+    return subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _committed(store: AzureBlobMetadataStore) -> int:
+    return sum(cp.seq for cp in CheckpointStore(store).read_all().values())
+
+
+def _leader(table: ProcessorTable, freshness: float) -> str | None:
+    leaders = {row.processor_id for row in table.live(freshness) if row.is_leader}
+    return leaders.pop() if len(leaders) == 1 else None
+
+
+def test_the_leader_is_killed_and_the_survivor_finishes_with_exact_counts(
+    job: Config, tmp_path: Path
+) -> None:
+    connect = job.get_str("azure.storage.connect")
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    events = generate_page_views(4_000, seed=23)
+    write_page_views(system, events)
+    (tmp_path / "azjob.py").write_text(_MODULE.format(path=str(log), name=job.get_str("app.name")))
+    processes = {
+        "p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=False),
+        "p2": _processor(tmp_path, connect, "p2", "host-b", key_in_env=True),
+    }
+    store = AzureBlobMetadataStore.for_job(job)
+    account = AzureAccount.from_config(job)
+    tables = account.table_service()
+    table = ProcessorTable(tables.get_table_client(AzureNames.for_job(job).table))
+    table.ensure()
+    outputs: dict[str, bytes] = {}
+    try:
+        deadline = time.monotonic() + 120
+        leader = None
+        while leader is None or _committed(store) < 6:
+            assert time.monotonic() < deadline, "the processors committed nothing in 120 s"
+            for pid, process in processes.items():
+                if process.poll() is not None:
+                    said = process.stdout.read().decode()[-3000:] if process.stdout else ""
+                    pytest.fail(f"{pid} ended (exit {process.returncode}) before the kill:\n{said}")
+            leader = _leader(table, 3.0)
+            time.sleep(0.2)
+        survivor_id = next(pid for pid in processes if pid != leader)
+        os.killpg(processes[leader].pid, signal.SIGKILL)
+        killed = time.monotonic()
+        assert processes[leader].wait(30) == -signal.SIGKILL
+        outputs[leader] = processes[leader].stdout.read() if processes[leader].stdout else b""
+        while _leader(table, 3.0) != survivor_id:
+            # The bound: the dead leader's lease runs out, then the next liveness check.
+            assert time.monotonic() - killed < 15 + 1 + 10, (
+                "no new leader within the lease + a check"
+            )
+            time.sleep(0.2)
+        output, _ = processes[survivor_id].communicate(timeout=240)
+        outputs[survivor_id] = output
+        assert processes[survivor_id].returncode == 0, output.decode()[-3000:]
+        assert b"job finished" in output
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+        tables.close()
+        store.close()
+    got, want = (
+        system.read_frame("page-counts").groupby("key")["value"].sum().to_dict(),
+        expected_counts(events),
+    )
+    assert got == want
+    key = dict(p.split("=", 1) for p in connect.split(";") if p)["AccountKey"]
+    for text in outputs.values():
+        assert key.encode() not in text and connect.encode() not in text
+    # The job models stored on the blob carry no config, so no key.
+    blob = account.blob_service()
+    try:
+        raw = blob.get_blob_client(AzureNames.for_job(job).container, AzureNames.for_job(job).blob)
+        assert key.encode() not in raw.download_blob().readall()
+    finally:
+        blob.close()
