@@ -129,7 +129,11 @@ class Job(JobViews):
         if grouper is None and self.lease is None and "task.name.grouper.factory" not in self.config:
             # Processes of a distributed job have their own ids: Samza's standalone grouper.
             grouper = "group-by-container-ids"
-        calculator = JobModelCalculator(job_inputs(self.plan), grouper=grouper)
+        calculator = JobModelCalculator(
+            job_inputs(self.plan),
+            grouper=grouper,
+            replication_factor=self.config.get_int("job.standbytasks.replication.factor"),
+        )
         self.coordinator = get_job_coordinator(
             self.coordinator_name,
             calculator=calculator,

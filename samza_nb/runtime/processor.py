@@ -23,6 +23,7 @@ from samza_nb.drain import DrainMonitor
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode
 from samza_nb.runtime.checkpoints import CheckpointStore
+from samza_nb.runtime.compaction import ChangelogCompactor
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.executor import Executor
@@ -103,6 +104,8 @@ class StreamProcessor:
         self._timer_ms = plan.window_ms or 1000
         self._min_interval_s = plan.config.get_int("task.epoch.min.interval.ms") / 1000
         self._last_epoch_at = 0.0
+        #: Compacts changelogs in the background when this processor owns retention.
+        self.compactor = ChangelogCompactor(plan)
 
     def __repr__(self) -> str:
         return f"StreamProcessor({self.processor_id!r} at {self.location_id!r}, {self.state}, epoch {self.epoch})"
@@ -214,6 +217,7 @@ class StreamProcessor:
         finally:
             if self._monitor is not None:
                 self._monitor.stop()
+            self.compactor.join()
             self.events.processor_stopped(self)
 
     def _one_epoch(self, model: JobModel | None, container: ContainerModel | None) -> bool:
@@ -255,7 +259,9 @@ class StreamProcessor:
             raise failure
         if self._owns_retention(self):
             all_ssps = {name: task.ssps for name, task in model.active_tasks().items()}
-            apply_retention(self.plan, all_ssps, self.checkpoints.read_all())
+            committed_all = self.checkpoints.read_all()
+            apply_retention(self.plan, all_ssps, committed_all)
+            self.compactor.after_epoch(model, committed_all)
         return drain or any(
             a.bounds.get(key, 0) > a.start_offsets.get(key, 0) for a in assignments for key in a.bounds
         ) or not self._caught_up(tasks_ssps, newest)
