@@ -10,11 +10,14 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from samza_nb.coordination.job_model_calculator import unassigned_standbys
 from samza_nb.errors import JobError
+from samza_nb.grouping.standby import active_task_name
 from samza_nb.model import JobModel, SystemStreamPartition
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch_driver import newest_offsets, producer_counts, ssp_lags
+from samza_nb.runtime.standby import standby_lag
 from samza_nb.runtime.status import JobStatus, ProcessorStatus
 
 if TYPE_CHECKING:
@@ -82,7 +85,41 @@ class JobViews:
             location = container.location_id or (processor.location_id if processor else "")
             processors[pid] = ProcessorStatus(pid, location, sorted(container.tasks), state)
         error = None if self._error is None else str(self._error)
-        return JobStatus(self._state, self.epoch, self.run_id, processors, tasks, error)
+        return JobStatus(
+            self._state, self.epoch, self.run_id, processors, tasks, error,
+            standbys=self.standby_lags(), unassigned_standbys=self._unassigned_standbys(),
+        )
+
+    def standby_lags(self) -> dict[str, dict[str, Any]]:
+        """Per standby task of this process's processors: where it runs and how far it is
+        behind its active's committed checkpoint (records of the changelog, epochs)."""
+        out: dict[str, dict[str, Any]] = {}
+        for pid, container in sorted(self.job_model.containers.items()):
+            processor = self._processors.get(pid)
+            if processor is None:
+                continue
+            for name, task in sorted(self.job_model.standby_tasks().items()):
+                if name not in container.tasks:
+                    continue
+                progress = processor.standbys.get(name)
+                active = active_task_name(name)
+                lag = standby_lag(self.plan, task, progress, self.checkpoints.read_committed(active))
+                out[name] = {
+                    "active": active,
+                    "processor": pid,
+                    "location": container.location_id or processor.location_id,
+                    "lag_records": lag["records"],
+                    "lag_epochs": lag["epochs"],
+                    "applied_records": progress.applied_records if progress else 0,
+                    "apply_seconds": progress.seconds if progress else 0.0,
+                }
+        return out
+
+    def _unassigned_standbys(self) -> int:
+        factor = getattr(self.coordinator, "replication_factor", None)  # type: ignore[attr-defined]
+        if factor is None:
+            factor = self.plan.config.get_int("job.standbytasks.replication.factor")
+        return unassigned_standbys(self.job_model, int(factor))
 
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores."""
@@ -92,7 +129,10 @@ class JobViews:
             lag_by_stream[ssp.stream] = lag_by_stream.get(ssp.stream, 0) + lag
             lag_by_task[task] = lag_by_task.get(task, 0) + lag
         kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
-        return self._metrics.snapshot(self._task_ssps(), kinds, lag_by_task, lag_by_stream, self.epoch)
+        snapshot = self._metrics.snapshot(self._task_ssps(), kinds, lag_by_task, lag_by_stream, self.epoch)
+        snapshot["standbys"] = self.standby_lags()
+        snapshot["unassigned_standbys"] = self._unassigned_standbys()
+        return snapshot
 
     def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
         """Per task and operator: (input watermark, output watermark) as last committed."""

@@ -130,15 +130,44 @@ class TaskStore:
             return False
         return self.changelog_offset >= log.system.tombstones_dropped_below(log.stream_id, log.partition)
 
-    def restore(self, committed_seq: int) -> dict[str, Any]:
-        """Wipe the local store and replay the changelog of the first ``committed_seq`` epochs."""
+    def restore(self, committed_seq: int, upto: int | None = None) -> dict[str, Any]:
+        """Wipe the local store and replay the changelog of the first ``committed_seq`` epochs
+        (up to offset ``upto`` when given)."""
         self.close()
         shutil.rmtree(self.path, ignore_errors=True)
         self._db = Rdict(str(self.path), _options())
         self.changelog_offset = 0 if self._changelog is not None else None
         if committed_seq <= 0:
             return {}
-        return self.catch_up(committed_seq)
+        return self.catch_up(committed_seq, upto)
+
+    def follow(self, committed_seq: int, upto: int) -> int:
+        """A hot standby's step: bring the store to its active's committed checkpoint
+        (``committed_seq`` epochs, changelog up to ``upto``) by applying only what it lacks;
+        returns the records applied. A store ahead of that checkpoint (it ran the task here
+        and flushed an epoch that never committed) or below dropped tombstones is rebuilt."""
+        private_dir(self.path.parent)
+        before = self.restored_records
+        try:
+            self._db = Rdict(str(self.path), _options())
+        except Exception as error:  # RocksDB reports corruption as a bare Exception
+            self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
+            self.restore(committed_seq, upto)
+            return self.restored_records - before
+        meta = self.meta()
+        seq = int(meta.get("seq", 0))
+        offset = meta.get("changelogOffset")
+        self.changelog_offset = None if offset is None else int(offset)
+        if seq == committed_seq and self.changelog_offset == upto:
+            return 0
+        fresh = seq == 0 and not meta
+        if fresh or (seq <= committed_seq and self._resumable() and (self.changelog_offset or 0) <= upto):
+            if fresh:
+                self.changelog_offset = 0
+            self.catch_up(committed_seq, upto)
+        else:
+            self.restore(committed_seq, upto)
+        return self.restored_records - before
 
     def catch_up(self, committed_seq: int, upto: int | None = None) -> dict[str, Any]:
         """Apply the changelog from this store's offset up to ``upto`` (the newest offset when
