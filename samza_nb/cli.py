@@ -141,10 +141,16 @@ def _progress_line(job: Job, started: float) -> str:
     lag = sum(values.get("lag", 0) for values in streams.values())
     seconds = time.perf_counter() - started
     rate = read / seconds if seconds > 0 else 0.0
-    return (
+    line = (
         f"epoch {job.epoch:>4}  read {read:>10,}  written {written:>10,}  lag {lag:>8,}  "
         f"{rate:>10,.0f} msg/s  {job.status().state}"
     )
+    standbys = metrics.get("standbys", {})
+    if standbys:
+        behind = sum(s["lag_records"] for s in standbys.values())
+        epochs = max(s["lag_epochs"] for s in standbys.values())
+        line += f"  standbys {len(standbys)} behind {behind:,} records / {epochs} epochs"
+    return line
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -188,7 +194,8 @@ def _run(args: argparse.Namespace) -> int:
     tasks = metrics["tasks"].values()
     restores = sum(task["restores"] for task in tasks)
     restored = sum(task["restored_records"] for task in tasks)
-    print(f"store restores from changelogs: {restores} ({restored:,} records)")
+    restore_seconds = sum(task["restore_seconds"] for task in tasks)
+    print(f"store restores from changelogs: {restores} ({restored:,} records) in {restore_seconds:.2f} s")
     print(f"job {status.state} after {status.epoch} epochs")
     return 0
 

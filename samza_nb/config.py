@@ -330,6 +330,29 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "Replication factor of the coordinator stream topic (-1: the broker's default).",
         minimum=-1,
     ),
+    ConfigKey(
+        "job.standbytasks.replication.factor",
+        "1",
+        "Copies of each task's state: 1 active + (N-1) hot standby tasks at other locations.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.changelog.compaction.enabled",
+        "true",
+        "Compact changelogs of the embedded log (latest record per key) in the background.",
+    ),
+    ConfigKey(
+        "job.changelog.compaction.min.messages",
+        "10000",
+        "Committed changelog records added since the last compaction before compacting again.",
+        minimum=1,
+    ),
+    ConfigKey(
+        "job.changelog.delete.retention.ms",
+        "86400000",
+        "How long compaction keeps a store delete (tombstone) in a changelog.",
+        minimum=0,
+    ),
     ConfigKey("locationid.provider.factory", "default", "Location id provider name."),
     ConfigKey(
         "processor.id",

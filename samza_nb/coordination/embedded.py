@@ -26,7 +26,7 @@ from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.errors import CoordinationError, MetadataStoreError, ModelError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
-from samza_nb.model import JobModel, LocationId
+from samza_nb.model import JobModel, LocationId, TaskMode
 
 __all__ = ["JOB_MODEL_NAMESPACE", "EmbeddedJobCoordinator", "read_stored_job_model"]
 
@@ -82,6 +82,11 @@ class EmbeddedJobCoordinator(JobCoordinator):
     def grouper_options(self) -> dict[str, Any]:
         return dict(self._calculator.options)
 
+    @property
+    def replication_factor(self) -> int:
+        """Copies of each task's state the models place (1 active + standbys)."""
+        return self._calculator.replication_factor
+
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         with self._lock:
@@ -112,11 +117,14 @@ class EmbeddedJobCoordinator(JobCoordinator):
         processors: Mapping[str, LocationId],
         grouper: str | None = None,
         options: Mapping[str, Any] | None = None,
+        replication_factor: int | None = None,
     ) -> JobModel:
         """The model :meth:`regroup` would publish, without publishing it."""
         with self._lock:
             previous = self._model
-            calculator = self._calculator.with_grouper(grouper, options)
+            calculator = self._calculator.with_grouper(grouper, options).with_replication_factor(
+                replication_factor
+            )
             metadata = GrouperMetadata.from_job_model(previous, dict(processors))
             return calculator.calculate(dict(processors), metadata, previous)
 
@@ -125,8 +133,10 @@ class EmbeddedJobCoordinator(JobCoordinator):
         processors: Mapping[str, LocationId],
         grouper: str | None = None,
         options: Mapping[str, Any] | None = None,
+        replication_factor: int | None = None,
     ) -> JobModel:
-        """Publish a model for ``processors`` (id → location), optionally with another grouper.
+        """Publish a model for ``processors`` (id → location), optionally with another grouper
+        or standby replication factor.
 
         Processors must be attached first; those left out are expired and detached. A grouper
         that fails leaves the running model, grouper and processors as they were.
@@ -139,8 +149,10 @@ class EmbeddedJobCoordinator(JobCoordinator):
             if unknown:
                 msg = f"processors {unknown} are not attached to this coordinator"
                 raise CoordinationError(msg)
-            model = self.propose(processors, grouper, options)
-            self._calculator = self._calculator.with_grouper(grouper, options)
+            model = self.propose(processors, grouper, options, replication_factor)
+            self._calculator = self._calculator.with_grouper(grouper, options).with_replication_factor(
+                replication_factor
+            )
             removed = [pid for pid in self._listeners if pid not in processors]
             self._publish(model, removed=removed)
             for pid in removed:
@@ -154,13 +166,22 @@ class EmbeddedJobCoordinator(JobCoordinator):
             for pid in self._listeners
             if previous is None
             or pid in removed
-            or previous.containers.get(pid) != model.containers.get(pid)
+            or _actives(previous, pid) != _actives(model, pid)
+        ]
+        # Placing or moving a standby never expires a processor's active work: it gets the
+        # new model after the expired ones stopped and before they resume.
+        standbys_only = [
+            pid
+            for pid in self._listeners
+            if pid not in changed and previous.containers.get(pid) != model.containers.get(pid)  # type: ignore[union-attr]
         ]
         if previous is not None:
             for pid in changed:
                 self._listeners[pid].on_job_model_expired()
         self._persist(model)
         self._model = model
+        for pid in standbys_only:
+            self._listeners[pid].on_new_job_model(pid, model)
         for pid in changed:
             if pid in removed:
                 self._listeners[pid].on_coordinator_stop()
@@ -174,3 +195,14 @@ class EmbeddedJobCoordinator(JobCoordinator):
         )
         update_task_assignments(self._metadata, model)
 
+
+
+def _actives(model: JobModel, pid: str) -> tuple[object, ...] | None:
+    """What of a processor's container an expiry is about: its location and active tasks."""
+    container = model.containers.get(pid)
+    if container is None:
+        return None
+    return (
+        container.location_id,
+        frozenset((name, task) for name, task in container.tasks.items() if task.mode is TaskMode.ACTIVE),
+    )

@@ -34,10 +34,10 @@ from samza_nb.grouping import (
     ssp_grouper_from_config,
 )
 from samza_nb.grouping.ssp_groupers import GroupBySystemStreamPartition
-from samza_nb.grouping.standby import assign_with_standbys
+from samza_nb.grouping.standby import assign_with_standbys, failover
 from samza_nb.model import JobModel, LocationId, SystemStreamPartition, TaskModel
 
-__all__ = ["JobInputs", "JobModelCalculator", "assign_tasks"]
+__all__ = ["JobInputs", "JobModelCalculator", "assign_tasks", "unassigned_standbys"]
 
 _DEFAULT_GROUPER = "group-by-container-count"
 
@@ -87,6 +87,15 @@ def assign_tasks(
     )
 
 
+def unassigned_standbys(model: JobModel, replication_factor: int) -> int:
+    """Standby tasks the replication factor asks for that ``model`` does not place (after a
+    failover left fewer locations than the factor)."""
+    if replication_factor <= 1:
+        return 0
+    wanted = (replication_factor - 1) * len(model.active_tasks())
+    return max(0, wanted - len(model.standby_tasks()))
+
+
 class JobModelCalculator:
     """Computes job models for one job (see the module docstring for the steps).
 
@@ -119,6 +128,14 @@ class JobModelCalculator:
             self.inputs, grouper=grouper, options=options, replication_factor=self.replication_factor
         )
 
+    def with_replication_factor(self, replication_factor: int | None) -> JobModelCalculator:
+        """The same job with another standby replication factor (None keeps this one)."""
+        if replication_factor is None or replication_factor == self.replication_factor:
+            return self
+        return JobModelCalculator(
+            self.inputs, grouper=self.grouper, options=self.options, replication_factor=replication_factor
+        )
+
     def task_models(self, processor_ids: list[str], previous: JobModel | None) -> dict[str, TaskModel]:
         """Steps 1–3: the job's active task models, given the previous model."""
         grouped = self._ssp_grouper(processor_ids).group(self.inputs.ssps)
@@ -141,8 +158,25 @@ class JobModelCalculator:
         metadata: GrouperMetadata,
         previous: JobModel | None,
     ) -> JobModel:
-        """A new job model for the live ``processors`` (id → location)."""
+        """A new job model for the live ``processors`` (id → location).
+
+        With standbys, losing processors (and nothing else changing) is a failover: each
+        active task of a lost processor is promoted onto a processor holding its standby, and
+        lost standbys are placed again where the invariant allows (fewer than RF − 1 when too
+        few locations are left: :func:`unassigned_standbys` counts them). Anything else is a
+        fresh placement, which needs RF distinct locations (a GroupingError says so)."""
         tasks = self.task_models(sorted(processors), previous)
+        if self.replication_factor > 1 and previous is not None and previous.standby_tasks():
+            dead = set(previous.containers) - set(processors)
+            if dead and set(processors) <= set(previous.containers) and tasks == previous.active_tasks():
+                promoted = failover(previous, dead, metadata.with_processors(processors))
+                return JobModel(
+                    {},
+                    [
+                        c.replace(location_id=processors.get(c.processor_id, c.location_id))
+                        for c in promoted.containers.values()
+                    ],
+                )
         return assign_tasks(
             tasks,
             processors,

@@ -118,6 +118,12 @@ class CheckpointStore:
         self._cache[task] = checkpoint
         return checkpoint
 
+    def read_committed(self, task: str) -> Checkpoint:
+        """The checkpoint as committed in the store now, bypassing (and not filling) the
+        cache: a standby follows an active task another process may commit."""
+        raw = self._checkpoints.get(task)
+        return Checkpoint.from_json(raw) if raw is not None else Checkpoint()
+
     def forget(self, tasks: Iterable[str]) -> None:
         """Drop cached checkpoints: a task this process gets (back) from another process may
         have been committed there since, so its next read goes to the store."""

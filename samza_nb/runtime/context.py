@@ -20,7 +20,7 @@ from samza_nb.runtime.control import (
     aggregate_partition,
     control_to_payload,
 )
-from samza_nb.runtime.epoch import EpochAssignment
+from samza_nb.runtime.epoch import EpochAssignment, ssp_key
 from samza_nb.runtime.stores import ChangelogRef, TaskStore, store_path
 from samza_nb.systems.base import MessageKind, Record, StreamSystem
 from samza_nb.systems.partitioning import partition_for_key
@@ -174,6 +174,16 @@ class TaskContext:
                 name, Path(path), changelog, a.task_name, a.producer
             )
         return store
+
+    def changelog_offsets(self) -> dict[str, int]:
+        """Per changelog SSP key, the offset the task's stores reflect (a checkpoint carries
+        them, so a standby knows how far to apply its active's changelog)."""
+        a = self.assignment
+        return {
+            ssp_key(self.plan.changelog_stream_id(name), a.changelog_partition): store.changelog_offset
+            for name, store in self.stores.items()
+            if store.changelog_offset is not None
+        }
 
     def table(self, table_id: str) -> TableView:
         view = self.tables.get(table_id)

@@ -73,6 +73,7 @@ class EpochResult:
     restored_records: int = 0
     restore_seconds: float = 0.0
     restores: int = 0
+    restored_bytes: int = 0
     seconds: float = 0.0
     replayed: bool = False
     #: Stores rebuilt from their changelog although their files were there, and why.

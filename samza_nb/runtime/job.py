@@ -138,7 +138,11 @@ class Job(JobViews):
         if grouper is None and self.lease is None and "task.name.grouper.factory" not in self.config:
             # Processes of a distributed job have their own ids: Samza's standalone grouper.
             grouper = "group-by-container-ids"
-        calculator = JobModelCalculator(job_inputs(self.plan), grouper=grouper)
+        calculator = JobModelCalculator(
+            job_inputs(self.plan),
+            grouper=grouper,
+            replication_factor=self.config.get_int("job.standbytasks.replication.factor"),
+        )
         self.coordinator = get_job_coordinator(
             self.coordinator_name,
             calculator=calculator,
@@ -200,7 +204,13 @@ class Job(JobViews):
         for processor in list(self._processors.values()):
             self._start_processor(processor)
         if self.lease is not None:
-            self.coordinator.start()
+            try:
+                self.coordinator.start()
+            except BaseException:
+                # No first model (e.g. fewer locations than the standby replication factor):
+                # the processors stop and the lease is released before the error is raised.
+                self.stop()
+                raise
         if not background:
             try:
                 self.wait()
@@ -373,19 +383,40 @@ class Job(JobViews):
             return {pid: p.location_id for pid, p in self._processors.items() if pid not in self._leaving}
 
     def propose(
-        self, processors: Mapping[str, str] | None = None, grouper: str | None = None, **options: Any
+        self,
+        processors: Mapping[str, str] | None = None,
+        grouper: str | None = None,
+        *,
+        replication_factor: int | None = None,
+        **options: Any,
     ) -> JobModel:
         """The model :meth:`regroup` would apply to these processors (and grouper), unapplied."""
         propose = getattr(self.coordinator, "propose", None)
         if propose is None:
             msg = f"the {self.coordinator.name} coordinator decides models itself; nothing to propose"
             raise JobError(msg)
-        return propose(dict(processors or self.processors), grouper, options if grouper else None)
+        extra = {} if replication_factor is None else {"replication_factor": replication_factor}
+        return propose(dict(processors or self.processors), grouper, options if grouper else None, **extra)
 
-    def regroup(self, processors: Mapping[str, str], grouper: str | None = None, **options: Any) -> JobModel:
-        """Set the live processors (id → location) and optionally the grouper in one step: the
-        running job moves from its model to the new one with no model in between. On failure
-        the job keeps its processors, grouper and model."""
+    @property
+    def replication_factor(self) -> int:
+        """Copies of each task's state: 1 active + standbys (``job.standbytasks.replication.factor``,
+        or what :meth:`regroup` set)."""
+        factor = getattr(self.coordinator, "replication_factor", None)
+        return int(factor) if factor is not None else self.config.get_int("job.standbytasks.replication.factor")
+
+    def regroup(
+        self,
+        processors: Mapping[str, str],
+        grouper: str | None = None,
+        *,
+        replication_factor: int | None = None,
+        **options: Any,
+    ) -> JobModel:
+        """Set the live processors (id → location) and optionally the grouper (and the standby
+        ``replication_factor``) in one step: the running job moves from its model to the new
+        one with no model in between. On failure the job keeps its processors, grouper and
+        model."""
         if not processors:
             msg = "regroup needs at least one processor; stop the job instead"
             raise JobError(msg)
@@ -404,7 +435,8 @@ class Job(JobViews):
             try:
                 for processor in new:
                     self._start_processor(processor)
-                model = regroup(wanted, grouper, options if grouper else None)
+                extra = {} if replication_factor is None else {"replication_factor": replication_factor}
+                model = regroup(wanted, grouper, options if grouper else None, **extra)
             except BaseException:
                 self._leaving.difference_update(leaving)
                 for processor in new:

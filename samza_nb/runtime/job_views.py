@@ -12,7 +12,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from samza_nb.coordination.job_model_calculator import unassigned_standbys
 from samza_nb.errors import JobError, TaskError
+from samza_nb.grouping.standby import active_task_name
 from samza_nb.model import JobModel, SystemStreamPartition
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.charts import JobChart, LagHeatmap
@@ -20,6 +22,7 @@ from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.epoch_driver import newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.overview import JobOverview, LatestMessages, latest_stream_messages
+from samza_nb.runtime.standby import standby_lag
 from samza_nb.runtime.status import JobStatus, ProcessorStatus
 
 if TYPE_CHECKING:
@@ -132,8 +135,40 @@ class JobViews:
             if counts["skipped"] or counts["dropped"] or counts["errors"]
         }
         return JobStatus(
-            self._state, self.epoch, self.run_id, processors, tasks, error, troubled, partitions
+            self._state, self.epoch, self.run_id, processors, tasks, error, troubled, partitions,
+            standbys=self.standby_lags(), unassigned_standbys=self._unassigned_standbys(),
         )
+
+    def standby_lags(self) -> dict[str, dict[str, Any]]:
+        """Per standby task of this process's processors: where it runs and how far it is
+        behind its active's committed checkpoint (records of the changelog, epochs)."""
+        out: dict[str, dict[str, Any]] = {}
+        for pid, container in sorted(self.job_model.containers.items()):
+            processor = self._processors.get(pid)
+            if processor is None:
+                continue
+            for name, task in sorted(self.job_model.standby_tasks().items()):
+                if name not in container.tasks:
+                    continue
+                progress = processor.standbys.get(name)
+                active = active_task_name(name)
+                lag = standby_lag(self.plan, task, progress, self.checkpoints.read_committed(active))
+                out[name] = {
+                    "active": active,
+                    "processor": pid,
+                    "location": container.location_id or processor.location_id,
+                    "lag_records": lag["records"],
+                    "lag_epochs": lag["epochs"],
+                    "applied_records": progress.applied_records if progress else 0,
+                    "apply_seconds": progress.seconds if progress else 0.0,
+                }
+        return out
+
+    def _unassigned_standbys(self) -> int:
+        factor = getattr(self.coordinator, "replication_factor", None)  # type: ignore[attr-defined]
+        if factor is None:
+            factor = self.plan.config.get_int("job.standbytasks.replication.factor")
+        return unassigned_standbys(self.job_model, int(factor))
 
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores."""
@@ -152,6 +187,8 @@ class JobViews:
         )
         # Consumer lag per input partition (``stream#partition``), as Kafka reports it.
         snapshot["partitions"] = dict(sorted(lag_by_partition.items()))
+        snapshot["standbys"] = self.standby_lags()
+        snapshot["unassigned_standbys"] = self._unassigned_standbys()
         return snapshot
 
     def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:

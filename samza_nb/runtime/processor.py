@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Protocol
 from samza_nb.drain import DrainMonitor
 from samza_nb.errors import JobLeaseError
 from samza_nb.metadata import MetadataStore
-from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode
+from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.runtime.checkpoints import CheckpointStore
+from samza_nb.runtime.compaction import ChangelogCompactor
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.executor import Executor
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.retention import apply_retention
+from samza_nb.runtime.standby import StandbyProgress, apply_standby, standby_lag, standby_progress
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -109,6 +111,10 @@ class StreamProcessor:
         self._timer_ms = plan.window_ms or 1000
         self._min_interval_s = plan.config.get_int("task.epoch.min.interval.ms") / 1000
         self._last_epoch_at = 0.0
+        #: Compacts changelogs in the background when this processor owns retention.
+        self.compactor = ChangelogCompactor(plan)
+        #: Progress of this processor's standby tasks, by standby task name.
+        self.standbys: dict[str, StandbyProgress] = {}
 
     def __repr__(self) -> str:
         return f"StreamProcessor({self.processor_id!r} at {self.location_id!r}, {self.state}, epoch {self.epoch})"
@@ -126,6 +132,10 @@ class StreamProcessor:
 
     def on_new_job_model(self, processor_id: str, job_model: JobModel) -> None:
         with self._cond:
+            # Not expired: only standby tasks changed. The epoch in flight finishes with the
+            # old ones before this returns, so no standby step touches a store its task now
+            # opens elsewhere at this location.
+            standbys_only = not self._paused
             before = set(self._container.tasks) if self._container is not None else set()
             self._model = job_model
             self._container = job_model.containers.get(processor_id)
@@ -140,6 +150,8 @@ class StreamProcessor:
             self._counts = producer_counts(self.plan, active)
             self._paused = False
             self._cond.notify_all()
+            while standbys_only and self._in_epoch and threading.current_thread() is not self._thread:
+                self._cond.wait(0.1)
 
     def on_coordinator_stop(self) -> None:
         self.request_stop()
@@ -232,6 +244,7 @@ class StreamProcessor:
         finally:
             if self._monitor is not None:
                 self._monitor.stop()
+            self.compactor.join()
             self.events.processor_stopped(self)
 
     def _one_epoch(self, model: JobModel | None, container: ContainerModel | None) -> bool:
@@ -243,11 +256,12 @@ class StreamProcessor:
             for name, task in sorted(container.tasks.items())
             if task.mode is TaskMode.ACTIVE and not self.events.is_done(name)
         ]
+        standbys = [task for _, task in sorted(container.tasks.items()) if task.mode is TaskMode.STANDBY]
         if not tasks:
-            return False
+            return self._standby_epoch(container, standbys, counts=True)
         newest = newest_offsets(self.plan)
         if self._idle(tasks_ssps := {t.name: t.ssps for t in tasks}, newest):
-            return False
+            return self._standby_epoch(container, standbys, counts=False)
         wait = self._last_epoch_at + self._min_interval_s - time.monotonic()
         if wait > 0:  # task.epoch.min.interval.ms spaces epochs out
             with self._cond:
@@ -271,12 +285,39 @@ class StreamProcessor:
         self.events.epoch_committed(self, committed)
         if failure is not None:
             raise failure
+        self._standby_epoch(container, standbys, counts=False)
         if self._owns_retention(self):
             all_ssps = {name: task.ssps for name, task in model.active_tasks().items()}
-            apply_retention(self.plan, all_ssps, self.checkpoints.read_all())
+            committed_all = self.checkpoints.read_all()
+            apply_retention(self.plan, all_ssps, committed_all)
+            self.compactor.after_epoch(model, committed_all)
         return drain or any(
             a.bounds.get(key, 0) > a.start_offsets.get(key, 0) for a in assignments for key in a.bounds
         ) or not self._caught_up(tasks_ssps, newest)
+
+    # -- hot standby (runtime/standby.py) -------------------------------------------------------
+    def _standby_epoch(self, container: ContainerModel, standbys: list[TaskModel], *, counts: bool) -> bool:
+        """Bring every standby task to its active's committed checkpoint; True when one had
+        records to apply. ``counts``: this is the processor's epoch (it has no active task to
+        run), counted like one when it works or when ``until`` is a number of epochs."""
+        location = container.location_id or self.location_id
+        behind = []
+        for task in standbys:
+            progress = standby_progress(self.standbys, task, self.processor_id, location)
+            self.standbys[task.name] = progress
+            checkpoint = self.checkpoints.read_committed(progress.active)
+            lag = standby_lag(self.plan, task, progress, checkpoint)
+            if lag["records"] or lag["epochs"]:
+                behind.append((task, progress, checkpoint))
+        for gone in set(self.standbys) - {task.name for task in standbys}:
+            del self.standbys[gone]
+        if counts and (behind or isinstance(self._until, int)):
+            self.driver.check_lease()
+            self.epoch += 1
+            self._last_epoch_at = time.monotonic()
+        for task, progress, checkpoint in behind:
+            apply_standby(self.plan, task, checkpoint, progress, store_root=self.driver.store_root)
+        return bool(behind)
 
     def _idle(self, task_ssps: dict[str, frozenset[SystemStreamPartition]], newest: dict[str, int]) -> bool:
         """Whether an epoch now would do nothing: no message to read, no window timer due, no

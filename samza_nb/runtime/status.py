@@ -45,6 +45,11 @@ class JobStatus:
         import pandas as pd
 
         return pd.DataFrame(self.partitions, columns=["stream", "partition", "task", "committed", "newest", "lag"])
+    #: Hot standby tasks by name: active, processor, location, lag_records, lag_epochs,
+    #: applied_records (runtime/standby.py).
+    standbys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Standby tasks the replication factor asks for that no location could take.
+    unassigned_standbys: int = 0
 
     @property
     def done(self) -> bool:
@@ -84,11 +89,33 @@ class JobStatus:
             if lags
             else ""
         )
+        return self._main_html(processors, error, rows, operators + lag_table) + self._standby_html()
+
+    def _standby_html(self) -> str:
+        if not self.standbys and not self.unassigned_standbys:
+            return ""
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td>{html.escape(str(s['processor']))}</td>"
+            f"<td>{html.escape(str(s['location']))}</td><td>{s['lag_records']:,}</td>"
+            f"<td>{s['lag_epochs']}</td></tr>"
+            for name, s in self.standbys.items()
+        )
+        unassigned = (
+            f"<p>{self.unassigned_standbys} standby task(s) unassigned (too few locations)</p>"
+            if self.unassigned_standbys
+            else ""
+        )
+        return (
+            f"{unassigned}<table><thead><tr><th>standby</th><th>processor</th><th>location</th>"
+            f"<th>lag (records)</th><th>lag (epochs)</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+    def _main_html(self, processors: str, error: str, rows: str, tables: str) -> str:
         return (
             f"<p><b>{html.escape(self.state)}</b> at epoch {self.epoch}, run "
             f"<code>{html.escape(self.run_id)}</code>; processors: {processors}</p>{error}"
             "<table><thead><tr><th>task</th><th>epochs</th><th>lag</th><th></th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{operators}{lag_table}"
+            f"<tbody>{rows}</tbody></table>{tables}"
         )
 
     def __repr__(self) -> str:

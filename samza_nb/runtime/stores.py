@@ -6,10 +6,13 @@ before it returns: Spark reuses Python workers, and a store left open in one wor
 be written by another.
 
 Consistency: every flush writes the epoch's updates *and* the task's store metadata (epoch
-sequence number, input offsets, control state) in one RocksDB write batch, after appending the
-same updates to the changelog tagged (task, epoch). A store whose sequence number differs from
-the committed checkpoint is rebuilt from the changelog, replaying committed epochs only; so is
-a store RocksDB cannot open (corrupt or truncated files), and the epoch result says so.
+sequence number, input offsets, control state, the changelog offset the store now reflects) in
+one RocksDB write batch, after appending the same updates to the changelog tagged (task,
+epoch). A store behind the committed checkpoint replays only the changelog after its offset,
+committed epochs only (incremental restore); a missing store, one RocksDB cannot open (corrupt
+or truncated files) or one ahead of a different history is rebuilt from the changelog's start,
+and the epoch result says so. A hot standby (runtime/standby.py) keeps a store at its own
+location caught up the same way, so a promoted task replays only the tail.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.secrecy import private_dir
 from samza_nb.systems.base import MessageKind, Record, StreamSystem
 
-__all__ = ["ChangelogRef", "TaskStore", "store_path"]
+__all__ = ["ChangelogRef", "TaskStore", "is_tombstone", "store_path"]
 
 _META_KEY = b"\x00samza_nb.meta"
 _PUT = b"\x01"
@@ -45,6 +48,11 @@ def _options() -> Options:
     options = Options(raw_mode=True)
     options.set_keep_log_file_num(_KEEP_LOG_FILES)
     return options
+
+
+def is_tombstone(value: bytes) -> bool:
+    """Whether a changelog value deletes its key (what compaction may drop after retention)."""
+    return value[:1] == _DELETE
 
 
 def store_path(store_root: str | Path, location_id: str, task: str, store: str) -> Path:
@@ -81,14 +89,23 @@ class TaskStore:
         self._db: Rdict | None = None
         self._dirty: dict[bytes, bytes | None] = {}
         self.restored_records = 0
+        self.restored_bytes = 0
         self.restore_seconds = 0.0
+        self.restores = 0
+        #: The changelog offset this store reflects (None: unknown, e.g. a store of an older
+        #: samza_nb, or no changelog).
+        self.changelog_offset: int | None = None
         #: Why the store was rebuilt from its changelog although its files were there.
         self.rebuilt_because: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, committed_seq: int) -> dict[str, Any]:
-        """Open the store, rebuilding it from the changelog when its epoch differs from
-        ``committed_seq``; returns its metadata ({} for a fresh store)."""
+        """Open the store and bring it to ``committed_seq``; returns its metadata ({} for a
+        fresh store).
+
+        A store at ``committed_seq`` (or one epoch ahead: flushed, not yet committed) is used
+        as it is. A stale store that knows its changelog offset replays only the changelog
+        after it; a missing, unreadable or divergent store is rebuilt from the start."""
         private_dir(self.path.parent)
         try:
             self._db = Rdict(str(self.path), _options())
@@ -96,27 +113,84 @@ class TaskStore:
             self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
             return self.restore(committed_seq)
         meta = self.meta()
-        if int(meta.get("seq", 0)) not in (committed_seq, committed_seq + 1):
-            meta = self.restore(committed_seq)
-        return meta
+        seq = int(meta.get("seq", 0))
+        offset = meta.get("changelogOffset")
+        self.changelog_offset = None if offset is None else int(offset)
+        if seq in (committed_seq, committed_seq + 1):
+            return meta
+        if seq < committed_seq and self._resumable():
+            return self.catch_up(committed_seq)
+        return self.restore(committed_seq)
 
-    def restore(self, committed_seq: int) -> dict[str, Any]:
-        """Wipe the local store and replay the changelog of the first ``committed_seq`` epochs."""
-        started = time.perf_counter()
+    def _resumable(self) -> bool:
+        """Whether replaying the changelog after this store's offset gives the right state:
+        the offset is known and no tombstone after it was dropped by compaction."""
+        log = self._changelog
+        if log is None or self.changelog_offset is None:
+            return False
+        return self.changelog_offset >= log.system.tombstones_dropped_below(log.stream_id, log.partition)
+
+    def restore(self, committed_seq: int, upto: int | None = None) -> dict[str, Any]:
+        """Wipe the local store and replay the changelog of the first ``committed_seq`` epochs
+        (up to offset ``upto`` when given)."""
         self.close()
         shutil.rmtree(self.path, ignore_errors=True)
         self._db = Rdict(str(self.path), _options())
-        restored = 0
-        if self._changelog is not None and committed_seq > 0:
-            log = self._changelog
+        self.changelog_offset = 0 if self._changelog is not None else None
+        if committed_seq <= 0:
+            return {}
+        return self.catch_up(committed_seq, upto)
+
+    def follow(self, committed_seq: int, upto: int) -> int:
+        """A hot standby's step: bring the store to its active's committed checkpoint
+        (``committed_seq`` epochs, changelog up to ``upto``) by applying only what it lacks;
+        returns the records applied. A store ahead of that checkpoint (it ran the task here
+        and flushed an epoch that never committed) or below dropped tombstones is rebuilt."""
+        private_dir(self.path.parent)
+        before = self.restored_records
+        try:
+            self._db = Rdict(str(self.path), _options())
+        except Exception as error:  # RocksDB reports corruption as a bare Exception
+            self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
+            self.restore(committed_seq, upto)
+            return self.restored_records - before
+        meta = self.meta()
+        seq = int(meta.get("seq", 0))
+        offset = meta.get("changelogOffset")
+        self.changelog_offset = None if offset is None else int(offset)
+        if seq == committed_seq and self.changelog_offset == upto:
+            return 0
+        fresh = seq == 0 and not meta
+        if fresh or (seq <= committed_seq and self._resumable() and (self.changelog_offset or 0) <= upto):
+            if fresh:
+                self.changelog_offset = 0
+            self.catch_up(committed_seq, upto)
+        else:
+            self.restore(committed_seq, upto)
+        return self.restored_records - before
+
+    def catch_up(self, committed_seq: int, upto: int | None = None) -> dict[str, Any]:
+        """Apply the changelog from this store's offset up to ``upto`` (the newest offset when
+        None), keeping only epochs below ``committed_seq``; the store then reflects
+        ``committed_seq`` epochs. Each chunk's data and the offset it reaches are written in
+        one RocksDB write batch, so a restore cut short resumes where it stopped."""
+        started = time.perf_counter()
+        db = self._rdict()
+        meta = self.meta()
+        seq = int(meta.get("seq", 0))
+        restored = restored_bytes = 0
+        log = self._changelog
+        offset = self.changelog_offset or 0
+        if log is not None and committed_seq > 0:
             system = log.system
-            offset = 0
-            newest = system.newest_offsets(log.stream_id).get(log.partition, 0)
-            while offset < newest:
+            end = system.newest_offsets(log.stream_id).get(log.partition, 0) if upto is None else upto
+            while offset < end:
                 fetched = system.fetch(
-                    log.stream_id, log.partition, offset, newest, _RESTORE_CHUNK,
+                    log.stream_id, log.partition, offset, end, _RESTORE_CHUNK,
                     producer_seq_below=committed_seq,
                 )
+                if fetched.next_offset <= offset:
+                    break
                 batch = WriteBatch(raw_mode=True)
                 for _first, records in fetched.batches:
                     for _kind, key, value, _ts in records:
@@ -127,15 +201,20 @@ class TaskStore:
                         else:
                             batch.delete(key)
                         restored += 1
-                self._db.write(batch)
-                if fetched.next_offset <= offset:
-                    break
+                        restored_bytes += len(key) + len(value)
                 offset = fetched.next_offset
+                batch.put(_META_KEY, _json_encode({"seq": seq, "changelogOffset": offset}))
+                db.write(batch)
+            self.changelog_offset = offset
         meta = {"seq": committed_seq} if committed_seq > 0 else {}
         if meta:
-            self._db[_META_KEY] = _json_encode(meta)
+            if self.changelog_offset is not None:
+                meta["changelogOffset"] = self.changelog_offset
+            db[_META_KEY] = _json_encode(meta)
         self.restored_records += restored
+        self.restored_bytes += restored_bytes
         self.restore_seconds += time.perf_counter() - started
+        self.restores += 1
         return meta
 
     def close(self) -> None:
@@ -197,8 +276,12 @@ class TaskStore:
         """Append this epoch's updates to the changelog (through ``transaction``, an open
         exactly-once TaskTransaction, when given)."""
         if self._changelog is not None and self._dirty:
+            # A delete carries the time it was written: compaction drops it after a retention.
+            now_ms = int(time.time() * 1000)
             records = [
-                Record(MessageKind.USER, key, _PUT + value if value is not None else _DELETE, None)
+                Record(MessageKind.USER, key, _PUT + value, None)
+                if value is not None
+                else Record(MessageKind.USER, key, _DELETE, now_ms)
                 for key, value in self._dirty.items()
             ]
             log = self._changelog
@@ -209,15 +292,24 @@ class TaskStore:
                     log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
                 )
             kill_point("mid-store-flush")
+            # One task writes a changelog partition: its newest offset is the end of this batch
+            # (or of the identical batch a crashed attempt of this epoch appended).
+            self.changelog_offset = None
 
     def write_local(self, meta: dict[str, Any]) -> None:
-        """Write this epoch's updates and ``meta`` in one RocksDB write batch."""
+        """Write this epoch's updates and ``meta`` (with the changelog offset they reflect) in
+        one RocksDB write batch."""
+        if self._changelog is not None and self.changelog_offset is None:
+            log = self._changelog
+            self.changelog_offset = log.system.newest_offsets(log.stream_id).get(log.partition, 0)
         batch = WriteBatch(raw_mode=True)
         for key, value in self._dirty.items():
             if value is None:
                 batch.delete(key)
             else:
                 batch.put(key, value)
+        if self.changelog_offset is not None:
+            meta = {**meta, "changelogOffset": self.changelog_offset}
         batch.put(_META_KEY, _json_encode(meta))
         self._rdict().write(batch)
         self._dirty.clear()

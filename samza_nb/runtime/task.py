@@ -362,7 +362,7 @@ class _TaskRun:
         return EpochResult(
             task_name=self.a.task_name,
             seq=self.a.seq + 1,
-            offsets=self.offsets,
+            offsets={**self.offsets, **context.changelog_offsets()},
             control=control,
             end_of_stream=bool(context.eos_states.details()) and context.eos_states.all_end_of_stream(),
             drained=bool(context.drain_states.details()) and context.drain_states.are_all_streams_drained(),
@@ -374,7 +374,8 @@ class _TaskRun:
             skipped=self.context.skipped,
             restored_records=restored,
             restore_seconds=sum(store.restore_seconds for store in stores),
-            restores=sum(1 for store in stores if store.restore_seconds > 0),
+            restores=sum(store.restores for store in stores),
+            restored_bytes=sum(store.restored_bytes for store in stores),
             seconds=time.perf_counter() - self.started,
             replayed=replayed,
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],

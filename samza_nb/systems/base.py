@@ -176,6 +176,11 @@ class StreamSystem(ABC):
                 offset = fetched.next_offset
         return pd.DataFrame(rows, columns=["partition", "offset", "key", "value", "timestamp"])
 
+    def tombstones_dropped_below(self, stream_id: str, partition: int) -> int:
+        """Offset below which compaction dropped deletes (tombstones) of this partition: a
+        reader that stopped below it must re-read from the start (0: none dropped)."""
+        return 0
+
     @abstractmethod
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         """Delete messages before ``offset`` (retention); returns how many were deleted."""

@@ -30,6 +30,14 @@ from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.secrecy import private_file
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
+from samza_nb.systems.compaction import (
+    CompactionResult,
+    compact_records,
+    compacted_rows,
+    compacted_runs,
+    decode_offsets,
+    encode_offsets,
+)
 from samza_nb.systems.writes import placed_records
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
@@ -77,7 +85,18 @@ CREATE TABLE IF NOT EXISTS control_offsets (
     offset INTEGER NOT NULL,
     PRIMARY KEY (stream, partition, offset)
 );
+CREATE TABLE IF NOT EXISTS compaction (
+    stream TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    compacted_below INTEGER NOT NULL DEFAULT 0,
+    live INTEGER NOT NULL DEFAULT 0,
+    tombstones_below INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (stream, partition)
+);
 """
+#: A compacted batch keeps the offset of each record it kept (column ``offsets``); its row
+#: still spans [first_offset, first_offset + count), holes included (systems/compaction.py).
+_ADD_OFFSETS = "ALTER TABLE batches ADD COLUMN offsets BLOB"
 
 _BUSY_TIMEOUT_S = 60.0
 
@@ -121,6 +140,9 @@ class _Connections:
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
                 connection.executescript(_SCHEMA)
+                columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
+                if "offsets" not in columns:  # a log written before compaction existed
+                    connection.execute(_ADD_OFFSETS)
             except sqlite3.DatabaseError as error:
                 connection.close()
                 msg = (
@@ -237,7 +259,7 @@ class EmbeddedSystem(StreamSystem):
     def delete_stream(self, stream_id: str) -> None:
         db = self._db()
         with _transaction(db):
-            for table in ("streams", "partitions", "batches", "control_offsets"):
+            for table in ("streams", "partitions", "batches", "control_offsets", "compaction"):
                 db.execute(f"DELETE FROM {table} WHERE stream = ?", (stream_id,))  # noqa: S608
 
     def list_streams(self) -> dict[str, int]:
@@ -356,25 +378,45 @@ class EmbeddedSystem(StreamSystem):
 
         ``producer_seq_below`` keeps only batches appended with a producer sequence number below
         it (changelog restore skips the batches of epochs that never committed)."""
+        return self._read_rows(
+            stream_id, partition, offset, max_messages, producer_seq_below=producer_seq_below
+        )[0]
+
+    def _read_rows(
+        self,
+        stream_id: str,
+        partition: int,
+        offset: int,
+        max_messages: int,
+        *,
+        producer_seq_below: int | None = None,
+    ) -> tuple[list[tuple[int, list[tuple[int, bytes | None, bytes, int | None]]]], int | None]:
+        """:meth:`read_batches` plus the end of the offsets the rows read cover (None when no
+        row was read): compacted rows have holes, so the records alone do not say it."""
         end = offset + max_messages
         query = (
-            "SELECT first_offset, count, payload FROM batches WHERE stream = ? AND partition = ? "
-            "AND first_offset < ? AND first_offset + count > ?"
+            "SELECT first_offset, count, payload, offsets FROM batches WHERE stream = ? "
+            "AND partition = ? AND first_offset < ? AND first_offset + count > ?"
         )
         arguments: tuple[Any, ...] = (stream_id, partition, end, offset)
         if producer_seq_below is not None:
             query += " AND (producer_seq IS NULL OR producer_seq < ?)"
             arguments += (producer_seq_below,)
         rows = self._db().execute(query + " ORDER BY first_offset", arguments).fetchall()
-        batches = []
-        for first, count, payload in rows:
+        batches: list[tuple[int, list[tuple[int, bytes | None, bytes, int | None]]]] = []
+        covered: int | None = None
+        for first, count, payload, offsets in rows:
+            covered = min(end, first + count)
             records = _decode_batch(payload)
+            if offsets is not None:
+                batches.extend(compacted_runs(decode_offsets(offsets), records, offset, end))
+                continue
             start = max(0, offset - first)
             stop = min(count, end - first)
             if start or stop < count:
                 records = records[start:stop]
             batches.append((first + start, records))
-        return batches
+        return batches, covered
 
     def fetch(
         self,
@@ -391,7 +433,7 @@ class EmbeddedSystem(StreamSystem):
         limit = min(max_messages, bound - offset)
         if limit <= 0:
             return Fetched([], offset)
-        batches = self.read_batches(
+        batches, covered = self._read_rows(
             stream_id, partition, offset, limit, producer_seq_below=producer_seq_below
         )
         if producer_seq_below is not None:
@@ -401,7 +443,7 @@ class EmbeddedSystem(StreamSystem):
             newest = self.newest_offsets(stream_id).get(partition, 0)
             start = max(offset, oldest)
             return Fetched(batches, max(offset, min(start + limit, newest)))  # type: ignore[arg-type]
-        if not batches:
+        if covered is None:
             oldest = self.oldest_offsets(stream_id).get(partition, 0)
             if offset < oldest:
                 return self.fetch(
@@ -409,8 +451,7 @@ class EmbeddedSystem(StreamSystem):
                     producer_seq_below=producer_seq_below,
                 )
             return Fetched([], offset)
-        first, records = batches[-1]
-        return Fetched(batches, first + len(records))  # type: ignore[arg-type]
+        return Fetched(batches, covered)  # type: ignore[arg-type]
 
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         db = self._db()
@@ -438,6 +479,97 @@ class EmbeddedSystem(StreamSystem):
                 (oldest, stream_id, partition),
             )
         return int(row[0])
+
+    # -- compaction (systems/compaction.py) ---------------------------------------------------
+    def compact(
+        self,
+        stream_id: str,
+        partition: int,
+        upto: int,
+        *,
+        is_tombstone: Callable[[bytes], bool] | None = None,
+        tombstone_retention_ms: int | None = None,
+    ) -> CompactionResult | None:
+        """Keep the latest record per key among the whole batches below ``upto`` (give only
+        committed offsets); tombstones older than the retention are dropped. Reading and
+        deciding run outside any transaction; only the rewrite holds the log's write lock.
+        None when there was nothing to compact or the prefix changed meanwhile."""
+        started = time.perf_counter()
+        db = self._db()
+        rows = db.execute(
+            "SELECT first_offset, count, payload, offsets FROM batches WHERE stream = ? "
+            "AND partition = ? AND first_offset + count <= ? ORDER BY first_offset",
+            (stream_id, partition, upto),
+        ).fetchall()
+        if not rows:
+            return None
+        start = int(rows[0][0])
+        stop = int(rows[-1][0]) + int(rows[-1][1])
+
+        def entries() -> Iterable[tuple[int, tuple[int, bytes | None, bytes, int | None]]]:
+            for first, _count, payload, offsets in rows:
+                records = _decode_batch(payload)
+                numbers = decode_offsets(offsets) if offsets is not None else range(first, first + len(records))
+                yield from zip(numbers, records, strict=True)
+
+        before = sum(
+            len(decode_offsets(offsets)) if offsets is not None else int(count)
+            for _first, count, _payload, offsets in rows
+        )
+        drop_before = (
+            None
+            if tombstone_retention_ms is None
+            else int(time.time() * 1000) - int(tombstone_retention_ms)
+        )
+        kept, dropped, horizon = compact_records(
+            entries(), is_tombstone=is_tombstone, drop_tombstones_before_ms=drop_before
+        )
+        new_rows = compacted_rows(kept, start, stop)
+        with _transaction(db):
+            check = db.execute(
+                "SELECT COUNT(*), MIN(first_offset), MAX(first_offset + count) FROM batches "
+                "WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
+                (stream_id, partition, stop),
+            ).fetchone()
+            if tuple(check) != (len(rows), start, stop):
+                return None  # retention or another compaction changed the prefix meanwhile
+            db.execute(
+                "DELETE FROM batches WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
+                (stream_id, partition, stop),
+            )
+            db.executemany(
+                "INSERT INTO batches (stream, partition, first_offset, count, payload, offsets) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (stream_id, partition, first, span, _encode_batch(records), encode_offsets(offsets))
+                    for first, span, offsets, records in new_rows
+                ],
+            )
+            db.execute(
+                "INSERT INTO compaction (stream, partition, compacted_below, live, tombstones_below) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (stream, partition) DO UPDATE SET "
+                "compacted_below = excluded.compacted_below, live = excluded.live, "
+                "tombstones_below = MAX(tombstones_below, excluded.tombstones_below)",
+                (stream_id, partition, stop, len(kept), horizon),
+            )
+        return CompactionResult(
+            stream_id, partition, stop, before, len(kept), dropped, time.perf_counter() - started
+        )
+
+    def compaction_state(self, stream_id: str, partition: int) -> tuple[int, int]:
+        """(offset the last compaction reached, records it kept); (0, 0) before any."""
+        row = self._db().execute(
+            "SELECT compacted_below, live FROM compaction WHERE stream = ? AND partition = ?",
+            (stream_id, partition),
+        ).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def tombstones_dropped_below(self, stream_id: str, partition: int) -> int:
+        row = self._db().execute(
+            "SELECT tombstones_below FROM compaction WHERE stream = ? AND partition = ?",
+            (stream_id, partition),
+        ).fetchone()
+        return 0 if row is None else int(row[0])
 
     # -- notebook helpers ------------------------------------------------------------------
     def write(

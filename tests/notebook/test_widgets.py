@@ -454,14 +454,15 @@ def test_explorer_starts_on_the_jobs_grouper_and_its_options(spark: Any, tmp_pat
     assert explorer.error is None and len(explorer.moves) == 1
     assert sorted(explorer.active_proposal.containers) == sorted(explorer.draft)
     explorer.grouper.value = "group-by-container-count"
-    # Standbys are a preview: the note says so and Apply leaves them out.
+    assert task_assignment(job.job_model) == task_assignment(model)
+    # Standbys are the real thing with a job: Apply sets the replication factor on it.
     explorer.replication_factor.value = 2
     assert explorer.proposal is not None and explorer.proposal.standby_tasks()
-    assert "Apply leaves standbys out" in explorer.apply_note.value
+    assert "Apply sets replication factor 2 on the running job" in explorer.apply_note.value
     assert explorer.apply() is job.job_model
-    assert not job.job_model.standby_tasks()
+    assert job.replication_factor == 2 and job.job_model.standby_tasks()
+    assert check_standby_invariants(job.job_model, replication_factor=2) == []
     assert job.grouper_options == {"container_count": 1}
-    assert task_assignment(job.job_model) == task_assignment(model)
     job.stop()
 
 

@@ -12,12 +12,13 @@ so killing one processor moves exactly the tasks HostAffinityGrouper moves for t
 Kill and Add only edit the draft: the running job changes when Apply is clicked, never before,
 so a kill can be tried and undone (Reset) at no cost to the job.
 
-Standby tasks (replication factor > 1) are a preview: with ``host-affinity`` they are placed
-the SEP's standalone way (:func:`assign_with_standbys`, never sharing a processor, nor a
+Standby tasks (replication factor > 1): with a job, the job's coordinator computes the proposal
+with that replication factor and Apply sets it on the running job (its processors then run hot
+standby tasks; runtime/standby.py). Without a job they are a preview: with ``host-affinity``
+they are placed the SEP's standalone way (:func:`assign_with_standbys`, never sharing a processor, nor a
 location when "other locations" is ticked); with the other groupers Samza's YARN way
 (:func:`add_standby_containers`, one container per replica, placed by the cluster manager).
-The running job has no standby tasks, so Apply applies the active assignment only; while the
-replication factor is above 1 a note next to the Apply button says so.
+While the replication factor is above 1 a note next to the Apply button says what Apply does.
 """
 
 from __future__ import annotations
@@ -410,9 +411,14 @@ class GrouperExplorer(LiveWidget):
                 msg = f"nothing applied: {blocker}"
                 raise ConfigError(msg)
             before = job.job_model
-            expected = task_assignment(self.active_proposal)
+            expected = task_assignment(self.active_proposal, mode=TaskMode.ACTIVE)
             name = str(self.grouper.value)
-            after = job.regroup(dict(self.draft), grouper=name, **self._options(name))
+            after = job.regroup(
+                dict(self.draft),
+                grouper=name,
+                replication_factor=int(self.replication_factor.value),
+                **self._options(name),
+            )
             self.applied_moves = moved_tasks(before, after)
             self.refresh()
             text = (
@@ -559,15 +565,16 @@ class GrouperExplorer(LiveWidget):
         # Apply moves the job to the draft in one regroup, so the proposal is one grouping.
         live = {pid: self.draft[pid] for pid in self.draft}
         job = self.job
+        replicas = int(self.replication_factor.value)
+        check_location = bool(self.check_location.value)
         if job is not None:
-            # The job's coordinator computes the preview: Apply then runs exactly this model.
-            model = job.propose(live, name, **self._options(name))
+            # The job's coordinator computes the preview, standbys included: Apply then runs
+            # exactly this model.
+            model = job.propose(live, name, replication_factor=replicas, **self._options(name))
         else:
             model = group(name, tasks, self.current, live, config, self._options(name))
         self.active_proposal = model
-        replicas = int(self.replication_factor.value)
-        check_location = bool(self.check_location.value)
-        if replicas == 1:
+        if replicas == 1 or job is not None:
             proposal = model
         elif name == HostAffinityGrouper.name:
             containers = assign_with_standbys(
@@ -611,8 +618,11 @@ class GrouperExplorer(LiveWidget):
         replicas = self.replication_factor.value
         if replicas == 1:
             return ""
-        # Said whether or not there is a job: it is what Apply does, and the reason a proposal
-        # with standbys is only a preview.
+        if self.job is not None:
+            return (
+                f"Apply sets replication factor {replicas} on the running job: its processors "
+                "run the standby tasks shown (placed the SEP's standalone way, whatever the grouper)"
+            )
         return (
             "Apply leaves standbys out: the job runs no standby tasks, so Apply applies the "
             f"active tasks only; the standbys shown (replication factor {replicas}) are a preview"
