@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from samza_nb.plan.drawing import svg_image
+
 __all__ = ["JobChart", "LagHeatmap", "line_chart_svg", "sparkline_svg"]
 
 _TEXT = "var(--jp-content-font-color1,#24292f)"
@@ -57,11 +59,11 @@ def line_chart_svg(
     x_label: str,
     title: str,
     width: int = 640,
-    height: int = 180,
+    height: int = 190,
 ) -> str:
     """One panel: each series a line over ``x``, each scaled to its own maximum (the legend
     gives every maximum), a left axis in percent of it."""
-    left, right, top, bottom = 40, 12, 28, 30
+    left, right, top, bottom = 40, 12, 40, 30
     inner_w, inner_h = width - left - right, height - top - bottom
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="samza-chart" width="{width}" '
@@ -83,7 +85,7 @@ def line_chart_svg(
         f'<text x="{left + inner_w}" y="{height - 8}" text-anchor="end" fill="{_TEXT}">'
         f"{_short(hi)} {html.escape(x_label)}</text>"
     )
-    legend_x = left + 160
+    legend_x = left
     for index, (name, values) in enumerate(series.items()):
         colour = _COLOURS[index % len(_COLOURS)]
         peak = max(values, default=0.0)
@@ -98,10 +100,10 @@ def line_chart_svg(
                 f'fill="none" stroke="{colour}" stroke-width="1.8"/>'
             )
         out.append(
-            f'<text x="{legend_x}" y="14" fill="{colour}">■ {html.escape(name)} '
+            f'<text x="{legend_x}" y="30" fill="{colour}">■ {html.escape(name)} '
             f"(max {_short(peak)})</text>"
         )
-        legend_x += 150
+        legend_x += 160
     out.append("</svg>")
     return "".join(out)
 
@@ -150,7 +152,8 @@ class JobChart:
     def _repr_html_(self) -> str:
         if len(self.rows) < 2:
             return f"<p>{html.escape(repr(self))}: not enough epochs to draw yet</p>"
-        return f'<div class="samza-job-chart">{self.to_svg()}</div>'
+        # Images rather than inline <svg>: JupyterLab's sanitizer keeps them in saved notebooks.
+        return f'<div class="samza-job-chart">{svg_image(self.to_svg())}</div>'
 
     def __repr__(self) -> str:
         return f"JobChart({self.app_name!r}, {len(self.rows)} epochs, panels={list(self.panels)})"

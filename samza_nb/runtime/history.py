@@ -28,8 +28,23 @@ class JobHistory:
         self._limit = limit
         self._lag_interval = lag_interval
         self._lag_at: float | None = None
+        self._begun: float | None = None
         self._lock = threading.Lock()
         self._samples: list[tuple[float, int, int, int, int | None]] = []
+
+    def begin(self) -> None:
+        """Mark the job's start: the first sample (:meth:`add_start`) is dated then."""
+        self._begun = self._clock()
+
+    def is_empty(self) -> bool:
+        with self._lock:
+            return not self._samples
+
+    def add_start(self, lag: int) -> None:
+        """The course's first point, at :meth:`begin`: nothing read yet, ``lag`` to read."""
+        with self._lock:
+            at = self._begun if self._begun is not None else self._clock()
+            self._samples.insert(0, (at, 0, 0, 0, lag))
 
     def lag_due(self) -> bool:
         """Whether the next sample should measure lag."""

@@ -195,6 +195,7 @@ class Job(JobViews):
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, background: bool) -> Job:
         self._state = "running"
+        self._timeline.begin()
         self._executor.start()
         if self.lease is None:
             # Join the group first: the run id is the one the group agrees on.

@@ -225,12 +225,16 @@ class JobViews:
                     kept.extend(texts)
         kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
         counts = self._metrics.stream_counts()
-        lag = self._input_lag(kinds) if self._timeline.lag_due() else None
+        try:
+            lag = self._input_lag(kinds) if self._timeline.lag_due() else None
+        except Exception:  # a view must never fail the job: this point goes without lag
+            lag = None
+        read = sum(c["in"] for s, c in counts.items() if kinds.get(s) == "input")
+        if self._timeline.is_empty() and lag is not None:
+            # The course starts at the job's start, with what the first epoch read still to read.
+            self._timeline.add_start(lag + read)
         self._timeline.add(
-            self.epoch,
-            sum(c["in"] for s, c in counts.items() if kinds.get(s) == "input"),
-            sum(c["out"] for s, c in counts.items() if kinds.get(s) == "output"),
-            lag,
+            self.epoch, read, sum(c["out"] for s, c in counts.items() if kinds.get(s) == "output"), lag
         )
 
     def _input_lag(self, kinds: Mapping[str, str]) -> int:

@@ -82,8 +82,8 @@ class LatestMessages:
 
 
 def latest_stream_messages(plan: ExecutionPlan, stream_id: str, n: int) -> LatestMessages:
-    """The last ``n`` user messages of a stream: the last ``n`` of each partition, newest ``n``
-    of them by timestamp (then partition and offset)."""
+    """The last ``n`` user messages of a stream: by timestamp when the messages have one, else
+    the newest of every partition in turn; oldest first."""
     info = plan.streams[stream_id]
     system = system_of(plan, stream_id)
     serde = info.serde
@@ -93,7 +93,7 @@ def latest_stream_messages(plan: ExecutionPlan, stream_id: str, n: int) -> Lates
         decode_key, decode_value = _lenient, serde.from_bytes
     newest = system.newest_offsets(stream_id)
     oldest = system.oldest_offsets(stream_id)
-    found: list[tuple[int, int, int, Any, Any]] = []
+    found: list[tuple[int, int, int, int, Any, Any]] = []
     for partition, end in sorted(newest.items()):
         # A few control messages may sit among the last n offsets: read a little more.
         start = max(oldest.get(partition, 0), end - n - 8)
@@ -109,11 +109,17 @@ def latest_stream_messages(plan: ExecutionPlan, stream_id: str, n: int) -> Lates
             if fetched.next_offset <= offset:
                 break
             offset = fetched.next_offset
-        found.extend(mine[-n:])
-    found.sort(key=lambda item: (item[0], item[1], item[2]))
+        # Rank from the newest: a partition's last message has rank 0.
+        found.extend((rank, *item) for rank, item in enumerate(reversed(mine[-n:])))
+    if any(item[1] for item in found):
+        chosen = sorted(found, key=lambda item: (item[1], item[2], item[3]))[-n:]
+    else:
+        # No timestamps to compare partitions by: the newest of every partition, in turn.
+        chosen = sorted(found, key=lambda item: (item[0], item[2]))[:n]
+    chosen.sort(key=lambda item: (item[1], item[2], item[3]))
     rows = [
         {"partition": partition, "offset": offset, "key": key, "value": value}
-        for _ts, partition, offset, key, value in found[-n:]
+        for _rank, _ts, partition, offset, key, value in chosen
     ]
     note = "" if rows else "nothing stored (not written yet, or deleted by retention once consumed)"
     return LatestMessages(stream_id, f"{info.kind} stream", rows, note)

@@ -9,7 +9,8 @@ DrainStates view's Drain button), and the test checks what a person sees: every 
 live (no "Error displaying widget", no "Loading widget…"), no traceback, no JVM notice in a
 cell, the views' numbers, and simple interactions (RunProgress's "starting Spark…" phase and
 final state, the StageGraph's fold and zoom, the drawing at a readable size inside the cell
-with its own scrollbar, the DrainStates slider replaying epochs, the dark theme's tables).
+with its own scrollbar, the DrainStates slider replaying epochs, the dark theme's tables, the
+grouper explorer's grouper, kill, add and Apply, without a job and on a running one).
 Then the papermill-executed copy of each notebook is opened without a kernel: every view must
 still show its final snapshot (views that survive, samza_nb/notebook/widgets/_live.py).
 Widget errors in the browser console fail the test. Screenshots go to ``.artifacts/browser/``.
@@ -607,13 +608,90 @@ def _markdown(nb: Notebook, before: int) -> int:
     )
 
 
-def test_04_groupers_live(browser: Any, lab: Lab) -> None:
+def _cell_index(nb: Notebook, source: str) -> int:
+    """The index of the first cell whose input holds ``source``."""
+    inputs = nb.page.eval_on_selector_all(
+        ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell",
+        "els => els.map(e => (e.querySelector('.jp-InputArea') || e).innerText)",
+    )
+    return next(i for i, text in enumerate(inputs) if source in text)
+
+
+def _explorer_summary(cell: Any) -> str:
+    return str(cell.locator(".widget-html-content", has_text=" processors: ").first.inner_text())
+
+
+def test_04_groupers_explorer_live(browser: Any, lab: Lab) -> None:
+    """The grouper explorer as a person uses it: without a job (change grouper, kill, add;
+    Apply off), on the running job (a proposal with containers that are not live processors
+    keeps Apply off with the reason shown; add a processor, Apply, the job regroups), then the
+    rest of the notebook and Apply off on the finished job."""
     nb = _open_copy(browser, lab, "04-groupers-and-host-affinity")
-    nb.command("Run", "runmenu:run-all")
+    finish = _cell_index(nb, 'system.write("page-views", views[half:])')
+    nb.select_cell(finish)
+    nb.command("Run", "notebook:run-all-above")
+    nb.wait_idle(upto=finish - _markdown(nb, finish))
+    _check_live(nb)
+    nb.assert_no_traceback()
+
+    # Without a job: the notebook killed "1"; the kill list holds the live processors.
+    alone = nb.cells().nth(_cell_index(nb, "explorer = GrouperExplorer(tasks=6"))
+    assert _explorer_summary(alone).startswith("host-affinity over 2 processors: 2 of 6 tasks move")
+    kill_list = alone.locator("select").nth(1)
+    assert kill_list.evaluate("s => [...s.options].map(o => o.text)") == ["0", "2"]
+    assert kill_list.input_value() == "0"
+    alone.locator("select").first.select_option(label="group-by-container-count")
+    nb.wait_until(
+        lambda: _explorer_summary(alone).startswith("group-by-container-count over 2 processors"),
+        "the explorer regrouping with another grouper",
+        timeout=RENDER_TIMEOUT_S,
+    )
+    alone.locator("button", has_text="Add processor").click()
+    nb.wait_until(
+        lambda: "over 3 processors" in _explorer_summary(alone),
+        "the explorer adding a processor",
+        timeout=RENDER_TIMEOUT_S,
+    )
+    assert "added processor 3 at host-3 (draft only until Apply)" in alone.inner_text()
+    assert alone.locator("button", has_text="Apply").is_disabled()
+
+    # On the running job (processors 0 and 2 after the notebook's kill).
+    live = nb.cells().nth(_cell_index(nb, "GrouperExplorer(job)"))
+    assert "job runs" not in live.inner_text()
+    apply = live.locator("button", has_text="Apply")
+    live.locator("select").first.select_option(label="group-by-container-count")
+    # Count groupers name containers 0 … N-1: container 1 is no live processor.
+    nb.wait_until(
+        lambda: "Apply is off: the proposal has containers 1 that are not live processors"
+        in live.inner_text(),
+        "Apply turned off with its reason",
+        timeout=RENDER_TIMEOUT_S,
+    )
+    assert apply.is_disabled()
+    live.locator("select").first.select_option(label="host-affinity")
+    live.locator("button", has_text="Add processor").click()
+    nb.wait_until(lambda: not apply.is_disabled(), "Apply on", timeout=RENDER_TIMEOUT_S)
+    apply.click()
+    nb.wait_until(
+        lambda: "applied: the job runs 3 processors" in live.inner_text(),
+        "the job regrouping to the proposal",
+        timeout=60,
+    )
+    nb.shot("applied")
+
+    # The rest of the notebook: the job finishes with the same result as an undisturbed run.
+    nb.select_cell(finish)
+    nb.command("Run", "notebook:run-all-below")
     nb.wait_idle()
     _check_live(nb)
     nb.assert_no_traceback()
     assert "pages equal in both runs" in nb.text()
+    nb.wait_until(
+        lambda: "Apply is off: the job has finished" in live.inner_text(),
+        "Apply off once the job finished",
+        timeout=RENDER_TIMEOUT_S,
+    )
+    assert apply.is_disabled()
     nb.shot("live")
     nb.close()
 

@@ -526,6 +526,36 @@ def test_a_kernel_gives_one_line_to_a_frontend_and_full_errors_to_batch_runners(
         batch = error_of("%samza run nope", allow_stdin=False)
         assert batch["ename"] == "ConfigError"
         assert "_session.py" in "".join(batch["traceback"])
+        # A job whose function raises, as a person sees it: one block (display data) and a
+        # one-line error (the error keeps the failed job: sys.last_value.job).
+        setup = textwrap.dedent(
+            """
+            import tempfile
+            from samza_nb.api import StreamApplication
+            from samza_nb.systems import EmbeddedSystem
+            from samza_nb.testing import run_local
+            system = EmbeddedSystem("embedded", path=tempfile.mkdtemp())
+            system.create_stream("n", 1); system.write("n", [1, 0]); system.end_stream("n")
+            app = StreamApplication("inverse")
+            out = app.output(system.output("out", partitions=1))
+            app.input(system.input("n", partitions=1)).map(lambda n: 1 / n).send_to(out)
+            """
+        )
+        assert error_of(setup, allow_stdin=True)["status"] == "ok"
+        shown: list[dict[str, Any]] = []
+        reply = client.execute_interactive(
+            "job = run_local(app)", allow_stdin=True, timeout=60,
+            output_hook=lambda message: shown.append(message),
+        )["content"]
+        assert reply["ename"] == "TaskError" and len(reply["traceback"]) == 1
+        assert "the job failed in operator inverse-1-map-1" in reply["traceback"][0]
+        blocks = [
+            m["content"]["data"]["text/html"]
+            for m in shown
+            if m["msg_type"] == "display_data" and "text/html" in m["content"]["data"]
+        ]
+        assert blocks and "ZeroDivisionError: division by zero" in blocks[0]
+        assert "raised at <b>&lt;cell" in blocks[0] and "1 / n" in blocks[0]
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)

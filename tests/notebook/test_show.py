@@ -92,3 +92,24 @@ def test_run_progress_draws_a_sparkline_of_the_rate_while_the_job_runs(system: E
         assert progress.spark_ui is None  # the in-process executor has no UI
     finally:
         job.stop()
+
+
+def test_the_stage_graph_labels_operators_with_what_they_dropped_and_skipped(tmp_path: Path) -> None:
+    from samza_nb.notebook.widgets import StageGraph
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 1)
+    system.write("numbers", list(range(20)))
+    system.end_stream("numbers")
+    app = StreamApplication("dropping")
+    out = app.output(system.output("out", partitions=1))
+    (
+        app.input(system.input("numbers", partitions=1))
+        .map(lambda n: n if n % 2 else None)
+        .map(lambda n: 1 // (n % 5))
+        .send_to(out)
+    )
+    job = run_local(app, {"task.errors.skip": "true"})
+    svg = StageGraph(job).graph.value
+    # Odd numbers pass (10); of those, 5 and 15 divide by zero and are skipped.
+    assert "in 20 · dropped 10" in svg and "in 10 · skipped 2" in svg

@@ -643,3 +643,24 @@ def test_run_progress_says_spark_is_starting_before_the_first_epoch(tmp_path: Pa
         assert "starting Spark…" in progress.snapshot_text()
     finally:
         job.stop()
+
+
+def test_apply_turns_off_when_the_job_ends_under_an_open_explorer(tmp_path: Path) -> None:
+    from samza_nb.testing import run_local
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("events", 2)
+    job = run_local(
+        shuffle_app(system, "ending"), {"processor.locations": "host-a,host-b"},
+        processors=2, grouper="host-affinity", until="forever", background=True,
+    )
+    try:
+        explorer = GrouperExplorer(job, auto_refresh=False)
+        explorer.add()
+        assert not explorer.apply_button.disabled
+    finally:
+        job.stop()
+    # The same draft and proposal, but the job ended: the next refresh turns Apply off.
+    explorer.refresh()
+    assert explorer.apply_button.disabled
+    assert "Apply is off: the job has stopped" in explorer.apply_note.value

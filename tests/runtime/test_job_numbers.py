@@ -4,13 +4,14 @@ Run on the in-process executor."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from samza_nb.api import StreamApplication
-from samza_nb.errors import TaskError
+from samza_nb.errors import JobInterruptedError, TaskError
 from samza_nb.runtime.job import Job
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import run_local
@@ -123,3 +124,35 @@ def test_a_failure_names_the_raising_line_and_keeps_the_job(system: EmbeddedSyst
     assert isinstance(job, Job) and job.status().state == "failed"
     assert job.metrics()["operator_counters"][sevens]["errors"] == 1
     assert job.status().operators[sevens]["errors"] == 1
+
+
+def test_ctrl_c_in_a_foreground_run_stops_the_job_and_hands_it_over(
+    system: EmbeddedSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system.create_stream("open", 2)
+    system.write("open", list(range(50)))
+    app = StreamApplication("interrupted")
+    out = app.output(system.output("out", partitions=2))
+    app.input(system.input("open", partitions=2)).send_to(out)
+    real_wait = Job.wait
+
+    def interrupted_wait(job: Job, timeout: float | None = None) -> Any:
+        # Ctrl-C once the job committed an epoch.
+        deadline = time.monotonic() + 60
+        while job.epoch < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Job, "wait", interrupted_wait)
+    with pytest.raises(KeyboardInterrupt) as raised:
+        run_local(app, until="forever")
+    error = raised.value
+    assert isinstance(error, JobInterruptedError) and "its checkpoints are committed" in str(error)
+    job = error.job
+    assert isinstance(job, Job) and job.status().state == "stopped"
+    assert not any(processor.alive for processor in job._processors.values())
+    # A new run continues from the committed checkpoints: nothing is read twice.
+    monkeypatch.setattr(Job, "wait", real_wait)
+    system.end_stream("open")
+    run_local(app)
+    assert sorted(system.read("out")["value"]) == list(range(50))

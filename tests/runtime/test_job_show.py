@@ -65,6 +65,8 @@ def test_show_reads_back_streams_and_samples_an_operator_inside_the_tasks(tmp_pa
     squares = job.show("squares", n=7)
     assert isinstance(squares, LatestMessages) and len(squares.rows) == 7
     assert {"partition", "offset", "key", "value"} <= set(squares.rows[0])
+    # No timestamps: the newest of every partition, in turn.
+    assert {row["partition"] for row in squares.rows} == {0, 1}
     shuffle = job.show("by-parity", n=3)
     assert shuffle.kind == "intermediate stream" and len(shuffle.rows) <= 3
     assert len(job.show("numbers", n=4).rows) == 4
@@ -91,10 +93,11 @@ def test_the_job_at_a_glance_its_course_and_its_lag_heatmap(system: EmbeddedSyst
     frame = chart.to_frame()
     assert list(frame["messages_in"])[-1] == 100
     assert frame["messages_in"].is_monotonic_increasing
-    # The first sample read 10 of each partition's 50: lag 80 left; the last sample: none.
+    # The course starts with all 100 messages to read and ends with none.
     lags = [row["lag"] for row in chart.rows if row["lag"] is not None]
     assert lags[-1] == 0 and max(lags) > 0
-    svg = chart._repr_html_()
+    assert chart._repr_html_().count('<img class="samza-plan-image" src="data:image/svg+xml') == 2
+    svg = chart.to_svg()
     assert svg.count("<svg") == 2 and 'data-series="rate"' in svg and 'data-series="lag"' in svg
     by_epoch = job.plot("messages_in", x="epoch")
     assert by_epoch.to_svg().count("<svg") == 1

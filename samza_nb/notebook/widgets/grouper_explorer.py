@@ -541,6 +541,8 @@ class GrouperExplorer(LiveWidget):
             self.grouper.value,
             self.replication_factor.value,
             self.check_location.value,
+            # Apply turns off when the job ends, with the same proposal.
+            None if self.job is None else self.job.status().done,
         )
         if key == self._computed_for:
             return

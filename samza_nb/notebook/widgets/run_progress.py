@@ -15,6 +15,7 @@ from samza_nb.notebook.widgets._html import ERROR, TEXT, count, html_table, para
 from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 from samza_nb.notebook.widgets._rate import RateMeter
+from samza_nb.plan.drawing import svg_image
 from samza_nb.runtime.charts import sparkline_svg
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ class RunProgress(LiveWidget):
         return f"{self.messages_in:,} of {total:,} input messages read ({100 * self.messages_in / total:.0f}%)"
 
     def snapshot_html(self) -> str:
-        return self.counters.value + self.message.value
+        return svg_image(self.counters.value) + self.message.value
 
     def snapshot_text(self) -> str:
         return f"RunProgress: {self._progress_text()}\n" + text_table(_HEADERS, [self._row()])
