@@ -445,7 +445,7 @@ def test_bad_input_raises_the_original_error_without_short_errors(
         ),
         ("run --config a=1 app", "got 'app' (write APP before --config)"),
         ("run", "the following arguments are required: APP"),
-        ("frobnicate", "%samza: unknown command 'frobnicate'; commands: add-processor, config"),
+        ("frobnicate", "%samza: unknown command 'frobnicate'; commands: add-processor, attach, config"),
     ],
 )
 def test_bad_options_are_one_line_usage_errors_in_both_modes(
