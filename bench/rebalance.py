@@ -17,7 +17,11 @@ are 30 s + 20 s). ZooKeeper expires sessions on its tick (2 s here), so one expi
 between the session timeout minus the client's ping gap and the session timeout plus one tick.
 
 Other coordinators add rows: a module ``bench/rebalance_<name>.py`` defining
-``measure_<name>_leader_failover() -> dict`` (keys of :class:`Row`) is picked up when present.
+``measure_<name>_leader_failover()`` returning a dict (or a list of dicts) with keys of
+:class:`Row` (``victim``, ``gone_s``, ``published_s``, ``running_s``, ``bound_s``,
+``ceiling_s``, ``moved``, ``moved_bound``, ``relocated``; missing ones print as "–") is run and
+printed after the ZooKeeper rows when present (``bench/rebalance_azure.py`` →
+``measure_azure_leader_failover``).
 
     .venv/bin/python bench/rebalance.py [--session-ms 6000] [--debounce-ms 1000] [--repeat 1]
 """
@@ -66,6 +70,7 @@ class Row:
     published_s: float | None
     running_s: float | None
     bound_s: float
+    ceiling_s: float | None
     moved: int
     moved_bound: int
     relocated: int | None = None
@@ -96,7 +101,8 @@ def _agreed(observation: JobObservation, processors: set[str]) -> bool:
 class ZkGroup:
     """Three processor processes of one job in a fresh ZooKeeper chroot, and an observer."""
 
-    def __init__(self, work: Path, session_ms: int, debounce_ms: int, events: int) -> None:
+    def __init__(self, work: Path, session_ms: int, debounce_ms: int, events: int, tick_ms: int) -> None:
+        self.tick_s = tick_ms / 1000
         hosts = read_service_env()["SAMZA_NB_ZK_CONNECT"].partition("/")[0]
         self.chroot = "/" + unique_name("samza-nb-bench")
         self._admin = KazooClient(hosts=hosts, timeout=10.0)
@@ -177,7 +183,16 @@ def measure_zookeeper_failover(group: ZkGroup, victim_role: str, bound: float) -
         time.sleep(0.02)
     del group.processes[victim]
     return Row(
-        "zookeeper", f"{victim_role} ({victim})", gone, published, running, bound, len(moved), len(held), len(relocated)
+        "zookeeper",
+        f"{victim_role} ({victim})",
+        gone,
+        published,
+        running,
+        bound,
+        bound + group.tick_s,
+        len(moved),
+        len(held),
+        len(relocated),
     )
 
 
@@ -191,11 +206,11 @@ def _relocated(before: JobModel, after: JobModel) -> set[str]:
     return {task for task, location in locations(after).items() if then.get(task) != location}
 
 
-def zookeeper_rows(session_ms: int, debounce_ms: int, repeat: int, events: int) -> list[Row]:
+def zookeeper_rows(session_ms: int, debounce_ms: int, repeat: int, events: int, tick_ms: int) -> list[Row]:
     bound = (session_ms + debounce_ms) / 1000
     rows = []
     with tempfile.TemporaryDirectory(prefix="samza-nb-rebalance-") as tmp:
-        group = ZkGroup(Path(tmp), session_ms, debounce_ms, events)
+        group = ZkGroup(Path(tmp), session_ms, debounce_ms, events, tick_ms)
         try:
             for pid, location in PROCESSORS:
                 group.start(pid, location)
@@ -238,10 +253,11 @@ def _format(row: Row) -> str:
         if row.running_s is not None and row.gone_s is not None
         else ""
     )
+    ceiling = f", + one ZooKeeper tick {row.ceiling_s:.2f} s" if row.ceiling_s is not None else ""
     return (
         f"{row.coordinator:<10} {row.victim:<15} gone {_seconds(row.gone_s):>6} s  published "
         f"{_seconds(row.published_s):>6} s  running {_seconds(row.running_s):>6} s  (bound "
-        f"{row.bound_s:.2f} s){after_expiry}  moved {row.moved} tasks, "
+        f"{_seconds(row.bound_s)} s{ceiling}){after_expiry}  moved {row.moved} tasks, "
         f"{'–' if row.relocated is None else row.relocated} to another location (bound {row.moved_bound})"
     )
 
@@ -251,11 +267,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--debounce-ms", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--tick-ms", type=int, default=2000, help="the ZooKeeper server's tickTime")
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--only-zookeeper", action="store_true", help="skip other coordinators' rows")
     args = parser.parse_args(argv)
     print("coordinator victim          (seconds from SIGKILL; bound = session timeout + debounce)")
-    rows = zookeeper_rows(args.session_ms, args.debounce_ms, args.repeat, args.events)
+    rows = zookeeper_rows(args.session_ms, args.debounce_ms, args.repeat, args.events, args.tick_ms)
     if not args.only_zookeeper:
         rows += plugin_rows()
     return [asdict(row) for row in rows]

@@ -4,7 +4,9 @@ one StreamProcessor each, coordinated by the job's distributed coordinator.
 Each process writes one log file, runs in a process group of its own (so a kill takes its Spark
 JVM too) and dies with the process that started it: on Linux the kernel sends it SIGKILL when
 its parent ends (``PR_SET_PDEATHSIG``), and everywhere the processes still running at exit are
-killed. ``start_processor("jobs:app", {"job.coordinator.factory": "zookeeper", ...},
+killed. (Linux ties the signal to the thread that started the process: start processes from
+a thread that lives as long as they should, such as a notebook's main thread.)
+``start_processor("jobs:app", {"job.coordinator.factory": "zookeeper", ...},
 processor_id="p1", location="host-a")``.
 """
 

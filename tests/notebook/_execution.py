@@ -87,7 +87,7 @@ def execute(stem: str) -> Path:
     output = ARTIFACTS / f"{stem}.ipynb"
     work = Path(tempfile.mkdtemp(prefix=f"samza-nb-{stem}-"))
     atexit.register(shutil.rmtree, work, ignore_errors=True)
-    parameters = {**SMALL_PARAMETERS, "data_dir": str(work / "data")}
+    parameters = {**SMALL_PARAMETERS, **service_parameters(), "data_dir": str(work / "data")}
     with _kernelspec_on_path():
         papermill.execute_notebook(
             str(source),
@@ -101,3 +101,16 @@ def execute(stem: str) -> Path:
             start_timeout=120,
         )
     return output
+
+
+def service_parameters() -> dict[str, Any]:
+    """``zk_connect``: the engine room's ZooKeeper, for the notebooks that take it (06); nothing
+    when no services run (those notebooks then find or start ZooKeeper themselves)."""
+    from samza_nb.errors import ServiceError
+    from samza_nb.services import read_service_env
+
+    try:
+        connect = read_service_env().get("SAMZA_NB_ZK_CONNECT")
+    except ServiceError:
+        return {}
+    return {"zk_connect": connect} if connect else {}

@@ -108,9 +108,14 @@ def test_drain_writes_a_notification_for_the_groups_run_id(
     with pytest.raises(DrainError, match="no run id yet"):
         attached.drain()
     NamespacedMetadataStore(attached.metadata, "set-config").put("app.run.id", b"run-7")
-    status = attached.drain()
-    assert status.state in ("draining", "waiting")
+    widget = AttachedJobWidget(attached, auto_refresh=False)
+    try:
+        widget.drain_button.click()  # the widget's Drain button drains through the handle
+        assert widget.drain_button.disabled and "drain requested" in widget.message.value
+    finally:
+        widget.close()
     assert [n.run_id for n in read_drain_notifications(attached.metadata)] == ["run-7"]
+    assert attached.status().state in ("draining", "waiting")
 
 
 def test_attach_errors_name_what_is_wrong(zk_connect: str) -> None:
