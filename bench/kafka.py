@@ -208,7 +208,11 @@ def main() -> None:
     args = parser.parse_args()
     bootstrap = bootstrap_address(args.bootstrap)
     topic = f"bench-page-views-{uuid.uuid4().hex[:8]}"
-    system = KafkaSystem("kafka", bootstrap)
+    # Explicit retention configs: Tansu reports only the configs a topic was created with, and
+    # Quix Streams derives its repartition topic's configs from the input's.
+    system = KafkaSystem(
+        "kafka", bootstrap, topic_config={"retention.ms": "604800000", "retention.bytes": "-1"}
+    )
     events = generate_page_views(args.events)
     expected = expected_counts(events)
     try:
