@@ -7,10 +7,16 @@ Measured in one run, on the same topic:
       after the other, with the same decoding and counting;
   (i) the same records appended as an intermediate stream (headers, (producer, seq) per append
       of 5,000) and fetched back with deduplication.
-The full pipeline comparison of issue 13 ((a) samza_nb at-least-once, (a') exactly-once,
-(b) Quix Streams) needs the runtime on Kafka and is not measured here yet.
+and the whole quickstart pipeline (filter → partition_by page → keyed tumbling count → output
+topic) run by samza_nb from start to its drained end (windows flushed, counts checked):
+  (a)  at-least-once (checkpoints in the metadata store);
+  (a') task.processing.guarantee=exactly-once (one Kafka transaction per task epoch).
+Task epochs run in this process (``--executor local``, the default) or on Spark
+(``--executor spark``: add the JVM start). Ratios printed: a/c and a'/a.
+(b) Quix Streams runs in a bench venv of its own: ``--quix-python PATH`` names its interpreter
+(bench/kafka_quix.py is the peer program).
 
-    .venv/bin/python bench/kafka.py --events 200000 [--bootstrap host:port]
+    .venv/bin/python bench/kafka.py --events 200000 [--bootstrap host:port] [--skip-pipeline]
 
 The broker is --bootstrap, else $SAMZA_NB_KAFKA_BOOTSTRAP, else the services env file.
 """
@@ -127,14 +133,86 @@ def intermediate_round_trip(system: KafkaSystem, topic: str, source: str) -> tup
     return append_s, time.perf_counter() - started, count
 
 
+def pipeline(system: KafkaSystem, topic: str, guarantee: str, executor: str, expected: Counter[str] | dict[str, int]) -> float:
+    """(a)/(a'): seconds from run() to the drained end; the output counts are checked."""
+    import tempfile
+    from datetime import timedelta
+
+    from samza_nb.api import KV, StreamApplication, Windows
+    from samza_nb.runtime import run
+
+    name = f"{topic}-{guarantee}"
+    app = StreamApplication(name, job_id="1")
+    views = app.input(system.input(topic, partitions=PARTITIONS, serde="json"))
+    out = app.output(system.output(f"{name}-counts", partitions=PARTITIONS, serde="json"))
+    (
+        views.filter(lambda view: view["country"] == "US")
+        .partition_by(lambda view: view["page"], lambda view: view, op_id="by-page")
+        .window(
+            Windows.keyed_tumbling(lambda kv: kv.key, timedelta(hours=1), initial=lambda: 0,
+                                   fold=lambda kv, n: n + 1),
+            op_id="count",
+        )
+        .map(lambda pane: KV(pane.key.key, pane.message))
+        .send_to(out)
+    )
+    config = {
+        "job.home": tempfile.mkdtemp(prefix="bench-kafka-"),
+        "task.processing.guarantee": guarantee,
+        "job.drain-monitor.poll.interval.ms": "50",
+    }
+    started = time.perf_counter()
+    job = run(app, config, until="forever", background=True, executor=executor)
+    deadline = time.monotonic() + 600
+    while True:
+        status = job.status()
+        assert not status.done, status.error
+        streams = job.metrics()["streams"]
+        if status.partitions and all(row["lag"] == 0 for row in status.partitions) and all(
+            entry.get("lag", 0) == 0 for entry in streams.values()
+        ):
+            break
+        assert time.monotonic() < deadline, streams
+        time.sleep(0.02)
+    drained = job.drain(wait=True, timeout=600)
+    elapsed = time.perf_counter() - started
+    assert drained.state == "drained", drained
+    frame = job.collect(f"{name}-counts")
+    counts: Counter[str] = Counter()
+    for key, value in zip(frame["key"], frame["value"], strict=True):
+        counts[key] += value
+    assert counts == expected, f"the {guarantee} pipeline counted wrong"
+    return elapsed
+
+
+def quix(python: str, bootstrap: str, topic: str, events: int) -> float:
+    """(b): bench/kafka_quix.py in its own interpreter; it prints the seconds to its last message."""
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).with_name("kafka_quix.py")
+    done = subprocess.run(
+        [python, str(script), bootstrap, topic, str(events)],
+        capture_output=True, text=True, timeout=900, check=True,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--executor", default="local", choices=["local", "spark"])
+    parser.add_argument("--skip-pipeline", action="store_true", help="only the read paths")
+    parser.add_argument("--quix-python", default=None, help="interpreter of a venv with quixstreams")
     args = parser.parse_args()
     bootstrap = bootstrap_address(args.bootstrap)
     topic = f"bench-page-views-{uuid.uuid4().hex[:8]}"
-    system = KafkaSystem("kafka", bootstrap)
+    # Explicit retention configs: Tansu reports only the configs a topic was created with, and
+    # Quix Streams derives its repartition topic's configs from the input's.
+    system = KafkaSystem(
+        "kafka", bootstrap, topic_config={"retention.ms": "604800000", "retention.bytes": "-1"}
+    )
     events = generate_page_views(args.events)
     expected = expected_counts(events)
     try:
@@ -154,10 +232,19 @@ def main() -> None:
         print(f"(k)    KafkaSystem.fetch        {len(events) / fetch_s:>12,.0f} events/s  k/c = {floor_s / fetch_s:.2f}")
         print(f"(i)    append with headers      {len(events) / append_s:>12,.0f} events/s")
         print(f"(i)    fetch with dedup         {len(events) / dedup_s:>12,.0f} events/s")
+        if args.skip_pipeline:
+            return
+        a_s = pipeline(system, topic, "at-least-once", args.executor, expected)
+        print(f"(a)    samza_nb at-least-once   {len(events) / a_s:>12,.0f} events/s  a/c = {floor_s / a_s:.2f}")
+        eo_s = pipeline(system, topic, "exactly-once", args.executor, expected)
+        print(f"(a')   samza_nb exactly-once    {len(events) / eo_s:>12,.0f} events/s  a'/a = {a_s / eo_s:.2f}")
+        if args.quix_python:
+            b_s = quix(args.quix_python, bootstrap, topic, len(events))
+            print(f"(b)    Quix Streams             {len(events) / b_s:>12,.0f} events/s  a/b = {b_s / a_s:.2f}")
     finally:
         system.close()
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        topics = [name for name in admin.list_topics(timeout=10).topics if name.startswith(topic)]
+        topics = [name for name in admin.list_topics(timeout=10).topics if topic in name]
         for future in admin.delete_topics(topics).values():
             future.result(timeout=30)
 

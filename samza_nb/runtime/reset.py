@@ -1,7 +1,7 @@
 """Starting a job over: delete what it keeps between runs (``samza-nb reset``).
 
 A job keeps its job home (metadata store, stores, lease and incarnation files), its
-intermediate streams and its store changelogs. Reset deletes them all, under the job's lease,
+intermediate streams, its store changelogs and, under exactly-once, its checkpoint topic. Reset deletes them all, under the job's lease,
 so a running job is never reset under its feet; the job's inputs and outputs stay.
 """
 
@@ -12,6 +12,7 @@ import shutil
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.runtime.context import default_system_of, system_of
+from samza_nb.runtime.exactly_once import checkpoint_system, checkpoint_topic, exactly_once
 from samza_nb.runtime.home import job_home
 from samza_nb.runtime.job_setup import open_metadata_store
 
@@ -27,6 +28,8 @@ def reset_job(plan: ExecutionPlan, *, dry_run: bool = False) -> list[str]:
     system = default_system_of(plan)
     if system is not None:
         streams += [(system, plan.changelog_stream_id(store)) for store in plan.store_names]
+    if exactly_once(plan):  # the checkpoints live in the checkpoint topic
+        streams.append((checkpoint_system(plan), checkpoint_topic(plan)))
     existing = [(owner, sid) for owner, sid in streams if owner.partition_count(sid) is not None]
     doomed += [f"stream {sid!r} of system {owner.name!r}" for owner, sid in existing]
     if home.exists():

@@ -5,6 +5,8 @@ bounds to read to, the epoch's processing time). The task opens its stores, push
 message and control message through the whole operator DAG, appends its outputs (tagged with
 (task, epoch) so a retried epoch never appends twice), flushes its stores together with the new
 offsets, and returns an :class:`EpochResult`. The processor commits the checkpoint afterwards.
+Under ``task.processing.guarantee=exactly-once`` the task itself commits its outputs,
+changelog records and checkpoint in one Kafka transaction (:mod:`samza_nb.runtime.exactly_once`).
 
 A task epoch never raises: whatever fails (a user function, a user serde, a store, the log) is
 returned as the result's ``error`` with the operator or store, the SSP and the offset.

@@ -59,14 +59,17 @@ class KafkaTransaction:
         try:
             call()
         except KafkaException as error:
-            kafka_error = error.args[0] if error.args else None
-            fenced = kafka_error is not None and kafka_error.fatal()
-            detail = "this producer was fenced by a newer one with the same id; " if fenced else ""
-            msg = self.system.scrub(
-                f"{self.system.where}: transaction {self.transactional_id!r}: {operation} failed: "
-                f"{detail}{error}"
-            )
-            raise StreamSystemError(msg) from None
+            raise self._error(operation, error) from None
+
+    def _error(self, operation: str, error: Any) -> StreamSystemError:
+        kafka_error = error.args[0] if error.args else None
+        fenced = kafka_error is not None and kafka_error.fatal()
+        detail = "this producer was fenced by a newer one with the same id; " if fenced else ""
+        msg = self.system.scrub(
+            f"{self.system.where}: transaction {self.transactional_id!r}: {operation} failed: "
+            f"{detail}{error}"
+        )
+        return StreamSystemError(msg)
 
     def begin(self) -> None:
         """Start the epoch's transaction."""
@@ -87,6 +90,8 @@ class KafkaTransaction:
         if not self._open:
             msg = f"transaction {self.transactional_id!r}: append({stream_id!r}) outside begin()/commit()"
             raise StreamSystemError(msg)
+        from confluent_kafka import KafkaException
+
         self.system.require_partition(stream_id, partition)
 
         def delivered(error: Any, _message: Any) -> None:
@@ -103,14 +108,19 @@ class KafkaTransaction:
                     )
                     break
                 except BufferError:
-                    self._producer.poll(0.05)
+                    self._run("poll", lambda: self._producer.poll(0.05))
+                except KafkaException as error:  # fenced, or the transaction failed
+                    operation = f"produce to {stream_id}[{partition}]"
+                    raise self._error(operation, error) from None
             else:
                 msg = f"transaction {self.transactional_id!r}: the producer queue stayed full"
                 raise StreamSystemError(msg)
 
     def flush(self) -> None:
         """Wait until every record appended so far is acknowledged (still uncommitted)."""
-        remaining = self._producer.flush(self._timeout)
+        left: list[int] = []
+        self._run("flush", lambda: left.append(self._producer.flush(self._timeout)))
+        remaining = left[0]
         if remaining or self._errors:
             first = self._errors[0].str() if self._errors else f"{remaining} records unacknowledged"
             msg = f"transaction {self.transactional_id!r}: flush failed: {first}"
@@ -134,4 +144,4 @@ class KafkaTransaction:
     def close(self) -> None:
         if self._open:
             self.abort()
-        self._producer.flush(self._timeout)
+        self._run("flush", lambda: self._producer.flush(self._timeout))

@@ -17,6 +17,7 @@ from samza_nb.metadata import NamespacedMetadataStore
 from samza_nb.runtime import run
 from samza_nb.runtime.checkpoints import CHECKPOINT_NAMESPACE
 from samza_nb.runtime.exactly_once import checkpoint_topic, read_topic_checkpoints
+from samza_nb.runtime.reset import reset_job
 from samza_nb.systems import KafkaSystem
 
 pytestmark = pytest.mark.services
@@ -87,5 +88,6 @@ def test_the_quickstart_on_kafka_drains_with_exact_counts(
         assert sorted(in_topic) == sorted(job.status().tasks)
         assert {t: c.seq for t, c in in_topic.items()} == {t: c.seq for t, c in job.checkpoints.cached().items()}
         assert NamespacedMetadataStore(job.metadata, CHECKPOINT_NAMESPACE).all() == {}
+        assert any(repr(topic) in doomed for doomed in reset_job(job.plan, dry_run=True))
     else:
         assert in_topic == {}
