@@ -30,7 +30,8 @@ class AzureObservation:
     processor whose row says it leads, None without one), ``lease`` (the page blob's lease
     state), ``version`` (the newest published job model version), ``barrier`` (``START``,
     ``END`` or ``TIMEOUT`` of ``barrier_version``), ``published`` (the processor list on the
-    blob), ``model`` and ``assignment`` (task → (processor, location)) of that version, and
+    blob), ``joined`` (live processors with a row in that version: they joined its barrier),
+    ``previous_version``/``previous_model`` (the bundle's previous ones), ``model`` and ``assignment`` (task → (processor, location)) of that version, and
     ``task_locality``."""
 
     where: str
@@ -41,7 +42,10 @@ class AzureObservation:
     barrier: str | None = None
     barrier_version: str | None = None
     published: tuple[str, ...] = ()
+    joined: tuple[str, ...] = ()
     model: JobModel | None = None
+    previous_version: str | None = None
+    previous_model: JobModel | None = None
     assignment: dict[str, tuple[str, LocationId | None]] = field(default_factory=dict)
     task_locality: dict[str, LocationId] = field(default_factory=dict)
 
@@ -102,7 +106,16 @@ class AzureJobObserver:
             barrier[0] if barrier else None,
             barrier[1] if barrier else None,
             tuple(self.blob.read_processors()),
+            tuple(
+                sorted(
+                    row.processor_id
+                    for row in rows
+                    if bundle is not None and row.version == bundle.curr_version
+                )
+            ),
             model,
+            bundle.prev_version if bundle is not None else None,
+            bundle.prev_model if bundle is not None else None,
             dict(sorted(assignment.items())),
             self._task_locality(),
         )
