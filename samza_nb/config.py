@@ -200,7 +200,10 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         minimum=1,
     ),
     ConfigKey(
-        "job.debounce.time.ms", "20000", "Debounce before recomputing the job model.", minimum=0
+        "job.debounce.time.ms",
+        "20000",
+        "Debounce before recomputing the job model (ZooKeeper and Azure leaders).",
+        minimum=0,
     ),
     ConfigKey(
         "azure.storage.connect",

@@ -161,11 +161,17 @@ class AzureBlobMetadataStore(MetadataStore):
 
     @classmethod
     def for_job(
-        cls, config: Config | Mapping[str, Any] | None = None, *, connect: str | None = None
+        cls,
+        config: Config | Mapping[str, Any] | None = None,
+        *,
+        connect: str | None = None,
+        create: bool = True,
     ) -> AzureBlobMetadataStore:
         cfg = Config.of(config)
         return cls(
-            AzureAccount.from_config(cfg, connect), container_name("samza-nb-", global_app_id(cfg))
+            AzureAccount.from_config(cfg, connect),
+            container_name("samza-nb-", global_app_id(cfg)),
+            create=create,
         )
 
     def __repr__(self) -> str:

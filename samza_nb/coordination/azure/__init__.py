@@ -2,7 +2,8 @@
 
 ``names`` (container, page blob, table), ``blob`` (the page blob: lease, job model bundle,
 barrier, processor list), ``processors`` (the heartbeat table), ``lock`` (:class:`AzureLock`),
-``lease`` (:class:`AzureJobLease`), ``run_id`` and ``coordinator`` (:class:`AzureJobCoordinator`).
+``lease`` (:class:`AzureJobLease`), ``run_id``, ``coordinator`` (:class:`AzureJobCoordinator`)
+and ``observer`` (:class:`AzureJobObserver`, reads a job without joining it).
 Importing ``factory`` registers ``azure`` as a ``job.coordinator.factory``.
 """
 
@@ -19,6 +20,7 @@ from samza_nb.coordination.azure.factory import azure_job_coordinator
 from samza_nb.coordination.azure.lease import AzureJobLease
 from samza_nb.coordination.azure.lock import AzureLock
 from samza_nb.coordination.azure.names import AzureNames
+from samza_nb.coordination.azure.observer import AzureJobObserver, AzureObservation
 from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorRow, ProcessorTable
 from samza_nb.coordination.azure.run_id import AzureRunIdGenerator
 
@@ -30,7 +32,9 @@ __all__ = [
     "AzureJobCoordinator",
     "AzureJobLease",
     "AzureLock",
+    "AzureJobObserver",
     "AzureNames",
+    "AzureObservation",
     "AzureRunIdGenerator",
     "AzureTimings",
     "CoordinationBlob",

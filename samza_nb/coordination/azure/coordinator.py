@@ -7,7 +7,10 @@ with their locations and the task locality of the metadata store; no trimming lo
    ``processors/<pid>``; heartbeats; an attempt to lead.
 2. **leader** (holder of the page blob's lease, renewed every ``lease.renew.interval``; a failed
    renewal demotes): every ``membership.check.interval`` it compares the live processors of the
-   table with the list on the blob; a difference (or a barrier that timed out) starts a round:
+   table with the list on the blob; a difference (or a barrier that timed out, or having just
+   become leader) starts a round once the live set has not changed for ``job.debounce.time.ms``
+   (as the ZooKeeper leader does; Samza's Azure leader publishes at once, so processors started
+   together first run a model of whoever was first, then rebalance):
    the next version's model (grouped over the live processors), then ``START <v>``, then the
    processor list, every write under its lease. Processors it dropped lose their fencing lease
    (the leader breaks it), so a frozen one that wakes up cannot commit.
@@ -150,6 +153,7 @@ class AzureJobCoordinator(JobCoordinator):
         self.names = AzureNames.for_job(self.config)
         self.timings = AzureTimings.from_config(self.config)
         self.blob_length = self.config.get_int("job.coordinator.azure.blob.length")
+        self.debounce = self.config.get_int("job.debounce.time.ms") / 1000
         self._metadata = metadata
         self._before_first_publish = before_first_publish
         self._state = threading.RLock()
@@ -164,6 +168,8 @@ class AzureJobCoordinator(JobCoordinator):
         self._pending: tuple[str, JobModel] | None = None
         self._round: _Round | None = None
         self._needs_round = False
+        self._seen_live: frozenset[str] | None = None  # the live set the leader saw last
+        self._seen_at = 0.0  # when it last changed
         self._working = False
         self._expired = True
         self._fence_lease: str | None = None
@@ -461,14 +467,20 @@ class AzureJobCoordinator(JobCoordinator):
             self._lease_id = lease
             self._renewed_at = time.monotonic()
             self._leading = True
+            self._needs_round = True  # after the debounce (processors starting together)
+            self._seen_live = None
         _log.info("processor %s leads %s", self.processor_id, self.names.container)
         self._heartbeat()
-        self._new_round()
 
     def _check_membership(self) -> None:
         if not self._leading:
             return
-        live = {row.processor_id for row in self.table.live(self.timings.liveness)}
+        live = frozenset(row.processor_id for row in self.table.live(self.timings.liveness))
+        now = time.monotonic()
+        if live != self._seen_live:
+            self._seen_live, self._seen_at = live, now
+        if now - self._seen_at < self.debounce:
+            return  # membership still settling: one round once it is quiet
         current = self._round
         if current is not None and current.participants == live:
             return

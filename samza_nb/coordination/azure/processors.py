@@ -100,10 +100,13 @@ class ProcessorTable:
             raise self._error(what, error) from error
 
     def rows(self) -> list[ProcessorRow]:
-        from azure.core.exceptions import AzureError
+        """Every row (none while the table does not exist yet)."""
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
 
         try:
             entities = list(self.table.list_entities())
+        except ResourceNotFoundError:
+            return []
         except AzureError as error:
             what = "list the processors"
             raise self._error(what, error) from error

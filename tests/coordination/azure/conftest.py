@@ -23,6 +23,7 @@ __all__ = ["RecordingListener", "azure_config", "wait_until"]
 #: Azurite's shortest lease; everything else is shortened around it.
 LEASE_MS = 15000
 TIMINGS = {
+    "job.debounce.time.ms": "300",
     "job.coordinator.azure.heartbeat.interval.ms": "500",
     "job.coordinator.azure.liveness.timeout.ms": "3000",
     "job.coordinator.azure.leader.check.interval.ms": "1000",

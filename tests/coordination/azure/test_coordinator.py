@@ -21,6 +21,7 @@ from samza_nb.coordination.azure import (
     BARRIER_END,
     BARRIER_TIMEOUT,
     AzureJobCoordinator,
+    AzureJobObserver,
     AzureNames,
 )
 from samza_nb.errors import CoordinationError, JobLeaseError
@@ -78,6 +79,17 @@ def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
 
     follower = next(c for c in both if not c.is_leader)
     survivor = next(c for c in both if c.is_leader)
+    observer = AzureJobObserver(first.config)
+    try:
+        seen = observer.observe()
+    finally:
+        observer.close()
+    assert seen.leader == survivor.processor_id and seen.lease == "leased"
+    assert seen.processors == {"p1": "host-a", "p2": "host-b"} and seen.published == ("p1", "p2")
+    assert (seen.version, seen.barrier, seen.barrier_version) == (version, BARRIER_END, version)
+    assert {task: pid for task, (pid, _) in seen.assignment.items()} == {
+        task: pid for pid, names in tasks.items() for task in names
+    }
     crash(follower)
     began = time.monotonic()
     moved = survivor.wait_for_job_model(30, newer_than=version)

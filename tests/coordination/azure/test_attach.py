@@ -1,0 +1,119 @@
+"""``%samza attach azure://ACCOUNT``: a handle and the live widget that read an Azure job's
+table and page blob without joining it, and drain it; coordinators run in threads against
+Azurite. (Skipped where the attach registry of ``samza_nb.notebook.magics`` is absent.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("samza_nb.notebook.magics.attach_schemes")
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from samza_nb.notebook.magics.attach_handle import AttachedJob  # noqa: E402
+from samza_nb.notebook.magics.attach_schemes import attach, attach_scheme_names  # noqa: E402
+from samza_nb.notebook.widgets.attached_job import AttachedJobWidget  # noqa: E402
+
+from samza_nb.config import Config  # noqa: E402
+from samza_nb.drain import read_drain_notifications  # noqa: E402
+from samza_nb.errors import ConfigError  # noqa: E402
+from samza_nb.metadata.azure import AzureBlobMetadataStore  # noqa: E402
+from samza_nb.notebook.magics import SamzaMagics, Session  # noqa: E402
+
+from .conftest import wait_until  # noqa: E402
+
+pytestmark = pytest.mark.services
+
+ALL_TASKS = {f"Partition {p}" for p in range(6)}
+
+
+def _agreed(handle: AttachedJob, processors: set[str]) -> bool:
+    seen = handle.observe()
+    return (
+        seen.barrier == "DONE"
+        and seen.active == seen.latest
+        and {pid for pid, _ in seen.assignment.values()} == processors
+    )
+
+
+def test_attach_sees_the_job_without_joining_and_drains_it(
+    coordinators: Callable[..., Any],
+    job_config: Config,
+    metadata: AzureBlobMetadataStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert "azure" in attach_scheme_names()
+    first, _ = coordinators("p1", "host-a")
+    second, _ = coordinators("p2", "host-b")
+    run_id = first.run_id_generator(metadata).run_id()
+    connect = job_config.get_str("azure.storage.connect")
+    # The key comes from the environment, never from the notebook text.
+    monkeypatch.setenv("SAMZA_NB_AZURE_CONNECTION_STRING", connect)
+    settings = {k: v for k, v in job_config.to_dict().items() if k != "azure.storage.connect"}
+    app_name = settings.pop("app.name")
+    handle = attach("azure://devstoreaccount1", app_name, config=settings)
+    try:
+        wait_until(lambda: _agreed(handle, {"p1", "p2"}), 30, "a model over p1 and p2")
+        seen = handle.observe()
+        leader = next(c for c in (first, second) if c.is_leader).processor_id
+        assert seen.leader == leader
+        assert {(p.processor_id, p.location_id) for p in seen.processors} == {
+            ("p1", "host-a"),
+            ("p2", "host-b"),
+        }
+        assert set(seen.assignment) == ALL_TASKS
+        latest = seen.latest_version
+        assert latest is not None and set(latest.expected) == {"p1", "p2"}
+        assert handle.status().state == "running"
+        widget = AttachedJobWidget(handle, auto_refresh=False)
+        try:
+            assert {row[0] for row in widget.task_rows()} == ALL_TASKS
+            text = widget.snapshot_text()
+            assert f"leader {leader}" in text
+            for shown in (text, widget.snapshot_html(), repr(handle), repr(seen)):
+                assert connect not in shown and "AccountKey" not in shown
+        finally:
+            widget.close()
+        handle.drain()
+        assert [n.run_id for n in read_drain_notifications(metadata)] == [run_id]
+    finally:
+        handle.close()
+
+
+def test_attach_refuses_another_account(
+    job_config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "SAMZA_NB_AZURE_CONNECTION_STRING", job_config.get_str("azure.storage.connect")
+    )
+    with pytest.raises(ConfigError, match="not 'otheraccount'"):
+        attach("azure://otheraccount", "pages")
+
+
+def test_magic_attach_azure_returns_the_handle(
+    coordinators: Callable[..., Any], job_config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coordinators("p1", "host-a")
+    monkeypatch.setenv(
+        "SAMZA_NB_AZURE_CONNECTION_STRING", job_config.get_str("azure.storage.connect")
+    )
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "samza_nb")
+    magics = shell.magics_manager.registry["SamzaMagics"]
+    assert isinstance(magics, SamzaMagics)
+    magics.session = Session(shell)
+    app_name = job_config.get_str("app.name")
+    handle = shell.run_line_magic(
+        "samza",
+        f"attach azure://devstoreaccount1?job=1 {app_name} "
+        "--config job.coordinator.azure.liveness.timeout.ms=3000",
+    )
+    try:
+        assert isinstance(handle, AttachedJob)
+        wait_until(lambda: _agreed(handle, {"p1"}), 30, "a model over p1")
+        assert handle.status().leader == "p1"
+    finally:
+        handle.close()
+    assert handle.status().state == "detached"
