@@ -74,6 +74,7 @@ class JobViews:
                 "epochs": cached[task].seq if task in cached else 0,
                 "lag": lag_by_task.get(task, 0),
                 "done": task in self._done_tasks,
+                "restore": self._metrics.restore_of(task),
             }
             for task in sorted(self._task_ssps())
         }

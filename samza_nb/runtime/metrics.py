@@ -53,6 +53,17 @@ class JobMetrics:
             self._operators[op_id] = self._operators.get(op_id, 0) + count
         self.rebuilt_stores.extend(result.rebuilt)
 
+    def restore_of(self, task: str) -> dict[str, Any]:
+        """A task's store restores so far: count, records, bytes, seconds."""
+        with self._lock:
+            entry = self._tasks.get(task) or _empty_task_metrics()
+            return {
+                "restores": entry["restores"],
+                "records": entry["restored_records"],
+                "bytes": entry["restored_bytes"],
+                "seconds": entry["restore_seconds"],
+            }
+
     def snapshot(
         self,
         tasks: Iterable[str],

@@ -110,6 +110,7 @@ def test_failover_promotes_the_standby_and_restores_only_the_tail(system: Embedd
     # of at most 300 updates), never their whole store (about 500 keys each).
     for task in lost:
         assert tasks[task]["restored_records"] <= 300, tasks[task]
+        assert job.status().tasks[task]["restore"]["records"] == tasks[task]["restored_records"]
     assert all(tasks[t]["restored_records"] == 0 for t in tasks if t not in lost)
 
 
