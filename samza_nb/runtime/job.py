@@ -451,7 +451,9 @@ class Job(JobViews):
             return model
 
     def kill_processor(self, processor_id: str) -> JobModel:
-        """Remove a processor; its tasks move per the grouper (host affinity keeps the rest)."""
+        """Remove a processor; its tasks move per the grouper (host affinity keeps the rest).
+        With standbys (``job.standbytasks.replication.factor`` > 1) each of its active tasks is
+        promoted onto the processor holding its standby and replays only its store's tail."""
         with self._lock:
             if processor_id not in self._processors:
                 msg = f"no processor {processor_id!r}; processors are {sorted(self._processors)}"

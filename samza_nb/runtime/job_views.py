@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from samza_nb.coordination.job_model_calculator import unassigned_standbys
 from samza_nb.errors import JobError, TaskError
 from samza_nb.grouping.standby import active_task_name
-from samza_nb.model import JobModel, SystemStreamPartition
+from samza_nb.model import JobModel, SystemStreamPartition, TaskMode
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.charts import JobChart, LagHeatmap
 from samza_nb.runtime.context import system_of
@@ -117,13 +117,16 @@ class JobViews:
                 "epochs": cached[task].seq if task in cached else 0,
                 "lag": lag_by_task.get(task, 0),
                 "done": task in self._done_tasks,
+                "restore": self._metrics.restore_of(task),
             }
             for task in sorted(self._task_ssps())
         }
         processors = {}
         for pid, container in sorted(model.containers.items()):
             processor = self._processors.get(pid)
-            finished = all(t in self._done_tasks for t in container.tasks)
+            # A container of standbys only is as alive as its processor.
+            actives = [t for t, model in container.tasks.items() if model.mode is TaskMode.ACTIVE]
+            finished = (bool(actives) or not container.tasks) and all(t in self._done_tasks for t in actives)
             state = "stopped" if finished or processor is None else processor.state
             location = container.location_id or (processor.location_id if processor else "")
             processors[pid] = ProcessorStatus(pid, location, sorted(container.tasks), state)

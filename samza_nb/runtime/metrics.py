@@ -82,6 +82,17 @@ class JobMetrics:
             counters[failed_op] = {"in": 0, "skipped": 0, "dropped": 0, "errors": 1}
         return counters
 
+    def restore_of(self, task: str) -> dict[str, Any]:
+        """A task's store restores so far: count, records, bytes, seconds."""
+        with self._lock:
+            entry = self._tasks.get(task) or _empty_task_metrics()
+            return {
+                "restores": entry["restores"],
+                "records": entry["restored_records"],
+                "bytes": entry["restored_bytes"],
+                "seconds": entry["restore_seconds"],
+            }
+
     def snapshot(
         self,
         tasks: Iterable[str],

@@ -110,6 +110,7 @@ def test_failover_promotes_the_standby_and_restores_only_the_tail(system: Embedd
     # of at most 300 updates), never their whole store (about 500 keys each).
     for task in lost:
         assert tasks[task]["restored_records"] <= 300, tasks[task]
+        assert job.status().tasks[task]["restore"]["records"] == tasks[task]["restored_records"]
     assert all(tasks[t]["restored_records"] == 0 for t in tasks if t not in lost)
 
 
@@ -148,3 +149,49 @@ def test_fewer_locations_than_the_replication_factor_is_a_clear_error(system: Em
     # The failed run released the job: the next one runs.
     job = run_local(build_app(system), {"processor.locations": "host-a,host-b"}, processors=2, until="end-of-stream")
     assert job.status().state == "finished"
+
+
+def test_a_running_job_compacts_its_changelogs_and_restores_from_them(system: EmbeddedSystem) -> None:
+    events = generate_events(2_400, users=120)  # 20 updates per key
+    write_events(system, events[:1_600], partitions=2, end=False)
+    config = {
+        "processor.locations": "host-a,host-b",
+        "task.max.epoch.messages": "200",
+        "job.changelog.compaction.min.messages": "50",
+    }
+    job = run_local(build_app(system, partitions=2), config, processors=2, grouper="host-affinity",
+                    until="end-of-stream", background=True)
+    try:
+        owner = job._processors["0"]
+        _wait(lambda: _caught_up_inputs(job, 1_600), "the first 1600 events read")
+        moved = sorted(job.job_model.containers["1"].tasks)
+        changelog = job.plan.changelog_stream_id("counts")
+        partitions = [job.job_model.active_tasks()[t].changelog_partition for t in moved]
+        _wait(
+            lambda: {r.partition for r in owner.compactor.results if r.stream == changelog} >= set(partitions),
+            "a compaction of the changelog of processor 1's task",
+        )
+        owner.compactor.join()
+        assert owner.compactor.error is None
+        written = {p: system.newest_offsets(changelog)[p] for p in partitions}
+        job.kill_processor("1")
+        system.write("events", events[1_600:], key_fn=lambda event: event["user"])
+        system.end_stream("events")
+        status = job.wait(timeout=120)
+    finally:
+        job.stop()
+    assert status.state == "finished"
+    assert totals_of(job.collect("user-counts")) == expected_totals(events)
+    tasks = job.metrics()["tasks"]
+    # The moved task rebuilt its store from a compacted changelog: fewer records than it wrote.
+    for task, partition in zip(moved, partitions, strict=True):
+        assert 0 < tasks[task]["restored_records"] < written[partition], (tasks[task], written)
+
+
+def _caught_up_inputs(job: Any, newest: int) -> bool:
+    return sum(
+        offset
+        for task in job.job_model.active_tasks()
+        for key, offset in job.checkpoints.read(task).offsets.items()
+        if key.startswith("events#")
+    ) == newest

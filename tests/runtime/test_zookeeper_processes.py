@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.examples.user_counts import expected_totals, generate_events, totals_of, write_events
 from samza_nb.metadata.zookeeper import ZkMetadataStore
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
@@ -37,8 +38,11 @@ def _settings(zk_connect: str) -> dict[str, str]:
     }
 
 
-def _processor(tmp_path: Path, zk_connect: str, pid: str, location: str) -> subprocess.Popen[bytes]:
+def _processor(
+    tmp_path: Path, zk_connect: str, pid: str, location: str, extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     settings = {
+        **(extra or {}),
         "job.coordinator.factory": "zookeeper",
         "job.coordinator.zk.connect": zk_connect,
         "job.coordinator.zk.session.timeout.ms": "4000",
@@ -114,14 +118,16 @@ def _batches(log: Path) -> list[tuple[int, str, int, int]]:
         db.close()
 
 
-def _input_read(zk_connect: str) -> int:
-    store = ZkMetadataStore(zk_connect, "/app-zk-pages-1/ApplicationRunnerData")
+def _input_read(
+    zk_connect: str, root: str = "/app-zk-pages-1/ApplicationRunnerData", prefix: str = "page-views#"
+) -> int:
+    store = ZkMetadataStore(zk_connect, root)
     try:
         return sum(
             offset
             for checkpoint in CheckpointStore(store).read_all().values()
             for key, offset in checkpoint.offsets.items()
-            if key.startswith("page-views#")
+            if key.startswith(prefix)
         )
     finally:
         store.close()
@@ -153,3 +159,57 @@ def test_samza_nb_drain_stops_every_processor_process(zk_connect: str, tmp_path:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(30)
     assert _totals(system) == expected_counts(events)
+
+
+_STANDBY_MODULE = """
+from samza_nb.examples.user_counts import build_app
+from samza_nb.systems import EmbeddedSystem
+app = build_app(EmbeddedSystem("embedded", path={path!r}), name="zk-standby")
+"""
+
+
+def test_a_killed_processor_process_fails_over_to_its_standbys(zk_connect: str, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    events = generate_events(3_000, users=1_000)
+    write_events(system, events)
+    (tmp_path / "zkjob.py").write_text(_STANDBY_MODULE.format(path=str(log)))
+    standby = {"job.standbytasks.replication.factor": "2"}
+    processes = {
+        pid: _processor(tmp_path, zk_connect, pid, location, standby)
+        for pid, location in (("p1", "host-a"), ("p2", "host-b"), ("p3", "host-c"))
+    }
+    doomed = processes.pop("p2")
+    root = "/app-zk-standby-1/ApplicationRunnerData"
+    try:
+        deadline = time.monotonic() + 180
+        while _input_read(zk_connect, root, "events#") < 1_200:
+            assert time.monotonic() < deadline, "the processors read 1200 events in 180 s"
+            for process in (doomed, *processes.values()):
+                if process.poll() is not None:
+                    said = process.stdout.read().decode()[-3000:] if process.stdout else ""
+                    pytest.fail(f"a processor ended (exit {process.returncode}) before the kill:\n{said}")
+            time.sleep(0.1)
+        os.killpg(doomed.pid, signal.SIGKILL)
+        assert doomed.wait(30) == -signal.SIGKILL
+        outputs = {}
+        for pid, process in processes.items():
+            output, _ = process.communicate(timeout=240)
+            outputs[pid] = output.decode()
+            assert process.returncode == 0, outputs[pid][-3000:]
+    finally:
+        for process in (doomed, *processes.values()):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+    assert totals_of(system.read_frame("user-counts")) == expected_totals(events)
+    # The dead process's tasks were promoted onto their standbys, which had applied every
+    # committed epoch: the survivors replayed (almost) nothing, where moving the tasks to a
+    # location without their state would have replayed at least 300 records each.
+    restored = [
+        int(line.split("(")[1].split(" records")[0].replace(",", ""))
+        for text in outputs.values()
+        for line in text.splitlines()
+        if line.startswith("store restores from changelogs:")
+    ]
+    assert len(restored) == 2 and sum(restored) <= 100, outputs

@@ -196,7 +196,8 @@ class GrouperExplorer(LiveWidget):
     Controls (ipywidgets): ``grouper`` (Dropdown of registry names), ``processors``
     (BoundedIntText; growing adds processors, shrinking kills the highest ids), ``locations``
     (Text, comma-separated, one per processor in id order and cycled; read-only with a job,
-    whose processors cannot move), ``replication_factor`` (IntSlider), ``check_location``
+    whose processors cannot move), ``replication_factor`` (IntSlider; the job's to begin with),
+    ``check_location``
     (Checkbox), ``kill_choice`` (Dropdown) with ``kill_button``, ``new_location`` (Text; blank
     gives a location of its own, ``host-<id>``) with ``add_button``, ``apply_button``
     (disabled without a job) with ``apply_note`` (HTML; while the replication factor is above
@@ -220,7 +221,7 @@ class GrouperExplorer(LiveWidget):
         processors: int = 3,
         locations: Sequence[str] | str | None = None,
         grouper: str | None = None,
-        replication_factor: int = 1,
+        replication_factor: int | None = None,
         check_location: bool = True,
         auto_refresh: bool = True,
         interval: float = DEFAULT_INTERVAL,
@@ -241,6 +242,9 @@ class GrouperExplorer(LiveWidget):
                 f"(got {', '.join(given) or 'none'}); e.g. GrouperExplorer(tasks=8, processors=3)"
             )
             raise ConfigError(msg)
+        if replication_factor is None:
+            # A job's explorer starts on the job's factor: Apply then keeps its standbys.
+            replication_factor = int(getattr(job, "replication_factor", 1)) if job is not None else 1
         if (
             isinstance(replication_factor, bool)
             or not isinstance(replication_factor, int)
