@@ -259,7 +259,8 @@ class EmbeddedSystem(StreamSystem):
     ) -> bool:
         if not records:
             return True
-        payload = _encode_batch([tuple(record) for record in records])
+        # Records are tuples (plain or Record): msgspec encodes both as arrays, in one call.
+        payload = _encode_batch(records)
         return self.append_encoded(
             stream_id, partition, payload, len(records), producer=producer, producer_seq=producer_seq
         )
