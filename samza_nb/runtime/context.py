@@ -65,7 +65,7 @@ class StreamWriter:
         # Unkeyed messages go round robin from a start that is the same for a retried epoch
         # (never Python's salted hash(): a retry must write exactly what the first try wrote).
         self._next = zlib.crc32(f"{task_name}/{seq}/{stream_id}".encode()) % partitions
-        self.count = 0
+        self._controls = 0
 
     def write_to(self, partition: int, key: bytes | None, value: bytes) -> None:
         self.write_placed(partition, key, value)
@@ -76,7 +76,18 @@ class StreamWriter:
         if buffer is None:
             buffer = self.buffers[partition] = []
         buffer.append((MessageKind.USER, key, value, None))  # type: ignore[arg-type]
-        self.count += 1
+
+    def buffer(self, partition: int) -> list[Record]:
+        """The list of ``partition``'s buffered records (partition_by appends to it directly)."""
+        buffer = self.buffers.get(partition)
+        if buffer is None:
+            buffer = self.buffers[partition] = []
+        return buffer
+
+    @property
+    def count(self) -> int:
+        """User messages buffered this epoch."""
+        return sum(len(buffer) for buffer in self.buffers.values()) - self._controls
 
     def place(self, key: bytes | None) -> int:
         """The partition of a keyed message (murmur2 of its key bytes; None goes to 0)."""
@@ -98,6 +109,7 @@ class StreamWriter:
         self.write_placed(partition, None, value)
 
     def send_control_to(self, partition: int, message: ControlMessage) -> None:
+        self._controls += 1
         self.buffers.setdefault(partition, []).append(
             Record(message.kind, None, control_to_payload(message), None)
         )

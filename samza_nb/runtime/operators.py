@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
+
 from samza_nb.plan.keys import check_partition_key, encode_partition_key
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import (
@@ -34,7 +36,7 @@ from samza_nb.plan.operators import (
     OutputOperatorSpec,
     PartitionByOperatorSpec,
 )
-from samza_nb.plan.serdes import KVSerde
+from samza_nb.plan.serdes import JsonSerde, KVSerde
 from samza_nb.runtime.control import (
     LONG_MAX,
     WATERMARK_NOT_EXIST,
@@ -43,6 +45,7 @@ from samza_nb.runtime.control import (
     EndOfStreamMessage,
     WatermarkMessage,
 )
+from samza_nb.systems.base import MessageKind
 
 if TYPE_CHECKING:
     from samza_nb.runtime.context import TaskContext
@@ -54,6 +57,21 @@ __all__ = [
     "from_storable",
     "to_storable",
 ]
+
+
+_json_encode = msgspec.json.Encoder().encode
+_UNSET: Final = object()
+
+
+def _serde_error(serde: Any, value: Any, error: Exception) -> Exception:
+    """The error to report when encoding ``value`` may have failed on the fast path: the
+    serde's own, which names the value."""
+    if value is not _UNSET and isinstance(error, TypeError | msgspec.EncodeError):
+        try:
+            serde.to_bytes(value)
+        except Exception as serde_error:
+            return serde_error
+    return error
 
 
 class _Skipped:
@@ -401,15 +419,23 @@ class PartitionByImpl(_FusedImpl):
         self.key_fn = spec.key_fn
         self.value_fn = spec.value_fn
         self.key_encode = serde.key_serde.to_bytes
+        self.value_serde = serde.value_serde
         self.value_encode = serde.value_serde.to_bytes
         self.writer = context.writer(spec.stream_id)
 
     def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
         key_fn, value_fn = self.key_fn, self.value_fn
-        key_encode, value_encode = self.key_encode, self.value_encode
+        key_encode = self.key_encode
+        value_serde = self.value_serde
+        # For the JSON serde, msgspec itself; the serde is asked again only for a value that
+        # did not encode (its SerdeError names the value).
+        value_encode: Callable[[Any], bytes] = (
+            _json_encode if isinstance(value_serde, JsonSerde) else self.value_encode
+        )
         op_id = self.op_id
         writer = self.writer
-        write_placed, place = writer.write_placed, writer.place
+        buffers, buffer_of, place = writer.buffers, writer.buffer, writer.place
+        user = MessageKind.USER
         # Keys of the stable scalar types repeat (pages, users): their bytes and partition are
         # computed once per task epoch; other keys take the checked path every time.
         # (bool is left out: True == 1 would share 1's entry.)
@@ -420,6 +446,7 @@ class PartitionByImpl(_FusedImpl):
         def receive(message: Any) -> None:
             nonlocal count
             count += 1
+            value = _UNSET
             try:
                 key = key_fn(message)  # type: ignore[misc]
                 value = value_fn(message) if value_fn is not None else message
@@ -436,9 +463,12 @@ class PartitionByImpl(_FusedImpl):
                     where = (key_bytes, place(key_bytes))
                 value_bytes = value_encode(value)
             except Exception as error:
-                failed(error)
+                failed(_serde_error(value_serde, value, error))
                 return
-            write_placed(where[1], where[0], value_bytes)
+            buffer = buffers.get(where[1])
+            if buffer is None:
+                buffer = buffer_of(where[1])
+            buffer.append((user, where[0], value_bytes, None))  # type: ignore[arg-type]
 
         self._counted = lambda: count
         return receive

@@ -51,6 +51,8 @@ __all__ = ["run_task_epoch"]
 
 _READ_CHUNK = 50_000
 _json_decode = msgspec.json.Decoder().decode
+_SCALAR_TYPES = frozenset({str, int, float, bool})
+_KEY_CACHE_LIMIT = 100_000
 
 
 class _TaskRun:
@@ -170,9 +172,20 @@ class _TaskRun:
         if isinstance(serde, KVSerde):
             key_decode = _fast_decode(serde.key_serde)
             value_decode = _fast_decode(serde.value_serde)
+            # Keys repeat (pages, users): a key that decodes to an immutable scalar is decoded
+            # once per task epoch.
+            keys: dict[bytes, Any] = {}
+            scalar = _SCALAR_TYPES
 
             def decode_kv(key: bytes | None, value: bytes) -> Any:
-                return KV(key_decode(key) if key is not None else None, value_decode(value))
+                if key is None:
+                    return KV(None, value_decode(value))
+                decoded = keys.get(key, keys)
+                if decoded is keys:
+                    decoded = key_decode(key)
+                    if type(decoded) in scalar and len(keys) < _KEY_CACHE_LIMIT:
+                        keys[key] = decoded
+                return KV(decoded, value_decode(value))
 
             return decode_kv
         value_only = serde.from_bytes
