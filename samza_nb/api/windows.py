@@ -101,10 +101,13 @@ def _window(
     fold: Callable[[Any, Any], Any] | None,
     early_trigger: Trigger | None,
     accumulation_mode: AccumulationMode | str | None,
+    event_time: Callable[[Any], int] | None = None,
 ) -> WindowSpec:
     name = f"{builder}{_at(user_location())}"
     if key_fn is not None:
         check_function(key_fn, what="key_fn", operator=name, arity=1, hint="the message")
+    if event_time is not None:
+        check_function(event_time, what="event_time", operator=name, arity=1, hint="the message")
     size_ms = duration_ms(size, what=f"{name}: {size_name}")
     if (initial is None) != (fold is None):
         msg = (
@@ -127,6 +130,7 @@ def _window(
         default_trigger=default,
         initial=initial,
         fold=fold,
+        event_time=event_time,
     )
     if early_trigger is not None:
         if not isinstance(early_trigger, Trigger):
@@ -158,16 +162,23 @@ class Windows:
         fold: Callable[[Any, Any], Any] | None = None,
         early_trigger: Trigger | None = None,
         accumulation_mode: AccumulationMode | str | None = None,
+        event_time: Callable[[Any], int] | None = None,
     ) -> WindowSpec:
         """Fixed, non-overlapping windows of ``duration`` over all messages (key ``None``).
+
+        By default over processing time (Samza's windows). With ``event_time=fn``, over the
+        message's own timestamp ``fn(message)`` (milliseconds), each pane fired once the
+        watermark passes its end: results do not depend on when epochs run.
 
         >>> from datetime import timedelta
         >>> Windows.tumbling(timedelta(seconds=10)).size_ms
         10000
+        >>> Windows.tumbling(10_000, event_time=lambda bid: bid["ts"]).is_event_time
+        True
         """
         return _window(
             "Windows.tumbling", WindowType.TUMBLING, None, duration, "duration",
-            initial, fold, early_trigger, accumulation_mode,
+            initial, fold, early_trigger, accumulation_mode, event_time,
         )  # fmt: skip
 
     @staticmethod
@@ -179,14 +190,16 @@ class Windows:
         fold: Callable[[Any, Any], Any] | None = None,
         early_trigger: Trigger | None = None,
         accumulation_mode: AccumulationMode | str | None = None,
+        event_time: Callable[[Any], int] | None = None,
     ) -> WindowSpec:
-        """Fixed windows of ``duration`` per key ``key_fn(message)``."""
+        """Fixed windows of ``duration`` per key ``key_fn(message)``; over event time with
+        ``event_time=fn`` (see :meth:`tumbling`)."""
         if key_fn is None:
             msg = f"Windows.keyed_tumbling{_at(user_location())} needs a key_fn"
             raise PlanError(msg)
         return _window(
             "Windows.keyed_tumbling", WindowType.TUMBLING, key_fn, duration, "duration",
-            initial, fold, early_trigger, accumulation_mode,
+            initial, fold, early_trigger, accumulation_mode, event_time,
         )  # fmt: skip
 
     @staticmethod

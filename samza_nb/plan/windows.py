@@ -178,6 +178,11 @@ class WindowSpec:
     early_trigger: Trigger | None = None
     late_trigger: Trigger | None = None
     accumulation_mode: AccumulationMode = AccumulationMode.ACCUMULATING
+    #: Event time (beyond Samza, whose windows are processing-time only): ``event_time(message)``
+    #: gives the message's timestamp in milliseconds; the message goes to the tumbling pane
+    #: holding that timestamp, and a pane fires when the watermark passes its end. Messages
+    #: for a pane that already fired (behind the watermark) are dropped as late.
+    event_time: Callable[[Any], int] | None = None
 
     @property
     def is_aggregating(self) -> bool:
@@ -203,9 +208,13 @@ class WindowSpec:
             raise PlanError(msg) from error
         return dataclasses.replace(self, accumulation_mode=resolved)
 
+    @property
+    def is_event_time(self) -> bool:
+        return self.event_time is not None
+
     def timer_durations_ms(self) -> tuple[int, ...]:
         """Durations relevant to task.window.ms (default trigger and early trigger)."""
-        durations = self.default_trigger.timer_durations_ms()
+        durations = () if self.is_event_time else self.default_trigger.timer_durations_ms()
         if self.early_trigger is not None:
             durations += self.early_trigger.timer_durations_ms()
         return durations

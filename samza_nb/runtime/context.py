@@ -65,32 +65,51 @@ class StreamWriter:
         # Unkeyed messages go round robin from a start that is the same for a retried epoch
         # (never Python's salted hash(): a retry must write exactly what the first try wrote).
         self._next = zlib.crc32(f"{task_name}/{seq}/{stream_id}".encode()) % partitions
-        self.count = 0
+        self._controls = 0
 
     def write_to(self, partition: int, key: bytes | None, value: bytes) -> None:
+        self.write_placed(partition, key, value)
+
+    def write_placed(self, partition: int, key: bytes | None, value: bytes) -> None:
+        """Buffer a user message for ``partition`` (a plain tuple: the batch is encoded once)."""
         buffer = self.buffers.get(partition)
         if buffer is None:
             buffer = self.buffers[partition] = []
-        buffer.append(Record(MessageKind.USER, key, value, None))
-        self.count += 1
+        buffer.append((MessageKind.USER, key, value, None))  # type: ignore[arg-type]
 
-    def write_keyed(self, key: bytes | None, value: bytes) -> None:
+    def buffer(self, partition: int) -> list[Record]:
+        """The list of ``partition``'s buffered records (partition_by appends to it directly)."""
+        buffer = self.buffers.get(partition)
+        if buffer is None:
+            buffer = self.buffers[partition] = []
+        return buffer
+
+    @property
+    def count(self) -> int:
+        """User messages buffered this epoch."""
+        return sum(len(buffer) for buffer in self.buffers.values()) - self._controls
+
+    def place(self, key: bytes | None) -> int:
+        """The partition of a keyed message (murmur2 of its key bytes; None goes to 0)."""
         if key is None:
-            self.write_to(0, None, value)
-            return
+            return 0
         partition = self._key_partitions.get(key)
         if partition is None:
             partition = partition_for_key(key, self.partitions)
             if len(self._key_partitions) < _KEY_PARTITION_CACHE_LIMIT:
                 self._key_partitions[key] = partition
-        self.write_to(partition, key, value)
+        return partition
+
+    def write_keyed(self, key: bytes | None, value: bytes) -> None:
+        self.write_placed(self.place(key), key, value)
 
     def write_unkeyed(self, value: bytes) -> None:
         partition = self._next % self.partitions
         self._next += 1
-        self.write_to(partition, None, value)
+        self.write_placed(partition, None, value)
 
     def send_control_to(self, partition: int, message: ControlMessage) -> None:
+        self._controls += 1
         self.buffers.setdefault(partition, []).append(
             Record(message.kind, None, control_to_payload(message), None)
         )

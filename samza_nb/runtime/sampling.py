@@ -38,13 +38,30 @@ def tap_operators(impls: Mapping[str, OperatorImpl], wanted: Mapping[str, int]) 
             continue
         buffer: deque[str] = deque(maxlen=count)
         buffers[op_id] = buffer
-        impl.on_message = _sampling(impl.on_message, buffer)  # type: ignore[method-assign,assignment]
+        _tap(impl, buffer)
     return buffers
 
 
-def _sampling(receive: Callable[[Any, Any], None], buffer: deque[str]) -> Callable[[Any, Any], None]:
-    def on_message(message: Any, source: Any) -> None:
-        buffer.append(_text(message))
-        receive(message, source)
+def _tap(impl: OperatorImpl, buffer: deque[str]) -> None:
+    """Messages reach an operator through the receiver its upstream operators build (the fused
+    hot path bypasses ``on_message``); an input operator gets its messages from the task, which
+    pushes them to its emitter. Wrap whichever one this operator's messages go through (before
+    the task wires anything, so the wrapper is what gets built in)."""
+    if impl.prev_ops:
+        build = impl.receiver
 
-    return on_message
+        def receiver(source: Any) -> Callable[[Any], None]:
+            return _sampling(build(source), buffer)
+
+        impl.receiver = receiver  # type: ignore[method-assign]
+    else:
+        emitter = impl.emitter
+        impl.emitter = lambda: _sampling(emitter(), buffer)  # type: ignore[method-assign]
+
+
+def _sampling(receive: Callable[[Any], None], buffer: deque[str]) -> Callable[[Any], None]:
+    def sampled(message: Any) -> None:
+        buffer.append(_text(message))
+        receive(message)
+
+    return sampled

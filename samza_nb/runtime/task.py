@@ -24,7 +24,7 @@ import msgspec
 
 from samza_nb.model import SystemStream, SystemStreamPartition
 from samza_nb.plan.kv import KV
-from samza_nb.plan.serdes import KVSerde
+from samza_nb.plan.serdes import JsonSerde, KVSerde
 from samza_nb.plan.tables import LocalTable
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import TaskContext, system_of
@@ -46,7 +46,8 @@ from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.runtime.sampling import tap_operators
 from samza_nb.runtime.user_code import raising_frame
-from samza_nb.systems.base import MessageKind
+from samza_nb.systems.base import MessageKind, Record
+from samza_nb.systems.embedded import EmbeddedSystem
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -55,6 +56,9 @@ __all__ = ["run_task_epoch"]
 
 
 _READ_CHUNK = 50_000
+_json_decode = msgspec.json.Decoder().decode
+_SCALAR_TYPES = frozenset({str, int, float, bool})
+_KEY_CACHE_LIMIT = 100_000
 
 
 class _TaskRun:
@@ -173,11 +177,22 @@ class _TaskRun:
     def _decoder(self, stream_id: str) -> Any:
         serde = self.plan.streams[stream_id].serde
         if isinstance(serde, KVSerde):
-            key_decode = serde.key_serde.from_bytes
-            value_decode = serde.value_serde.from_bytes
+            key_decode = _fast_decode(serde.key_serde)
+            value_decode = _fast_decode(serde.value_serde)
+            # Keys repeat (pages, users): a key that decodes to an immutable scalar is decoded
+            # once per task epoch.
+            keys: dict[bytes, Any] = {}
+            scalar = _SCALAR_TYPES
 
             def decode_kv(key: bytes | None, value: bytes) -> Any:
-                return KV(key_decode(key) if key is not None else None, value_decode(value))
+                if key is None:
+                    return KV(None, value_decode(value))
+                decoded = keys.get(key, keys)
+                if decoded is keys:
+                    decoded = key_decode(key)
+                    if type(decoded) in scalar and len(keys) < _KEY_CACHE_LIMIT:
+                        keys[key] = decoded
+                return KV(decoded, value_decode(value))
 
             return decode_kv
         value_only = serde.from_bytes
@@ -188,34 +203,56 @@ class _TaskRun:
             return
         system = system_of(self.plan, stream_id)
         input_impl = self.inputs[stream_id]
-        decode = self._decoder(stream_id)
+        push = input_impl.emitter()
+        serde = self.plan.streams[stream_id].serde
+        kv = isinstance(serde, KVSerde)
+        decode_kv = self._decoder(stream_id)
+        decode_value = (
+            None if kv else _json_decode if isinstance(serde, JsonSerde) else serde.from_bytes  # type: ignore[union-attr]
+        )
         context = self.context
         key = ssp_key(stream_id, partition)
         remaining = self.a.max_messages
         count = 0
         offset = start
+        user = MessageKind.USER
         while offset < bound and remaining > 0:
             fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
             for first, records in fetched.batches:
-                for index, (kind, rkey, value, _ts) in enumerate(records):
+                # The hot loop: the position is computed only when something fails or a
+                # control message arrives; the decode and the fused operator chain are plain
+                # calls (CPython's try is free until it raises).
+                index = -1
+                try:
+                    for kind, rkey, value, _ts in records:
+                        index += 1
+                        if kind == user:
+                            try:
+                                message = (
+                                    decode_value(value) if decode_value is not None
+                                    else decode_kv(rkey, value)
+                                )
+                            except Exception as error:
+                                if context.skip_errors:
+                                    context.skipped += 1
+                                    input_impl.skipped += 1
+                                    continue
+                                error = _serde_error(serde, value, error)
+                                raise UserFunctionError(input_impl.op_id, error, None) from error
+                            push(message)
+                        else:
+                            count -= 1
+                            context.position = (key, first + index)
+                            self._control(stream_id, partition, control_from_payload(kind, value))
+                except BaseException:
                     context.position = (key, first + index)
-                    if kind == MessageKind.USER:
-                        count += 1
-                        try:
-                            message = decode(rkey, value)
-                        except Exception as error:
-                            if context.skip_errors:
-                                context.skipped += 1
-                                input_impl.skipped += 1
-                                continue
-                            raise UserFunctionError(input_impl.op_id, error, None) from error
-                        input_impl.on_message(message, None)
-                    else:
-                        self._control(stream_id, partition, control_from_payload(kind, value))
+                    raise
+                count += len(records)
             remaining -= fetched.messages
             if fetched.next_offset <= offset:
                 break
             offset = fetched.next_offset
+        input_impl.messages_in += count
         self.offsets[key] = offset
         self.messages_in[stream_id] = self.messages_in.get(stream_id, 0) + count
 
@@ -309,10 +346,14 @@ class _TaskRun:
         out: dict[str, int] = {}
         for stream_id, writer in sorted(self.context.writers.items()):
             system = system_of(self.plan, stream_id)
+            plain = not isinstance(system, EmbeddedSystem)
             for partition, records in sorted(writer.buffers.items()):
-                if records and transaction is not None:
-                    transaction.append(stream_id, partition, records, a.seq)
-                elif records:
+                if records:
+                    if plain:  # the writer buffers plain tuples; other systems get Records
+                        records = [Record(*record) for record in records]
+                    if transaction is not None:
+                        transaction.append(stream_id, partition, records, a.seq)
+                        continue
                     system.append(
                         stream_id, partition, records, producer=a.producer, producer_seq=a.seq
                     )
@@ -370,7 +411,7 @@ class _TaskRun:
             drained=bool(context.drain_states.details()) and context.drain_states.are_all_streams_drained(),
             messages_in=self.messages_in,
             messages_out=messages_out,
-            operator_counts={op_id: impl.messages_in for op_id, impl in self.impls.items()},
+            operator_counts={op_id: impl.count() for op_id, impl in self.impls.items()},
             operator_skipped={op_id: impl.skipped for op_id, impl in self.impls.items() if impl.skipped},
             operator_dropped={op_id: impl.dropped for op_id, impl in self.impls.items() if impl.dropped},
             skipped=self.context.skipped,
@@ -383,6 +424,33 @@ class _TaskRun:
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],
             samples={op_id: list(buffer) for op_id, buffer in self.samples.items() if buffer},
         )
+
+
+def _fast_decode(serde: Any) -> Any:
+    """``serde.from_bytes``; for the built-in JSON serde, msgspec's decoder itself, falling
+    back to the serde (for its error message) only when the bytes do not decode."""
+    if not isinstance(serde, JsonSerde):
+        return serde.from_bytes
+    decode = _json_decode
+
+    def json_from_bytes(data: bytes) -> Any:
+        try:
+            return decode(data)
+        except msgspec.DecodeError:
+            return serde.from_bytes(data)
+
+    return json_from_bytes
+
+
+def _serde_error(serde: Any, value: bytes, error: Exception) -> Exception:
+    """The error to report for a message that did not decode: the JSON serde's own (which
+    names the bytes) when the fast path used msgspec directly."""
+    if isinstance(error, msgspec.DecodeError) and isinstance(serde, JsonSerde):
+        try:
+            serde.from_bytes(value)
+        except Exception as serde_error:
+            return serde_error
+    return error
 
 
 def _side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any]]:

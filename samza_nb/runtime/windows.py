@@ -3,10 +3,18 @@
 Windows use processing time: the epoch's timestamp, the same for every task of the epoch. A
 pane's state lives in the task's store named by the window's op id, so it survives epochs and
 moves with its changelog. Pending panes fire on end-of-stream and on drain (the SEP).
+
+Event-time tumbling windows (``event_time=`` on the window, beyond Samza, SAMZA.md A.10) put a
+message in the pane of its own timestamp and fire a pane when the operator's input watermark
+passes the pane's end, so their results do not depend on epoch timing.
+
+Within an epoch the panes stay in memory (loaded once, written back once at the end); a
+message costs one fused call (see runtime/operators.py), its store key computed once per key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["WindowImpl"]
 
 _pack = msgspec.msgpack.Encoder().encode
+# Keys whose store key is computed once per task epoch (not bool: True equals 1 in a dict).
+_STABLE_KEY_TYPES = frozenset({str, int, bytes})
 _unpack = msgspec.msgpack.Decoder().decode
 
 
@@ -108,9 +118,13 @@ class WindowImpl(OperatorImpl):
         self.store = context.store(spec.op_id)
         self.panes: dict[bytes, _Pane] = {}
         self.deleted: set[bytes] = set()
+        #: Event-time messages dropped because the watermark had passed their pane's end.
+        self.late = 0
 
     def load(self) -> None:
-        self.panes = {key: _Pane.decode(value) for key, value in self.store.items()}
+        # In place: the fused receiver holds this dict.
+        self.panes.clear()
+        self.panes.update((key, _Pane.decode(value)) for key, value in self.store.items())
 
     def save(self) -> None:
         for key in self.deleted:
@@ -128,45 +142,169 @@ class WindowImpl(OperatorImpl):
         return _pack([to_storable(key), window_ts])
 
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
-        self.messages_in += 1
+        self.receiver(source)(message)
+
+    def receiver(self, source: OperatorImpl | None) -> Callable[[Any], None]:
+        receive = self._receiver
+        if receive is None:
+            receive = self._receiver = self._fuse()
+        return receive
+
+    def _checks_on_message(self) -> bool:
+        """Whether a message can make a trigger fire. A tumbling window whose triggers are
+        all the window's end (TimeTrigger) cannot: within an epoch the processing time is
+        fixed and the message's pane is the current one, which ends after it; its panes fire
+        on the timer at the end of the epoch."""
+        window = self.window
+        if window.window_type is not WindowType.TUMBLING or window.early_trigger is not None:
+            return True
+        return not isinstance(window.default_trigger, TimeTrigger)
+
+    def _fuse(self) -> Callable[[Any], None]:
+        if self.window.is_event_time:
+            return self._fuse_event_time()
         window = self.window
         now = self.context.now_ms
-        key = self.call(window.key_fn, message) if window.key_fn is not None else None
-        if key is SKIPPED or self.call(check_partition_key, key, self.op_id) is SKIPPED:
-            return
-        if window.window_type is WindowType.SESSION:
-            store_key = self._store_key(key, 0)
-            pane = self.panes.get(store_key)
-            window_ts = pane.window_ts if pane is not None else now
-        else:
-            window_ts = now - now % window.size_ms
-            store_key = self._store_key(key, window_ts)
-            pane = self.panes.get(store_key)
-        if pane is None:
-            initial = self.call(window.initial) if window.initial is not None else None
-            if initial is SKIPPED:
+        key_fn, initial, fold = window.key_fn, window.initial, window.fold
+        aggregating = window.is_aggregating
+        session = window.window_type is WindowType.SESSION
+        tumbling_ts = now - now % window.size_ms
+        panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
+        checks = self._checks_on_message()
+        store_key_of = self._store_key
+        stable = _STABLE_KEY_TYPES
+        # The store key of each key's pane in this epoch (keys of stable scalar types only).
+        store_keys: dict[Any, bytes] = {}
+        count = 0
+
+        def receive(message: Any) -> None:
+            nonlocal count
+            count += 1
+            try:
+                key = key_fn(message) if key_fn is not None else None
+                if type(key) in stable:
+                    store_key = store_keys.get(key)
+                    if store_key is None:
+                        store_key = store_keys[key] = store_key_of(key, tumbling_ts)
+                else:
+                    check_partition_key(key, op_id)
+                    store_key = store_key_of(key, tumbling_ts)
+            except Exception as error:
+                failed(error)
                 return
-            pane = _Pane(key, window_ts, initial if window.is_aggregating else [], first_ts=now)
-            pane.early_first_ts = now
-            self.panes[store_key] = pane
-        if window.is_aggregating:
-            folded = self.call(window.fold, message, pane.value)  # type: ignore[arg-type]
-            if folded is SKIPPED:
+            pane = panes.get(store_key)
+            if pane is None:
+                try:
+                    first = initial() if initial is not None else None
+                except Exception as error:
+                    failed(error)
+                    return
+                window_ts = now if session else tumbling_ts
+                pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
+                pane.early_first_ts = now
+                panes[store_key] = pane
+            if aggregating:
+                try:
+                    pane.value = fold(message, pane.value)  # type: ignore[misc]
+                except Exception as error:
+                    failed(error)
+                    return
+            else:
+                pane.value.append(message)
+            if pane.early_count == 0:
+                pane.early_first_ts = now
+            pane.count += 1
+            pane.early_count += 1
+            pane.last_ts = now
+            pane.dirty = True
+            if checks:
+                check(store_key, pane, now)
+
+        self._counted = lambda: count
+        return receive
+
+    def _fuse_event_time(self) -> Callable[[Any], None]:
+        """Event-time tumbling panes: the pane of the message's timestamp; a message for a
+        pane the watermark already passed is late and dropped (counted in ``late``)."""
+        window = self.window
+        now = self.context.now_ms
+        size = window.size_ms
+        key_fn, initial, fold, timestamp_of = window.key_fn, window.initial, window.fold, window.event_time
+        aggregating = window.is_aggregating
+        panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
+        checks = window.early_trigger is not None
+        store_key_of = self._store_key
+        stable = _STABLE_KEY_TYPES
+        store_keys: dict[tuple[Any, int], bytes] = {}
+        count = 0
+
+        def receive(message: Any) -> None:
+            nonlocal count
+            count += 1
+            try:
+                key = key_fn(message) if key_fn is not None else None
+                timestamp = int(timestamp_of(message))  # type: ignore[misc]
+                window_ts = timestamp - timestamp % size
+                if type(key) in stable:
+                    store_key = store_keys.get((key, window_ts))
+                    if store_key is None:
+                        store_key = store_keys[(key, window_ts)] = store_key_of(key, window_ts)
+                else:
+                    check_partition_key(key, op_id)
+                    store_key = store_key_of(key, window_ts)
+            except Exception as error:
+                failed(error)
                 return
-            pane.value = folded
-        else:
-            pane.value.append(message)
-        if pane.early_count == 0:
-            pane.early_first_ts = now
-        pane.count += 1
-        pane.early_count += 1
-        pane.last_ts = now
-        pane.dirty = True
-        self._check(store_key, pane, now)
+            if window_ts + size <= self.input_watermark:
+                self.late += 1
+                return
+            pane = panes.get(store_key)
+            if pane is None:
+                try:
+                    first = initial() if initial is not None else None
+                except Exception as error:
+                    failed(error)
+                    return
+                pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
+                pane.early_first_ts = now
+                panes[store_key] = pane
+            if aggregating:
+                try:
+                    pane.value = fold(message, pane.value)  # type: ignore[misc]
+                except Exception as error:
+                    failed(error)
+                    return
+            else:
+                pane.value.append(message)
+            if pane.early_count == 0:
+                pane.early_first_ts = now
+            pane.count += 1
+            pane.early_count += 1
+            pane.last_ts = now
+            pane.dirty = True
+            if checks:
+                check(store_key, pane, now)
+
+        self._counted = lambda: count
+        return receive
+
+    def handle_watermark(self, watermark: int) -> list[Any]:
+        if self.window.is_event_time:
+            # Panes whose end the watermark passed fire, oldest window first, then by key bytes
+            # (the same order in every run).
+            size = self.window.size_ms
+            due = sorted(
+                (pane.window_ts, store_key)
+                for store_key, pane in self.panes.items()
+                if pane.window_ts + size <= watermark
+            )
+            for _window_ts, store_key in due:
+                self._fire(store_key, self.panes[store_key], FiringType.DEFAULT)
+        return []
 
     def _check(self, store_key: bytes, pane: _Pane, now: int) -> None:
         window = self.window
-        if _trigger_fires(
+        if not window.is_event_time and _trigger_fires(
             window.default_trigger, pane.count, pane.first_ts, pane.last_ts, pane.window_ts, now
         ):
             self._fire(store_key, pane, FiringType.DEFAULT)

@@ -294,7 +294,8 @@ class EmbeddedSystem(StreamSystem):
     ) -> bool:
         if not records:
             return True
-        payload = _encode_batch([tuple(record) for record in records])
+        # Records are tuples (plain or Record): msgspec encodes both as arrays, in one call.
+        payload = _encode_batch(records)
         # Most batches hold user messages only: one pass in C finds out.
         controls = (
             [index for index, record in enumerate(records) if record[0] != MessageKind.USER]

@@ -12,15 +12,15 @@ import pytest
 pytest.importorskip("samza_nb.notebook.magics.attach_schemes")
 
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
-from samza_nb.notebook.magics.attach_handle import AttachedJob  # noqa: E402
-from samza_nb.notebook.magics.attach_schemes import attach, attach_scheme_names  # noqa: E402
-from samza_nb.notebook.widgets.attached_job import AttachedJobWidget  # noqa: E402
 
 from samza_nb.config import Config  # noqa: E402
 from samza_nb.drain import read_drain_notifications  # noqa: E402
 from samza_nb.errors import ConfigError  # noqa: E402
 from samza_nb.metadata.azure import AzureBlobMetadataStore  # noqa: E402
 from samza_nb.notebook.magics import SamzaMagics, Session  # noqa: E402
+from samza_nb.notebook.magics.attach_handle import AttachedJob  # noqa: E402
+from samza_nb.notebook.magics.attach_schemes import attach, attach_scheme_names  # noqa: E402
+from samza_nb.notebook.widgets.attached_job import AttachedJobWidget  # noqa: E402
 
 from .conftest import wait_until  # noqa: E402
 

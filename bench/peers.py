@@ -1,0 +1,303 @@
+"""Throughput side by side: the quickstart pipeline in samza_nb and in its peers, one run.
+
+Same events for everyone: N page views (JSON lines; every system decodes them itself), the
+quickstart logic: enrich (map) -> keep US views (filter) -> key by page -> count.
+
+  samza_nb            the default config: embedded log, durable intermediate stream after
+                      partition_by, tumbling window count in RocksDB with its changelog, on the
+                      notebook's Spark (local[*])
+  PySpark RDD         as a user writes it: textFile.map(json.loads).map(enrich).filter(is_us)
+                      .map((page, 1)).reduceByKey(add)
+  PySpark DataFrame   read.json -> filter(country = US) -> groupBy(page).count()
+  bytewax             DirSource -> map(json.loads) -> map(enrich) -> filter -> count_final,
+                      1 worker and 2 processes (bench venv)
+  apache-beam         FnApiRunner, ReadFromText -> Map(json.loads) -> ... -> CombinePerKey(sum)
+                      (bench venv, when it installs and runs offline)
+  Python json floor   one core, stdlib json.loads and the same user functions
+  orjson floor        one core, orjson.loads and the same user functions (bench venv)
+
+Every result is checked against the stdlib floor; ratios are samza_nb's events/s over each
+peer's. Peers that need the bench venv (``.bench-venv``, created on first use with pip) are
+skipped with a note when it cannot be made.
+
+    .venv/bin/python bench/peers.py --events 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import timedelta
+from operator import add
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _peer_venv  # noqa: E402
+
+from samza_nb.api import KV, StreamApplication, Windows  # noqa: E402
+from samza_nb.config import Config  # noqa: E402
+from samza_nb.examples.page_views import generate_page_views  # noqa: E402
+from samza_nb.runtime import run  # noqa: E402
+from samza_nb.runtime.spark import get_spark  # noqa: E402
+from samza_nb.systems import EmbeddedSystem  # noqa: E402
+
+PARTITIONS = 4
+
+# The user functions, shared verbatim by every Python peer (the bench-venv scripts embed the
+# same source text).
+USER_CODE = '''
+def enrich(view):
+    view["mobile"] = view["user"].endswith(("1", "3"))
+    return view
+
+
+def is_us(view):
+    return view["country"] == "US"
+
+
+def page_of(view):
+    return view["page"]
+'''
+exec(USER_CODE)  # defines enrich, is_us, page_of here too  # noqa: S102
+
+Result = tuple[float, dict[str, int]]
+
+
+def samza_nb_run(system: EmbeddedSystem, home: Path) -> tuple[Result, dict[str, str]]:
+    app = StreamApplication("bench-peers", job_id="1", config={"job.home": str(home)})
+    views = app.input(system.input("page-views", partitions=PARTITIONS))
+    counts = app.output(system.output("bench-counts", partitions=PARTITIONS))
+    (
+        views.map(enrich)  # type: ignore[name-defined]  # noqa: F821
+        .filter(is_us)  # type: ignore[name-defined]  # noqa: F821
+        .partition_by(page_of, op_id="by-page")  # type: ignore[name-defined]  # noqa: F821
+        .window(
+            Windows.keyed_tumbling(lambda kv: kv.key, timedelta(hours=1), initial=lambda: 0,
+                                   fold=lambda kv, n: n + 1),
+            op_id="count",
+        )
+        .map(lambda pane: KV(pane.key.key, pane.message))
+        .send_to(counts)
+    )
+    started = time.perf_counter()
+    job = run(app, until="end-of-stream")
+    seconds = time.perf_counter() - started
+    frame = job.collect("bench-counts")
+    totals = {str(k): int(v) for k, v in frame.groupby("key")["value"].sum().items()}
+    return (seconds, totals), shown_config(app.config)
+
+
+def shown_config(config: Any) -> dict[str, str]:
+    """The settings that decide speed, with their defaults filled in (what the bench ran)."""
+    config = Config.of(config)
+    keys = (
+        "task.max.epoch.messages", "task.epoch.min.interval.ms", "job.container.count",
+        "task.errors.skip", "spark.master",
+    )
+    return {key: str(config.get_str(key)) for key in keys}
+
+
+def rdd_run(spark: Any, folder: Path) -> Result:
+    started = time.perf_counter()
+    result = (
+        spark.sparkContext.textFile(str(folder))
+        .map(json.loads)
+        .map(enrich)  # type: ignore[name-defined]  # noqa: F821
+        .filter(is_us)  # type: ignore[name-defined]  # noqa: F821
+        .map(lambda view: (view["page"], 1))
+        .reduceByKey(add)
+        .collect()
+    )
+    return time.perf_counter() - started, dict(result)
+
+
+def dataframe_run(spark: Any, folder: Path) -> Result:
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    rows = (
+        spark.read.json(str(folder))
+        .filter(F.col("country") == "US")
+        .groupBy("page")
+        .count()
+        .collect()
+    )
+    return time.perf_counter() - started, {row["page"]: int(row["count"]) for row in rows}
+
+
+def python_run(lines: list[bytes]) -> Result:
+    started = time.perf_counter()
+    totals: Counter[str] = Counter()
+    loads = json.loads
+    for line in lines:
+        view = enrich(loads(line))  # type: ignore[name-defined]  # noqa: F821
+        if is_us(view):  # type: ignore[name-defined]  # noqa: F821
+            totals[page_of(view)] += 1  # type: ignore[name-defined]  # noqa: F821
+    return time.perf_counter() - started, dict(totals)
+
+
+_ORJSON = USER_CODE + '''
+import json, sys, time
+from collections import Counter
+from pathlib import Path
+import orjson
+lines = [line for path in sorted(Path(sys.argv[1]).glob("*.jsonl"))
+         for line in path.read_bytes().splitlines() if line]
+started = time.perf_counter()
+totals = Counter()
+loads = orjson.loads
+for line in lines:
+    view = enrich(loads(line))
+    if is_us(view):
+        totals[page_of(view)] += 1
+print(json.dumps({"seconds": time.perf_counter() - started, "counts": totals}))
+'''
+
+_BYTEWAX = USER_CODE + '''
+import json, sys, time
+from pathlib import Path
+import bytewax.operators as op
+from bytewax.connectors.files import DirSource
+from bytewax.dataflow import Dataflow
+from bytewax.testing import TestingSink, cluster_main, run_main
+
+folder, processes, index, addresses = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+out = []
+flow = Dataflow("page-views")
+lines = op.input("in", flow, DirSource(Path(folder), glob_pat="*.jsonl"))
+views = op.map("enrich", op.map("decode", lines, json.loads), enrich)
+counts = op.count_final("count", op.filter("us", views, is_us), page_of)
+op.output("out", counts, TestingSink(out))
+started = time.perf_counter()
+if processes == 1:
+    run_main(flow)
+else:
+    cluster_main(flow, addresses.split(";"), index)
+print(json.dumps({"seconds": time.perf_counter() - started, "counts": dict(out)}))
+'''
+
+_BEAM = USER_CODE + '''
+import glob, json, sys, tempfile, time
+import apache_beam as beam
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+prefix = tempfile.mkdtemp() + "/counts"
+started = time.perf_counter()
+with beam.Pipeline(runner=FnApiRunner()) as p:
+    (p | beam.io.ReadFromText(sys.argv[1] + "/*.jsonl")
+       | beam.Map(json.loads) | beam.Map(enrich) | beam.Filter(is_us)
+       | beam.Map(lambda v: (v["page"], 1)) | beam.CombinePerKey(sum)
+       | beam.Map(json.dumps) | beam.io.WriteToText(prefix))
+seconds = time.perf_counter() - started
+counts = dict(json.loads(line) for path in glob.glob(prefix + "*") for line in open(path))
+print(json.dumps({"seconds": seconds, "counts": counts}))
+'''
+
+
+def peer_run(script: str, *args: str) -> Result | None:
+    done = _peer_venv.run_script(script, *args)
+    if done is None:
+        return None
+    return float(done["seconds"]), {str(k): int(v) for k, v in done["counts"].items()}
+
+
+def bytewax_cluster(folder: Path, processes: int) -> Result | None:
+    """bytewax over ``processes`` processes (one worker each); wall time of the slowest."""
+    import socket
+    import subprocess
+
+    py = _peer_venv.ensure()
+    if py is None:
+        return None
+    ports = []
+    for _ in range(processes):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    addresses = ";".join(f"127.0.0.1:{port}" for port in ports)
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [str(py), "-c", _BYTEWAX, str(folder), str(processes), str(i), addresses],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(processes)
+    ]
+    totals: Counter[str] = Counter()
+    seconds = 0.0
+    for proc in procs:
+        out, err = proc.communicate(timeout=1800)
+        if proc.returncode != 0:
+            print(f"  bytewax process failed: {err.strip().splitlines()[-1:]}")
+            return None
+        done = json.loads(out.strip().splitlines()[-1])
+        seconds = max(seconds, float(done["seconds"]))
+        totals.update({str(k): int(v) for k, v in done["counts"].items()})
+    del started
+    return seconds, dict(totals)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--no-venv", action="store_true", help="skip the peers of the bench venv")
+    args = parser.parse_args()
+    events = generate_page_views(args.events)
+    workdir = Path(tempfile.mkdtemp(prefix="samza-nb-peers-"))
+    system = EmbeddedSystem("embedded", path=workdir / "log")
+    system.create_stream("page-views", PARTITIONS)
+    system.write("page-views", events)
+    system.end_stream("page-views")
+    folder = workdir / "jsonl"
+    folder.mkdir()
+    lines = [json.dumps(event).encode() for event in events]
+    for part in range(PARTITIONS):
+        (folder / f"part-{part}.jsonl").write_bytes(b"\n".join(lines[part::PARTITIONS]) + b"\n")
+    spark = get_spark()  # the session run() uses too
+    rdd_run(spark, folder)  # warm up the JVM and Python workers once, as a notebook session is
+    rows: dict[str, Result | None] = {}
+    rows["samza_nb (default config)"], shown = samza_nb_run(system, workdir / "home")
+    rows["PySpark RDD (map, reduceByKey)"] = rdd_run(spark, folder)
+    rows["PySpark DataFrame (read.json, groupBy.count)"] = dataframe_run(spark, folder)
+    rows["Python loop, stdlib json, 1 core"] = python_run(lines)
+    if not args.no_venv:
+        rows["Python loop, orjson, 1 core"] = peer_run(_ORJSON, str(folder))
+        rows["bytewax, 1 worker"] = peer_run(_BYTEWAX, str(folder), "1", "0", "")
+        rows["bytewax, 2 processes"] = bytewax_cluster(folder, 2)
+        rows["apache-beam FnApiRunner"] = (
+            peer_run(_BEAM, str(folder)) if _peer_venv.has_beam() else None
+        )
+    floor = rows["Python loop, stdlib json, 1 core"]
+    assert floor is not None
+    cores = os.cpu_count() or 1
+    print(f"events: {args.events:,} page views, {PARTITIONS} partitions; Spark {spark.sparkContext.master}, "
+          f"{cores} cores; load average {os.getloadavg()[0]:.1f}")
+    print("samza_nb config: " + ", ".join(f"{k}={v}" for k, v in shown.items())
+          + ", changelogs on, durable intermediate stream, no fusion across partition_by")
+    samza = rows["samza_nb (default config)"]
+    assert samza is not None
+    samza_rate = args.events / samza[0]
+    print(f"{'system':<46} {'seconds':>8} {'events/s':>12} {'samza_nb/it':>12}  result")
+    for name, row in rows.items():
+        if row is None:
+            print(f"{name:<46} {'skipped':>8}")
+            continue
+        seconds, totals = row
+        rate = args.events / seconds
+        ok = "ok" if totals == floor[1] else "DIFFERS from the floor"
+        print(f"{name:<46} {seconds:8.2f} {rate:12,.0f} {samza_rate / rate:12.2f}  {ok}")
+    wrong = [name for name, row in rows.items() if row is not None and row[1] != floor[1]]
+    if wrong:
+        msg = f"results differ from the floor: {wrong}"
+        raise SystemExit(msg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""NEXMark queries as samza_nb applications over the ``nexmark`` stream.
+
+q0  pass-through: every bid, unchanged.
+q1  currency conversion: every bid with its price in euros (``price * 0.908``, rounded down).
+q2  selection: (auction, price) of the bids on auctions whose id is a multiple of 123.
+q7  highest bid: per 10 s event-time window, the highest bid (ties: smallest auction, then
+    bidder), fired by the watermark. All bids go to one key first (a global maximum, as in
+    Flink's q7), across one shuffle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from samza_nb.api import KV, StreamApplication, Windows
+from samza_nb.systems import EmbeddedSystem
+
+__all__ = ["QUERIES", "WINDOW_MS", "build_query"]
+
+WINDOW_MS = 10_000
+
+
+def _is_bid(event: dict[str, Any]) -> bool:
+    return bool(event["type"] == "bid")
+
+
+def _to_euro(bid: dict[str, Any]) -> dict[str, Any]:
+    bid["price"] = bid["price"] * 908 // 1000
+    return bid
+
+
+def _higher(bid: Any, best: Any) -> Any:
+    mine = [bid.value["price"], -bid.value["auction"], -bid.value["bidder"]]
+    return mine if best is None or mine > best else best
+
+
+def _q0(app: StreamApplication, events: Any, out: Any) -> None:
+    events.filter(_is_bid).send_to(out)
+
+
+def _q1(app: StreamApplication, events: Any, out: Any) -> None:
+    events.filter(_is_bid).map(_to_euro).send_to(out)
+
+
+def _q2(app: StreamApplication, events: Any, out: Any) -> None:
+    (
+        events.filter(lambda e: e["type"] == "bid" and e["auction"] % 123 == 0)
+        .map(lambda bid: {"auction": bid["auction"], "price": bid["price"]})
+        .send_to(out)
+    )
+
+
+def _q7(app: StreamApplication, events: Any, out: Any) -> None:
+    (
+        events.filter(_is_bid)
+        .partition_by(lambda bid: 0, op_id="all-bids")
+        .window(
+            Windows.tumbling(
+                WINDOW_MS, initial=lambda: None, fold=_higher,
+                event_time=lambda kv: kv.value["date_time"],
+            ),
+            op_id="highest",
+        )
+        .map(lambda pane: KV(int(pane.key.pane_id), {
+            "price": pane.message[0], "auction": -pane.message[1], "bidder": -pane.message[2],
+        }))
+        .send_to(out)
+    )
+
+
+QUERIES: dict[str, Callable[[StreamApplication, Any, Any], None]] = {
+    "q0": _q0, "q1": _q1, "q2": _q2, "q7": _q7,
+}
+
+
+def build_query(
+    query: str,
+    system: EmbeddedSystem,
+    *,
+    partitions: int = 4,
+    stream: str = "nexmark",
+    config: dict[str, str] | None = None,
+) -> StreamApplication:
+    """The application of ``query`` reading ``stream``, writing ``<query>-out``."""
+    app = StreamApplication(f"nexmark-{query}", job_id="1", config=config)
+    events = app.input(system.input(stream, partitions=partitions))
+    out = app.output(system.output(f"{query}-out", partitions=partitions))
+    QUERIES[query](app, events, out)
+    return app

@@ -1,0 +1,43 @@
+"""Each NEXMark query's result in plain Python, as a multiset the tests compare against."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from samza_nb.examples.nexmark.queries import WINDOW_MS
+
+__all__ = ["canonical", "reference"]
+
+
+def canonical(value: Any) -> str:
+    """A hashable, order-free form of a result row."""
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+def reference(query: str, events: list[dict[str, Any]]) -> Counter[str]:
+    bids = [e for e in events if e["type"] == "bid"]
+    if query == "q0":
+        return Counter(canonical(b) for b in bids)
+    if query == "q1":
+        return Counter(canonical({**b, "price": b["price"] * 908 // 1000}) for b in bids)
+    if query == "q2":
+        return Counter(
+            canonical({"auction": b["auction"], "price": b["price"]})
+            for b in bids if b["auction"] % 123 == 0
+        )
+    if query == "q7":
+        best: dict[int, list[int]] = {}
+        for b in bids:
+            start = b["date_time"] - b["date_time"] % WINDOW_MS
+            mine = [b["price"], -b["auction"], -b["bidder"]]
+            if start not in best or mine > best[start]:
+                best[start] = mine
+        return Counter(
+            canonical([start, {"price": m[0], "auction": -m[1], "bidder": -m[2]}])
+            for start, m in best.items()
+        )
+    msg = f"unknown query {query!r}"
+    raise ValueError(msg)
