@@ -54,6 +54,7 @@ __all__ = [
     "TopicCheckpointStore",
     "checkpoint_system",
     "checkpoint_topic",
+    "close_task_producers",
     "exactly_once",
     "open_checkpoint_store",
     "read_topic_checkpoints",
@@ -300,6 +301,18 @@ class TaskTransaction:
                 transaction.close()
             except StreamSystemError:
                 _log.debug("closing transaction %s after a failure failed", self.transactional_id)
+
+
+def close_task_producers(plan: ExecutionPlan) -> None:
+    """Close the transactional producers this process kept for the job's tasks (its last
+    processor stopped)."""
+    prefix = f"{plan.app_name}-{plan.job_id}-"
+    for key in [key for key in _PRODUCERS if key[1].startswith(prefix)]:
+        transaction = _PRODUCERS.pop(key)
+        try:
+            transaction.close()
+        except StreamSystemError as error:
+            _log.warning("closing the transactional producer %s failed: %s", key[1], error)
 
 
 def task_transaction(plan: ExecutionPlan, assignment: EpochAssignment) -> TaskTransaction | None:

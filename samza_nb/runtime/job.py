@@ -28,7 +28,7 @@ from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver
-from samza_nb.runtime.exactly_once import open_checkpoint_store
+from samza_nb.runtime.exactly_once import close_task_producers, open_checkpoint_store
 from samza_nb.runtime.executor import get_executor
 from samza_nb.runtime.history import JobHistory
 from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
@@ -100,6 +100,7 @@ class Job(JobViews):
             raise
 
     def _release(self) -> None:
+        close_task_producers(self.plan)
         if self.lease is not None:
             self.lease.release()
 

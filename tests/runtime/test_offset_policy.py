@@ -101,3 +101,5 @@ def test_upcoming_on_kafka_skips_what_was_there_and_reset_rereads_it(
         (f"{kafka_topic_prefix}in", 0, 0), (f"{kafka_topic_prefix}in", 1, 0)
     ]
     assert all(r["committed"] == r["newest"] > 0 for r in rows)
+    assert "input partition" in job.status()._repr_html_()
+    assert list(job.status().lag_frame()["lag"]) == [0, 0]
