@@ -535,12 +535,12 @@ def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -
     assert {row["expected"] for row in upstream} == {2}
     assert any(len(row["heard"]) == 2 for row in upstream)
     assert all(row["drained"] for row in upstream)
+    # The slider runs to the job's last epoch (the states above) and the summary reads as one story.
+    drain.epoch_slider.value = drain.epoch_slider.max
     text = drain.snapshot_text()
     assert "2 of 2" in text and "source" in text
     if any(len(row["heard"]) < 2 for row in upstream):
         assert "all 2 via another partition" in text
-    # The slider runs to the job's last epoch and the summary reads as one story.
-    drain.epoch_slider.value = drain.epoch_slider.max
     assert drain.summary.value.count("epoch") == 1
     assert f"after epoch {job.epoch}: " in drain.summary.value and "job drained" in drain.summary.value
     drain.epoch_slider.value = drain.epochs[0]
