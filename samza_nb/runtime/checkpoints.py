@@ -158,7 +158,12 @@ class CheckpointStore:
         return plan if plan.seq == seq else None
 
     def write_plan(self, task: str, plan: EpochPlan) -> None:
-        self._plans.put(task, plan.to_json())
+        if self._guard is not None:
+            # Fenced like a commit: a processor whose session died while it planned must not
+            # replace the plan its task's new owner runs (and then write outputs under its own).
+            self._plans.put_all({task: plan.to_json()}, guard=self._guard)
+        else:
+            self._plans.put(task, plan.to_json())
 
     def flush(self) -> None:
         self._checkpoints.flush()

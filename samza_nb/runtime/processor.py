@@ -14,6 +14,7 @@ What a processor reports (committed results, a drain it saw, its failure) goes t
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["ProcessorEvents", "StreamProcessor"]
 
 _IDLE_SLEEP_S = 0.2
+_log = logging.getLogger(__name__)
 
 
 class ProcessorEvents(Protocol):
@@ -219,9 +221,10 @@ class StreamProcessor:
                     self._in_epoch = True
                 try:
                     worked = self._one_epoch(model, container)
-                except JobLeaseError:
+                except JobLeaseError as fenced:
                     if not self.events.rejoins_when_fenced():
                         raise
+                    _log.warning("processor %s: %s; waiting for the next job model", self.processor_id, fenced)
                     # This process's session ended under it (frozen past its timeout): nothing
                     # of the epoch was committed; the coordinator rejoins and hands over a model.
                     with self._cond:

@@ -6,7 +6,11 @@ count messages. Several processes (the notebook driver and Spark's Python worker
 same log at once: every write runs in an ``IMMEDIATE`` transaction and SQLite serializes them.
 
 Appends may carry a ``(producer, producer_seq)`` pair — the runtime passes (task, epoch) — and
-a repeated pair is ignored, so a retried or restarted epoch does not append twice.
+a repeated pair is ignored, so a retried or restarted epoch does not append twice. Deleting
+committed batches (``delete_before``) keeps, per partition and producer name (the producer up
+to its last ``@``: the runtime's task, whatever the epoch plan), the highest sequence number
+deleted; an append at or below it is such a repeat too, so a late writer of an epoch already
+replayed and consumed (a processor that froze past its session) cannot append it again.
 
 The offsets of control messages (watermarks, end-of-stream, drain) are also kept in a table of
 their own, so lag counts messages, not markers (:meth:`EmbeddedSystem.control_messages`).
@@ -93,12 +97,24 @@ CREATE TABLE IF NOT EXISTS compaction (
     tombstones_below INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (stream, partition)
 );
+CREATE TABLE IF NOT EXISTS retired_producers (
+    stream TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    max_seq INTEGER NOT NULL,
+    PRIMARY KEY (stream, partition, name)
+);
 """
 #: A compacted batch keeps the offset of each record it kept (column ``offsets``); its row
 #: still spans [first_offset, first_offset + count), holes included (systems/compaction.py).
 _ADD_OFFSETS = "ALTER TABLE batches ADD COLUMN offsets BLOB"
 
 _BUSY_TIMEOUT_S = 60.0
+
+
+def _producer_name(producer: str) -> str:
+    """The producer up to its last ``@`` (the runtime's ``<job>/<task>@<epoch plan>``)."""
+    return producer.rpartition("@")[0] or producer
 
 
 def default_data_dir() -> Path:
@@ -259,7 +275,9 @@ class EmbeddedSystem(StreamSystem):
     def delete_stream(self, stream_id: str) -> None:
         db = self._db()
         with _transaction(db):
-            for table in ("streams", "partitions", "batches", "control_offsets", "compaction"):
+            for table in (
+                "streams", "partitions", "batches", "control_offsets", "compaction", "retired_producers"
+            ):
                 db.execute(f"DELETE FROM {table} WHERE stream = ?", (stream_id,))  # noqa: S608
 
     def list_streams(self) -> dict[str, int]:
@@ -337,6 +355,12 @@ class EmbeddedSystem(StreamSystem):
                     (stream_id, partition, producer, producer_seq),
                 ).fetchone()
                 if duplicate is not None:
+                    return False
+                retired = db.execute(
+                    "SELECT max_seq FROM retired_producers WHERE stream = ? AND partition = ? AND name = ?",
+                    (stream_id, partition, _producer_name(producer)),
+                ).fetchone()
+                if retired is not None and producer_seq is not None and producer_seq <= retired[0]:
                     return False
             first = int(row[0])
             db.execute(
@@ -462,6 +486,22 @@ class EmbeddedSystem(StreamSystem):
                 "AND first_offset + count <= ?",
                 (stream_id, partition, offset),
             ).fetchone()
+            deleted = db.execute(
+                "SELECT producer, MAX(producer_seq) FROM batches WHERE stream = ? AND partition = ? "
+                "AND first_offset + count <= ? AND producer IS NOT NULL GROUP BY producer",
+                (stream_id, partition, offset),
+            ).fetchall()
+            highest: dict[str, int] = {}
+            for producer, seq in deleted:
+                if seq is None:
+                    continue
+                name = _producer_name(producer)
+                highest[name] = max(highest.get(name, seq), seq)
+            db.executemany(
+                "INSERT INTO retired_producers (stream, partition, name, max_seq) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (stream, partition, name) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)",
+                [(stream_id, partition, name, seq) for name, seq in highest.items()],
+            )
             db.execute(
                 "DELETE FROM batches WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
                 (stream_id, partition, offset),

@@ -69,6 +69,25 @@ def test_idempotent_appends_and_retention(tmp_path: Path) -> None:
     assert [offset for offset, _ in system.read_records("s", 0, 0, 100)] == [3, 4, 5]
 
 
+def test_a_deleted_batch_still_refuses_a_late_repeat_of_its_epoch(tmp_path: Path) -> None:
+    # A frozen processor resumes and appends an epoch its task's new owner replayed and whose
+    # batches retention already deleted (every consumer committed past them): refused.
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("s", 1)
+    records = [Record(MessageKind.USER, None, b"x", None)] * 2
+    assert system.append("s", 0, records, producer="job/task@plan-a", producer_seq=4)
+    assert system.append("s", 0, records, producer="job/other@plan-b", producer_seq=9)
+    assert system.delete_before("s", 0, 4) == 4
+    assert not system.append("s", 0, records, producer="job/task@plan-a", producer_seq=4)
+    assert not system.append("s", 0, records, producer="job/task@plan-late", producer_seq=3)
+    assert system.append("s", 0, records, producer="job/task@plan-c", producer_seq=5)
+    assert system.append("s", 0, records, producer="job/other@plan-d", producer_seq=10)
+    assert system.newest_offsets("s") == {0: 8}
+    system.delete_stream("s")
+    system.create_stream("s", 1)  # a reset job starts its sequence numbers over
+    assert system.append("s", 0, records, producer="job/task@plan-e", producer_seq=0)
+
+
 def test_watermarks_and_end_of_stream_are_stored_in_band(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path)
     system.create_stream("s", 2)
