@@ -72,7 +72,7 @@ def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
     tasks = {pid: frozenset(c.tasks) for pid, c in model.containers.items()}
     assert tasks["p1"] | tasks["p2"] == ALL_TASKS and not tasks["p1"] & tasks["p2"]
     assert model.containers["p1"].location_id == "host-a"  # grouped over live processors
-    leader_rows = [r for r in first.table.rows() if r.is_leader]
+    leader_rows = [r for r in first.table.live(3.0) if r.is_leader]
     assert [r.processor_id for r in leader_rows] == [
         next(c for c in both if c.is_leader).processor_id
     ]
