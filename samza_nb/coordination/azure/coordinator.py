@@ -63,7 +63,10 @@ from samza_nb.metadata.azure import AzureWriteGuard
 from samza_nb.metadata.azure_storage import AzureAccount, describe_error
 from samza_nb.model import JobModel, LocationId
 
-__all__ = ["AzureJobCoordinator", "AzureTimings"]
+__all__ = ["STREAMS_LOCK_ID", "AzureJobCoordinator", "AzureTimings"]
+
+#: The lock a leader holds while it creates the job's streams (blob ``locks/createStreams``).
+STREAMS_LOCK_ID = "createStreams"
 
 _log = logging.getLogger(__name__)
 _PREFIX = "job.coordinator.azure."
@@ -132,7 +135,9 @@ class AzureJobCoordinator(JobCoordinator):
     ``calculator`` computes models (the leader's), ``config`` gives ``azure.storage.*`` and the
     ``job.coordinator.azure.*`` timings (default: the calculator's config); ``metadata`` (the
     job's metadata store) receives assignments and locality and gives the leader task
-    locality; ``before_first_publish(model)`` runs once in a leader before its first model.
+    locality; ``before_first_publish(model)`` runs once in a leader before its first model,
+    under the :data:`STREAMS_LOCK_ID` :class:`AzureLock` (the runtime creates the job's streams
+    there, so only a leader creates them).
     """
 
     name = "azure"
@@ -519,7 +524,10 @@ class AzureJobCoordinator(JobCoordinator):
         model = self._calculator.calculate(processors, metadata, previous)
         if self._before_first_publish is not None:
             setup, self._before_first_publish = self._before_first_publish, None
-            setup(model)
+            # Under the createStreams lock: a leader that took over from one that froze
+            # mid-creation waits until that one's lock lease has run out.
+            with self.lock(STREAMS_LOCK_ID, timeout=2 * self.timings.lease_duration + 10):
+                setup(model)
         dropped = set(self.blob.read_processors()) - set(processors)
         self.blob.publish_bundle(JobModelBundle(previous, model, published_version, version), lease)
         self.blob.publish_barrier(BARRIER_START, version, lease)
