@@ -41,7 +41,7 @@ app = build_app(EmbeddedSystem("embedded", path={path!r}), name={name!r})
 TIMINGS = {
     "job.debounce.time.ms": "2000",
     "job.coordinator.azure.heartbeat.interval.ms": "500",
-    "job.coordinator.azure.liveness.timeout.ms": "3000",
+    "job.coordinator.azure.liveness.timeout.ms": "5000",
     "job.coordinator.azure.leader.check.interval.ms": "1000",
     "job.coordinator.azure.membership.check.interval.ms": "500",
     "job.coordinator.azure.barrier.check.interval.ms": "300",
@@ -138,7 +138,7 @@ def test_a_killed_follower_is_dropped_and_the_leader_finishes_with_exact_counts(
                 if process.poll() is not None:
                     said = process.stdout.read().decode()[-3000:] if process.stdout else ""
                     pytest.fail(f"{pid} ended (exit {process.returncode}) before the kill:\n{said}")
-            leader = _leader(table, 3.0)
+            leader = _leader(table, 5.0)
             time.sleep(0.2)
         doomed = next(pid for pid in processes if pid != leader)
         os.killpg(processes[doomed].pid, signal.SIGKILL)
@@ -167,7 +167,10 @@ def test_a_killed_follower_is_dropped_and_the_leader_finishes_with_exact_counts(
         system.read_frame("page-counts").groupby("key")["value"].sum().to_dict(),
         expected_counts(events),
     )
-    assert got == want
+    lost = {k: want[k] - got.get(k, 0) for k in want if got.get(k, 0) < want[k]}
+    doubled = {k: got[k] - want.get(k, 0) for k in got if got[k] > want.get(k, 0)}
+    said = {pid: text.decode(errors="replace")[-1500:] for pid, text in outputs.items()}
+    assert got == want, f"lost {lost}, doubled {doubled}; the processors said: {said}"
     key = dict(p.split("=", 1) for p in connect.split(";") if p)["AccountKey"]
     for text in outputs.values():
         assert key.encode() not in text and connect.encode() not in text

@@ -63,7 +63,10 @@ from samza_nb.metadata.azure import AzureWriteGuard
 from samza_nb.metadata.azure_storage import AzureAccount, describe_error
 from samza_nb.model import JobModel, LocationId
 
-__all__ = ["AzureJobCoordinator", "AzureTimings"]
+__all__ = ["STREAMS_LOCK_ID", "AzureJobCoordinator", "AzureTimings"]
+
+#: The lock a leader holds while it creates the job's streams (blob ``locks/createStreams``).
+STREAMS_LOCK_ID = "createStreams"
 
 _log = logging.getLogger(__name__)
 _PREFIX = "job.coordinator.azure."
@@ -132,7 +135,9 @@ class AzureJobCoordinator(JobCoordinator):
     ``calculator`` computes models (the leader's), ``config`` gives ``azure.storage.*`` and the
     ``job.coordinator.azure.*`` timings (default: the calculator's config); ``metadata`` (the
     job's metadata store) receives assignments and locality and gives the leader task
-    locality; ``before_first_publish(model)`` runs once in a leader before its first model.
+    locality; ``before_first_publish(model)`` runs once in a leader before its first model,
+    under the :data:`STREAMS_LOCK_ID` :class:`AzureLock` (the runtime creates the job's streams
+    there, so only a leader creates them).
     """
 
     name = "azure"
@@ -165,6 +170,7 @@ class AzureJobCoordinator(JobCoordinator):
         self._renewed_at = 0.0
         self._version: str | None = None  # the version this processor confirmed
         self._model: JobModel | None = None
+        self._model_version: str | None = None  # the version of _model
         self._pending: tuple[str, JobModel] | None = None
         self._round: _Round | None = None
         self._needs_round = False
@@ -219,7 +225,7 @@ class AzureJobCoordinator(JobCoordinator):
     @property
     def job_model_version(self) -> str | None:
         """The version of :attr:`job_model` (None before the first one)."""
-        return self._version
+        return self._model_version
 
     @property
     def is_leader(self) -> bool:
@@ -237,7 +243,7 @@ class AzureJobCoordinator(JobCoordinator):
         """Block until a model (with a version other than ``newer_than``) is confirmed."""
         deadline = time.monotonic() + timeout
         with self._changed:
-            while self._model is None or self._version == newer_than:
+            while self._model is None or self._model_version == newer_than:
                 if self._stopped:
                     msg = f"the Azure coordinator of {self.processor_id!r} stopped"
                     raise CoordinationError(msg)
@@ -391,7 +397,9 @@ class AzureJobCoordinator(JobCoordinator):
                 next_beat = now + self.timings.heartbeat
                 try:
                     self._heartbeat()
-                except CoordinationError as error:
+                except Exception as error:  # noqa: BLE001 - Samza only logs a failed heartbeat
+                    if self._stopped:
+                        return  # the clients were closed under a call in flight
                     _log.warning("heartbeat of %s failed: %s", self.processor_id, error)
             pause = next_beat - time.monotonic()
             if self._leading:
@@ -405,7 +413,7 @@ class AzureJobCoordinator(JobCoordinator):
         try:
             self.blob.renew_lease(lease)
             self._renewed_at = time.monotonic()
-        except LeaseLost as error:
+        except (LeaseLost, ValueError) as error:  # ValueError: the clients were closed
             _log.warning("processor %s lost the leader's lease: %s", self.processor_id, error)
             self._demote()
 
@@ -516,7 +524,10 @@ class AzureJobCoordinator(JobCoordinator):
         model = self._calculator.calculate(processors, metadata, previous)
         if self._before_first_publish is not None:
             setup, self._before_first_publish = self._before_first_publish, None
-            setup(model)
+            # Under the createStreams lock: a leader that took over from one that froze
+            # mid-creation waits until that one's lock lease has run out.
+            with self.lock(STREAMS_LOCK_ID, timeout=2 * self.timings.lease_duration + 10):
+                setup(model)
         dropped = set(self.blob.read_processors()) - set(processors)
         self.blob.publish_bundle(JobModelBundle(previous, model, published_version, version), lease)
         self.blob.publish_barrier(BARRIER_START, version, lease)
@@ -603,6 +614,8 @@ class AzureJobCoordinator(JobCoordinator):
     def _confirm(self, version: str, model: JobModel) -> None:
         pid = self.processor_id
         previous = self._version
+        with self._changed:
+            self._version = version  # heartbeats now refresh the row of this version
         for old in {previous or UNASSIGNED, UNASSIGNED}:
             if old != version:
                 self.table.delete(old, pid)
@@ -614,7 +627,7 @@ class AzureJobCoordinator(JobCoordinator):
             manager.write_processor_locality({pid: self.location_id})
         with self._changed:
             self._model = model
-            self._version = version  # heartbeats now refresh the row of this version
+            self._model_version = version
             self._changed.notify_all()
         if start:
             self._expired = False

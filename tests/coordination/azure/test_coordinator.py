@@ -22,8 +22,10 @@ from samza_nb.coordination.azure import (
     BARRIER_TIMEOUT,
     AzureJobCoordinator,
     AzureJobObserver,
+    AzureLock,
     AzureNames,
 )
+from samza_nb.coordination.azure.coordinator import STREAMS_LOCK_ID
 from samza_nb.errors import CoordinationError, JobLeaseError
 from samza_nb.metadata.azure import AzureBlobMetadataStore
 from samza_nb.services import ServiceInfo, ServicesHome
@@ -72,7 +74,7 @@ def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
     tasks = {pid: frozenset(c.tasks) for pid, c in model.containers.items()}
     assert tasks["p1"] | tasks["p2"] == ALL_TASKS and not tasks["p1"] & tasks["p2"]
     assert model.containers["p1"].location_id == "host-a"  # grouped over live processors
-    leader_rows = [r for r in first.table.rows() if r.is_leader]
+    leader_rows = [r for r in first.table.live(3.0) if r.is_leader]
     assert [r.processor_id for r in leader_rows] == [
         next(c for c in both if c.is_leader).processor_id
     ]
@@ -227,3 +229,30 @@ def test_run_id_is_shared_by_the_deployment(
     # A new deployment (nobody of the old one is live) gets a new run id.
     third, _ = coordinators("p3", "host-c")
     assert third.run_id_generator(metadata).run_id() != run_id
+
+
+def test_the_leader_creates_the_streams_once_under_the_lock(
+    job_config: Config, metadata: AzureBlobMetadataStore
+) -> None:
+    held: list[bool] = []
+
+    def create_streams(model: object) -> None:
+        other = AzureLock(coordinator.container, STREAMS_LOCK_ID, lease_duration=15)
+        try:
+            other.acquire(timeout=0.3)
+            other.release()
+            held.append(False)
+        except CoordinationError:
+            held.append(True)
+
+    coordinator = AzureJobCoordinator(
+        calculator(job_config), job_config, metadata=metadata, before_first_publish=create_streams
+    )
+    listener = RecordingListener()
+    coordinator.attach("p1", "host-a", listener)
+    coordinator.start()
+    try:
+        wait_until(lambda: listener.tasks() == ALL_TASKS, 30, "the first model")
+        assert held == [True]  # once, while the leader held the lock
+    finally:
+        coordinator.stop()
