@@ -1,4 +1,4 @@
-"""NEXMark q0, q1, q2, q7 on samza_nb (default config, Spark), beside Flink and bytewax.
+"""NEXMark q0, q1, q2, q7, q8 on samza_nb (default config, Spark), beside Flink and bytewax.
 
 For each query: N generated events (person : auction : bid = 1 : 3 : 46, event time 1 ms apart,
 watermarks every 5 000 events) in the embedded log, the query run to end of stream, its result
@@ -76,7 +76,7 @@ def samza_nb_query(query: str, events: list[dict], workdir: Path) -> tuple[float
     run(app, until="end-of-stream")
     seconds = time.perf_counter() - started
     frame = system.read(f"{query}-out")
-    if query == "q7":
+    if query in ("q7", "q8"):
         got = Counter(canonical([k, v]) for k, v in zip(frame["key"], frame["value"], strict=True))
     else:
         got = Counter(canonical(v) for v in frame["value"])
@@ -86,7 +86,7 @@ def samza_nb_query(query: str, events: list[dict], workdir: Path) -> tuple[float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--queries", default="q0,q1,q2,q7")
+    parser.add_argument("--queries", default="q0,q1,q2,q7,q8")
     parser.add_argument("--no-venv", action="store_true", help="skip bytewax (bench venv)")
     args = parser.parse_args()
     events = generate(args.events)

@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for script in bench/*.py; do
+  case "$(basename "$script")" in _*) continue ;; esac  # helpers, not benches
   echo "== $script"
   .venv/bin/python "$script"
 done

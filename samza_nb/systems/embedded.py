@@ -110,6 +110,27 @@ CREATE TABLE IF NOT EXISTS retired_producers (
 _ADD_OFFSETS = "ALTER TABLE batches ADD COLUMN offsets BLOB"
 
 _BUSY_TIMEOUT_S = 60.0
+#: Messages per stored row when a notebook writes a large list (``write``).
+_WRITE_BATCH = 10_000
+
+
+class _DecodedBatch:
+    """The last batch this system decoded (per thread), kept for the next read of the same
+    row: a task reads a large batch in several fetches. A hit needs the same row and the same
+    payload bytes (comparing bytes costs far less than decoding them), so a stream deleted and
+    created again never serves stale records."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self, stream_id: str, partition: int, first: int, payload: bytes) -> list[Any]:
+        key = (stream_id, partition, first)
+        cached = getattr(self._local, "entry", None)
+        if cached is not None and cached[0] == key and cached[1] == payload:
+            return list(cached[2])
+        records = _decode_batch(payload)
+        self._local.entry = (key, payload, records)
+        return list(records)
 
 
 def _producer_name(producer: str) -> str:
@@ -195,6 +216,7 @@ class EmbeddedSystem(StreamSystem):
         self._path = Path(path).expanduser() if path is not None else None
         self._lock = threading.RLock()
         self._round_robin: dict[str, itertools.count[int]] = {}
+        self._decoded = _DecodedBatch()
 
     def __getstate__(self) -> dict[str, Any]:
         # Shipped to Spark executors: locks and counters stay behind.
@@ -205,6 +227,7 @@ class EmbeddedSystem(StreamSystem):
         self._path = state["_path"]
         self._lock = threading.RLock()
         self._round_robin = {}
+        self._decoded = _DecodedBatch()
 
     def __repr__(self) -> str:
         return f"EmbeddedSystem({self.name!r}, path={str(self.path)!r})"
@@ -430,9 +453,10 @@ class EmbeddedSystem(StreamSystem):
         rows = self._db().execute(query + " ORDER BY first_offset", arguments).fetchall()
         batches: list[tuple[int, list[tuple[int, bytes | None, bytes, int | None]]]] = []
         covered: int | None = None
+        decoded = self._decoded
         for first, count, payload, offsets in rows:
             covered = min(end, first + count)
-            records = _decode_batch(payload)
+            records = decoded.get(stream_id, partition, first, payload)
             if offsets is not None:
                 batches.extend(compacted_runs(decode_offsets(offsets), records, offset, end))
                 continue
@@ -640,7 +664,9 @@ class EmbeddedSystem(StreamSystem):
         for target, record in placed:
             per_partition.setdefault(target, []).append(record)
         for target, records in sorted(per_partition.items()):
-            self.append(stream_id, target, records)
+            # Rows of at most _WRITE_BATCH messages: a reader decodes whole rows.
+            for start in range(0, len(records), _WRITE_BATCH):
+                self.append(stream_id, target, records[start : start + _WRITE_BATCH])
         return len(placed)
 
     def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:

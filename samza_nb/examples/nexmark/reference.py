@@ -39,5 +39,18 @@ def reference(query: str, events: list[dict[str, Any]]) -> Counter[str]:
             canonical([start, {"price": m[0], "auction": -m[1], "bidder": -m[2]}])
             for start, m in best.items()
         )
+    if query == "q8":
+        names: dict[tuple[int, int], str] = {}
+        sold: set[tuple[int, int]] = set()
+        for e in events:
+            start = e["date_time"] - e["date_time"] % WINDOW_MS
+            if e["type"] == "person":
+                names[(e["id"], start)] = e["name"]
+            elif e["type"] == "auction":
+                sold.add((e["seller"], start))
+        return Counter(
+            canonical([person, [start, name]])
+            for (person, start), name in names.items() if (person, start) in sold
+        )
     msg = f"unknown query {query!r}"
     raise ValueError(msg)
