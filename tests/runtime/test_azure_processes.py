@@ -132,7 +132,7 @@ def test_a_killed_follower_is_dropped_and_the_leader_finishes_with_exact_counts(
     try:
         deadline = time.monotonic() + 120
         leader = None
-        while leader is None or _committed(store) < 6:
+        while leader is None or _committed(store) < 20:
             assert time.monotonic() < deadline, "the processors committed nothing in 120 s"
             for pid, process in processes.items():
                 if process.poll() is not None:
