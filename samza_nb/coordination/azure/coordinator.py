@@ -574,6 +574,16 @@ class AzureJobCoordinator(JobCoordinator):
         if barrier is None or barrier[0] != BARRIER_START or barrier[1] == self._version:
             return
         if pid not in self.blob.read_processors():
+            # A round without this processor (its heartbeats looked stale to the leader): its
+            # tasks go to others, so it stops work now and waits to be listed again. Samza's
+            # processor keeps running its old model here.
+            if self._working:
+                _log.warning(
+                    "processor %s was left out of version %s: stopping work", pid, barrier[1]
+                )
+                self._listener().on_job_model_expired()
+                self._working = False
+                self._expired = True
             return
         bundle = self.blob.read_bundle()
         if bundle is None or bundle.curr_version != barrier[1] or bundle.curr_model is None:
