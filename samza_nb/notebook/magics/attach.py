@@ -18,7 +18,7 @@ __all__ = ["command"]
 
 
 @magic_arguments("samza attach")
-@argument("url", metavar="URL", help="zookeeper://HOST:PORT/chroot (query: ?app=NAME&job=ID)")
+@argument("url", metavar="URL", help="zookeeper://HOST:PORT/chroot or azure://ACCOUNT (query: ?app=NAME&job=ID)")
 @argument("app", nargs="?", metavar="APP", help="the application: a notebook name bound to one, or its app.name")
 @argument("--job-id", help="the job id (job.id; default 1)")
 @config_argument

@@ -46,6 +46,7 @@ _OPENERS: dict[str, AttachOpener] = {}
 #: Built-in schemes: name → (module, attribute), imported on first use.
 _BUILTINS: dict[str, tuple[str, str]] = {
     "zookeeper": ("samza_nb.notebook.magics.attach_zookeeper", "open_zookeeper"),
+    "azure": ("samza_nb.notebook.magics.attach_azure", "open_azure"),
 }
 
 

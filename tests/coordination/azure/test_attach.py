@@ -1,6 +1,6 @@
 """``%samza attach azure://ACCOUNT``: a handle and the live widget that read an Azure job's
 table and page blob without joining it, and drain it; coordinators run in threads against
-Azurite. (Skipped where the attach registry of ``samza_nb.notebook.magics`` is absent.)"""
+Azurite."""
 
 from __future__ import annotations
 
@@ -8,21 +8,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 
-pytest.importorskip("samza_nb.notebook.magics.attach_schemes")
+from samza_nb.config import Config
+from samza_nb.drain import read_drain_notifications
+from samza_nb.errors import ConfigError
+from samza_nb.metadata.azure import AzureBlobMetadataStore
+from samza_nb.notebook.magics import SamzaMagics, Session
+from samza_nb.notebook.magics.attach_handle import AttachedJob
+from samza_nb.notebook.magics.attach_schemes import attach, attach_scheme_names
+from samza_nb.notebook.widgets.attached_job import AttachedJobWidget
 
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
-
-from samza_nb.config import Config  # noqa: E402
-from samza_nb.drain import read_drain_notifications  # noqa: E402
-from samza_nb.errors import ConfigError  # noqa: E402
-from samza_nb.metadata.azure import AzureBlobMetadataStore  # noqa: E402
-from samza_nb.notebook.magics import SamzaMagics, Session  # noqa: E402
-from samza_nb.notebook.magics.attach_handle import AttachedJob  # noqa: E402
-from samza_nb.notebook.magics.attach_schemes import attach, attach_scheme_names  # noqa: E402
-from samza_nb.notebook.widgets.attached_job import AttachedJobWidget  # noqa: E402
-
-from .conftest import wait_until  # noqa: E402
+from .conftest import wait_until
 
 pytestmark = pytest.mark.services
 
