@@ -79,6 +79,7 @@ CREATE TABLE IF NOT EXISTS batches (
     payload BLOB NOT NULL,
     producer TEXT,
     producer_seq INTEGER,
+    offsets BLOB,
     PRIMARY KEY (stream, partition, first_offset)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS batches_producer
@@ -179,7 +180,13 @@ class _Connections:
                 connection.executescript(_SCHEMA)
                 columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
                 if "offsets" not in columns:  # a log written before compaction existed
-                    connection.execute(_ADD_OFFSETS)
+                    try:
+                        connection.execute(_ADD_OFFSETS)
+                    except sqlite3.OperationalError:
+                        # Another process added it first ("duplicate column name").
+                        columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
+                        if "offsets" not in columns:
+                            raise
             except sqlite3.DatabaseError as error:
                 connection.close()
                 msg = (
