@@ -6,6 +6,7 @@ failure, whichever operator or store raised it, is reported with its place.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,7 +65,10 @@ class StreamWriter:
         self._key_partitions: dict[bytes, int] = {}
         # Unkeyed messages go round robin from a start that is the same for a retried epoch
         # (never Python's salted hash(): a retry must write exactly what the first try wrote).
-        self._next = zlib.crc32(f"{task_name}/{seq}/{stream_id}".encode()) % partitions
+        #: Round robin for unkeyed messages: the start is the same for a retried epoch.
+        self.rotation = itertools.count(
+            zlib.crc32(f"{task_name}/{seq}/{stream_id}".encode()) % partitions
+        )
         self._controls = 0
 
     def write_to(self, partition: int, key: bytes | None, value: bytes) -> None:
@@ -104,9 +108,7 @@ class StreamWriter:
         self.write_placed(self.place(key), key, value)
 
     def write_unkeyed(self, value: bytes) -> None:
-        partition = self._next % self.partitions
-        self._next += 1
-        self.write_placed(partition, None, value)
+        self.write_placed(next(self.rotation) % self.partitions, None, value)
 
     def send_control_to(self, partition: int, message: ControlMessage) -> None:
         self._controls += 1

@@ -391,20 +391,45 @@ class OutputImpl(_FusedImpl):
             else lambda key: encode_partition_key(key, spec.op_id)
         )
         self.value_encode = serde.value_serde.to_bytes if isinstance(serde, KVSerde) else serde.to_bytes
+        self.value_serde = serde.value_serde if isinstance(serde, KVSerde) else serde
 
     def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
-        write = self._write
+        key_encode, value_serde = self.key_encode, self.value_serde
+        value_encode: Callable[[Any], bytes] = (
+            _json_encode if isinstance(value_serde, JsonSerde) else self.value_encode
+        )
+        writer = self.writer
+        buffers, buffer_of, place, rotation = writer.buffers, writer.buffer, writer.place, writer.rotation
+        partitions = writer.partitions
+        user = MessageKind.USER
+        passes_on = emit is not _drop
         count = 0
 
         def receive(message: Any) -> None:
             nonlocal count
             count += 1
+            value = _UNSET
             try:
-                write(message)
+                if isinstance(message, KV):
+                    key = message.key
+                    key_bytes = key_encode(key) if key is not None else None
+                    value = message.value
+                    value_bytes = value_encode(value)
+                    partition = place(key_bytes)
+                else:
+                    key_bytes = None
+                    value = message
+                    value_bytes = value_encode(value)
+                    partition = next(rotation) % partitions
             except Exception as error:
-                failed(error)
+                failed(_serde_error(value_serde, value, error))
                 return
-            emit(message)
+            buffer = buffers.get(partition)
+            if buffer is None:
+                buffer = buffer_of(partition)
+            buffer.append((user, key_bytes, value_bytes, None))  # type: ignore[arg-type]
+            if passes_on:
+                emit(message)
 
         self._counted = lambda: count
         return receive
