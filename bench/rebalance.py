@@ -16,11 +16,11 @@ the follower rejoined) the leader. Short timeouts (session 6 s, debounce 1 s; Sa
 are 30 s + 20 s). ZooKeeper expires sessions on its tick (2 s here), so one expiry takes
 between the session timeout minus the client's ping gap and the session timeout plus one tick.
 
-Other coordinators add rows: a module ``bench/rebalance_<name>.py`` defining
+Other coordinators add rows: a module ``bench/_rebalance_<name>.py`` defining
 ``measure_<name>_leader_failover()`` returning a dict (or a list of dicts) with keys of
 :class:`Row` (``victim``, ``gone_s``, ``published_s``, ``running_s``, ``bound_s``,
 ``ceiling_s``, ``moved``, ``moved_bound``, ``relocated``; missing ones print as "–") is run and
-printed after the ZooKeeper rows when present (``bench/rebalance_azure.py`` →
+printed after the ZooKeeper rows when present (``bench/_rebalance_azure.py`` →
 ``measure_azure_leader_failover``).
 
     .venv/bin/python bench/rebalance.py [--session-ms 6000] [--debounce-ms 1000] [--repeat 1]
@@ -227,11 +227,11 @@ def zookeeper_rows(session_ms: int, debounce_ms: int, repeat: int, events: int, 
 
 
 def plugin_rows() -> list[Row]:
-    """Rows of other coordinators' benches (``bench/rebalance_<name>.py``), when present."""
+    """Rows of other coordinators' benches (``bench/_rebalance_<name>.py``), when present."""
     rows = []
     sys.path.insert(0, str(Path(__file__).parent))
-    for path in sorted(Path(__file__).parent.glob("rebalance_*.py")):
-        name = path.stem.removeprefix("rebalance_")
+    for path in sorted(Path(__file__).parent.glob("_rebalance_*.py")):
+        name = path.stem.removeprefix("_rebalance_")
         measure = getattr(importlib.import_module(path.stem), f"measure_{name}_leader_failover", None)
         if measure is None:
             continue

@@ -16,7 +16,7 @@ plus the debounce and one membership check (the new leader's first round). Timin
 shortened from Samza's (lease 60 s renewed every 45 s, checks 10 s / 5 s); Azurite refuses
 leases under 15 s.
 
-    .venv/bin/python bench/rebalance_azure.py [--lease-ms 15000] [--events 20000]
+    .venv/bin/python bench/_rebalance_azure.py [--lease-ms 15000] [--events 20000]
 
 ``bench/rebalance.py`` (ZooKeeper) prints these rows too: it calls
 :func:`measure_azure_leader_failover`.
