@@ -399,10 +399,11 @@ def _layout(
     stage_labels: Mapping[int, str] | None = None,
     max_width: float = MAX_WIDTH,
 ) -> _Layout:
-    extra_lines = max(
-        [1 if stream_labels else 0, *(label.count("\n") + 1 for label in operator_labels.values())]
-    )
-    node_h = _NODE_H + _EXTRA_LINE_H * extra_lines
+    # Streams, tables and folded stages hold one line of counters; operators as many as
+    # their labels have (rate, lag, watermark, state).
+    node_h = _NODE_H + (_EXTRA_LINE_H if stream_labels or operator_labels else 0.0)
+    op_lines = max((label.count("\n") + 1 for label in operator_labels.values()), default=0)
+    op_h = max(node_h, _NODE_H + _EXTRA_LINE_H * op_lines)
     op_nodes = {
         op_id: _op_node(plan, spec, operator_labels.get(op_id))
         for op_id, spec in plan.operators.items()
@@ -433,7 +434,7 @@ def _layout(
             for op_id in stage.operators:
                 edge_nodes[op_id] = node
         else:
-            block = _layout_stage(plan, stage.id, stage.operators, op_nodes, node_h, per_line)
+            block = _layout_stage(plan, stage.id, stage.operators, op_nodes, op_h, per_line)
             count = len(stage.operators)
             block.title = f"stage {stage.id} · {count} op{'' if count == 1 else 's'}"
             if stage.id in (stage_labels or {}):
