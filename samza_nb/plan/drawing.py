@@ -12,14 +12,15 @@ Every element a live view may want to restyle carries a class and a data attribu
 ``g.samza-stream[data-stream]`` (edges that carry a stream, with their label) and
 ``g.samza-stream-node[data-stream]`` (input, output and side-input nodes),
 ``g.samza-table[data-table]``. :func:`render_svg` takes ``stream_styles``, ``stream_labels``,
-``operator_labels`` and ``stage_labels`` so a widget can colour streams and show counters.
+``operator_labels`` (lines split at "\\n"), ``operator_styles``, ``stage_labels`` and
+``stage_sparklines`` so a widget can colour streams and operators and show counters and trends.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape as _escape
 from html import unescape as html_unescape
@@ -47,6 +48,7 @@ __all__ = [
     "render_svg",
     "render_text",
     "scroll_box",
+    "sparkline_points",
     "svg_image",
 ]
 
@@ -66,6 +68,7 @@ _BLOCK_GAP = 26.0
 _LABEL_H = 13.0
 _CHAR_W = 6.4
 _MARGIN = 14.0
+_SPARK_W = 60.0
 _FONT = "-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
 #: The width the layout keeps to (a notebook cell is about 900 px wide): stages wrap their
 #: operators into lines and bands wrap their blocks rather than grow wider.
@@ -216,7 +219,7 @@ def _op_node(plan: ExecutionPlan, spec: OperatorSpec, extra: str | None) -> _Nod
             detail = "#" + detail
     lines = [spec.opcode.value, detail]
     if extra:
-        lines.append(extra)
+        lines.extend(extra.split("\n"))
     title = spec.op_id + (f"\n{spec.user_location}" if spec.user_location else "")
     fill = stroke = _OP_COLOURS[_category(spec.opcode)]
     return _Node(
@@ -396,8 +399,11 @@ def _layout(
     stage_labels: Mapping[int, str] | None = None,
     max_width: float = MAX_WIDTH,
 ) -> _Layout:
-    extra_lines = bool(stream_labels) or bool(operator_labels)
-    node_h = _NODE_H + (_EXTRA_LINE_H if extra_lines else 0.0)
+    # Streams, tables and folded stages hold one line of counters; operators as many as
+    # their labels have (rate, lag, watermark, state).
+    node_h = _NODE_H + (_EXTRA_LINE_H if stream_labels or operator_labels else 0.0)
+    op_lines = max((label.count("\n") + 1 for label in operator_labels.values()), default=0)
+    op_h = max(node_h, _NODE_H + _EXTRA_LINE_H * op_lines)
     op_nodes = {
         op_id: _op_node(plan, spec, operator_labels.get(op_id))
         for op_id, spec in plan.operators.items()
@@ -428,7 +434,7 @@ def _layout(
             for op_id in stage.operators:
                 edge_nodes[op_id] = node
         else:
-            block = _layout_stage(plan, stage.id, stage.operators, op_nodes, node_h, per_line)
+            block = _layout_stage(plan, stage.id, stage.operators, op_nodes, op_h, per_line)
             count = len(stage.operators)
             block.title = f"stage {stage.id} · {count} op{'' if count == 1 else 's'}"
             if stage.id in (stage_labels or {}):
@@ -688,6 +694,8 @@ def render_svg(
     stream_labels: Mapping[str, str] | None = None,
     operator_labels: Mapping[str, str] | None = None,
     stage_labels: Mapping[int, str] | None = None,
+    operator_styles: Mapping[str, StreamStyle] | None = None,
+    stage_sparklines: Mapping[int, Sequence[float]] | None = None,
     folded: Iterable[int] = (),
     max_width: float = MAX_WIDTH,
     scale: float = 1.0,
@@ -696,8 +704,10 @@ def render_svg(
 
     ``stream_styles`` maps stream ids to a colour or to SVG attributes for the stream's edges
     and node; ``stream_labels`` adds text to a stream (its node, or its edge label for
-    intermediate streams); ``operator_labels`` adds a third line to operator nodes;
-    ``stage_labels`` adds text to stage titles. Use them for live counters. ``folded`` stages
+    intermediate streams); ``operator_labels`` adds lines (split at "\\n") to operator nodes;
+    ``operator_styles`` maps operator ids to a colour or SVG attributes for their box;
+    ``stage_labels`` adds text to stage titles; ``stage_sparklines`` draws a small line of
+    each stage's values (oldest first) at its box's top right. Use them for live counters. ``folded`` stages
     are drawn as one box (title and counters) instead of their operators; ``scale`` sets the
     drawn size (the layout, and so what fits in ``max_width``, does not change).
     """
@@ -705,6 +715,8 @@ def render_svg(
         msg = f"scale must be a positive number, got {scale!r}"
         raise ValueError(msg)
     styles = {sid: _style_attrs(style) for sid, style in (stream_styles or {}).items()}
+    op_styles = {op_id: _style_attrs(style) for op_id, style in (operator_styles or {}).items()}
+    trends = stage_sparklines or {}
     stage_texts = stage_labels or {}
     layout = _layout(
         plan,
@@ -735,6 +747,19 @@ def render_svg(
     for block in layout.blocks:
         if block.kind != "stage":
             continue
+        stage_id = int(block.data["stage"])
+        trend = ""
+        title_room = block.w - _PAD
+        if len(trends.get(stage_id, ())) >= 2:
+            spark_w = _SPARK_W
+            points = sparkline_points(trends[stage_id], width=spark_w, height=_TITLE_H)
+            trend = (
+                f'<g class="samza-sparkline" data-stage="{stage_id}" transform="translate('
+                f'{_fmt(block.x + block.w - _PAD - spark_w)},{_fmt(block.y + _PAD / 2)})">'
+                f'<polyline points="{points}" fill="none" stroke="{_STAGE_COLOUR}" '
+                'stroke-width="1.5"/></g>'
+            )
+            title_room -= spark_w + _PAD
         out.append(
             f'<g class="samza-stage"{_attrs(block.data)}>'
             f'<rect x="{_fmt(block.x)}" y="{_fmt(block.y)}" width="{_fmt(block.w)}" '
@@ -742,7 +767,7 @@ def render_svg(
             f'style="fill:{_STAGE_FILL};stroke:{_STAGE_STROKE}"/>'
             f'<text x="{_fmt(block.x + _PAD)}" y="{_fmt(block.y + _PAD + 8)}" '
             f'style="fill:{_TEXT_MUTED}" font-weight="600">'
-            f"{escape(_clip(block.title, block.w - _PAD))}</text></g>"
+            f"{escape(_clip(block.title, title_room))}</text>{trend}</g>"
         )
     labels_below: dict[int, int] = {}
     for edge in layout.edges:
@@ -788,6 +813,8 @@ def render_svg(
         }
         if key.startswith("stream:"):
             stroke_attrs.update(styles.get(key[len("stream:") :], {}))
+        elif "op" in node.data:
+            stroke_attrs.update(op_styles.get(node.data["op"], {}))
         rect_attrs = "".join(f" {name}={quoteattr(value)}" for name, value in stroke_attrs.items())
         out.append(
             f'<g class="{node.classes}"{_attrs(node.data)} transform="translate({_fmt(node.x)},{_fmt(node.y)})">'
@@ -797,6 +824,16 @@ def render_svg(
         )
     out.append("</svg>")
     return "".join(out)
+
+
+def sparkline_points(values: Sequence[float], *, width: float, height: float) -> str:
+    """An SVG polyline's points for ``values`` (oldest first) across ``width``, scaled to
+    their maximum within ``height`` (1 px margins); needs at least two values."""
+    top = max(max(values), 1e-9)
+    step = width / (len(values) - 1)
+    return " ".join(
+        f"{_fmt(i * step)},{_fmt(height - 2 - (height - 4) * v / top)}" for i, v in enumerate(values)
+    )
 
 
 def _edge_label(edge: _Edge, block: _Block, below: dict[int, int], width: float) -> str:

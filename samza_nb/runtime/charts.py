@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from samza_nb.plan.drawing import svg_image
+from samza_nb.plan.drawing import sparkline_points, svg_image
 
 __all__ = ["JobChart", "LagHeatmap", "line_chart_svg", "sparkline_svg"]
 
@@ -40,11 +40,7 @@ def sparkline_svg(values: Sequence[float], *, width: int = 120, height: int = 24
     than two values."""
     if len(values) < 2:
         return ""
-    top = max(max(values), 1e-9)
-    step = width / (len(values) - 1)
-    points = " ".join(
-        f"{_fmt(i * step)},{_fmt(height - 2 - (height - 4) * v / top)}" for i, v in enumerate(values)
-    )
+    points = sparkline_points(values, width=width, height=height)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="samza-sparkline" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" style="vertical-align:middle">'

@@ -19,6 +19,8 @@ from samza_nb.grouping import (
 )
 from samza_nb.model import JobModel, TaskMode, TaskModel
 from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer, RunProgress, StageGraph
+from samza_nb.notebook.widgets._html import rate as format_rate
+from samza_nb.notebook.widgets._operator_load import format_watermark
 from samza_nb.notebook.widgets.drain_states import DRAINED_COLOUR
 from samza_nb.notebook.widgets.grouper_explorer import tasks_of_plan
 from samza_nb.runtime import Job, run
@@ -241,6 +243,134 @@ def test_rate_meter_keeps_the_average_once_done() -> None:
     assert meter.add(300, done=False) == 0.0
     # Done: the average over the time it grew (0 → 3 s), not 0/s.
     assert meter.add(300, done=True) == 100.0
+
+
+def test_operator_load_states_follow_rate_backlog_and_share() -> None:
+    from samza_nb.notebook.widgets._operator_load import load_state
+    from samza_nb.runtime.control import LONG_MAX
+
+    assert load_state(None, [0, 5, 9], 10.0) == "idle"
+    assert load_state(0.0, [0, 5, 9], 10.0) == "idle"
+    # The backlog grew over the last three samples while it read: backpressured.
+    assert load_state(4.0, [10, 10, 30], 10.0) == "backpressured"
+    assert load_state(4.0, [3, 10, 30], 10.0) == "backpressured"
+    # Two samples are not a trend; a backlog that shrank once is not growing.
+    assert load_state(10.0, [10, 30], 10.0) == "busy"
+    assert load_state(10.0, [10, 5, 30], 10.0) == "busy"
+    # A steady backlog: busy at a high share of the stage's messages, active at a low one.
+    assert load_state(10.0, [30, 30, 30], 12.0) == "busy"
+    assert load_state(2.0, [30, 30, 30], 12.0) == "active"
+    # No backlog: it keeps up.
+    assert load_state(10.0, [0, 0, 0], 10.0) == "active"
+
+    assert format_watermark(None) == format_watermark(-1) == "–"
+    assert format_watermark(LONG_MAX) == "∞"  # a drain's +inf watermark
+    assert format_watermark(1_700_000_000_123) == "2023-11-14 22:13:20.123Z"
+    assert format_watermark(1_700_000_000_123, short=True) == "22:13:20"
+    assert format_watermark(LONG_MAX - 1) == f"{LONG_MAX - 1} ms"
+
+
+def test_stage_graph_colours_a_backpressured_operator_from_a_metrics_sequence(
+    tmp_path: Path,
+) -> None:
+    """The widget fed a constructed sequence of metrics (a fake job and clock): the input
+    operator reads at 10/s while its lag grows by 50 per second → backpressured."""
+    from types import SimpleNamespace
+
+    from samza_nb.notebook.widgets._operator_load import STATE_COLOURS
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    plan = shuffle_app(system, "pressed").plan()
+    stage0 = plan.stages[0]
+    reader = stage0.operators[0]  # reads "events"
+    seconds = [0.0]
+
+    class Sequence:
+        """What StageGraph reads of a Job, one step of the sequence per refresh."""
+
+        plan: Any = None
+        step = 0
+
+        def status(self) -> Any:
+            return SimpleNamespace(state="running", epoch=self.step, done=False, error=None)
+
+        def metrics(self) -> dict[str, Any]:
+            read, lag = 10 * self.step, 100 + 50 * self.step
+            return {
+                "streams": {"events": {"in": read, "lag": lag}},
+                "operators": {op_id: read for op_id in stage0.operators},
+                "operator_counters": {},
+            }
+
+        def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
+            return {
+                "Partition 0": {reader: (-1, 1_700_000_000_000)},
+                "Partition 1": {reader: (-1, 1_700_000_005_000)},
+            }
+
+    job = Sequence()
+    job.plan = plan
+    graph = StageGraph(job, auto_refresh=False, clock=lambda: seconds[0])  # type: ignore[arg-type]
+    for step in range(1, 5):
+        seconds[0], job.step = float(step), step
+        graph.refresh()
+    load = graph.operator_loads[reader]
+    assert load.rate == 10.0 and load.lag == 300 and load.state == "backpressured"
+    assert load.watermark == 1_700_000_000_000  # the lowest over its tasks
+    assert graph.stage_rates[stage0.id] == 10.0 and list(graph.stage_trends[stage0.id]) == [10.0] * 4
+    svg = graph.graph.value
+    assert f'stroke="{STATE_COLOURS["backpressured"]}" stroke-width="2.5" data-load="backpressured"' in svg
+    assert ">10/s · lag 300<" in svg and ">backpressured<" in svg and "wm 22:13:20" in svg
+    assert 'class="samza-sparkline" data-stage="0"' in svg
+    text = graph.snapshot_text()
+    assert reader in text and "backpressured" in text and "2023-11-14 22:13:20.000Z" in text
+    # The backlog stops growing: it reads on a steady backlog, at the stage's whole rate.
+    job.metrics = lambda: {  # type: ignore[method-assign]
+        "streams": {"events": {"in": 60, "lag": 300}},
+        "operators": {op_id: 60 for op_id in stage0.operators},
+        "operator_counters": {},
+    }
+    for step in (5, 6, 7):
+        seconds[0] = float(step)
+        graph.refresh()
+    assert graph.operator_loads[reader].state == "busy"
+    assert f'stroke="{STATE_COLOURS["busy"]}" stroke-width="2.5" data-load="busy"' in graph.graph.value
+
+
+def test_stage_graph_shows_a_windowed_jobs_watermark(tmp_path: Path) -> None:
+    from samza_nb.api import Windows
+    from samza_nb.testing import run_local
+
+    start = 1_700_000_000_000
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("clicks", 2)
+    for part in range(2):
+        system.write("clicks", [{"user": "a", "ts": start + 1_000 * i} for i in range(5)], partition=part)
+        system.write_watermark("clicks", part, start + 60_000 + 1_000 * part)
+    system.end_stream("clicks")
+    app = StreamApplication("marks", job_id="1")
+    out = app.output(system.output("marks-counts", partitions=1))
+    (
+        app.input(system.input("clicks", partitions=2))
+        .window(
+            Windows.keyed_tumbling(
+                lambda e: e["user"], 10_000, initial=lambda: 0, fold=lambda e, n: n + 1,
+                event_time=lambda e: e["ts"],
+            ),
+            op_id="count",
+        )
+        .map(lambda pane: pane.message)
+        .send_to(out)
+    )
+    job = run_local(app, until="end-of-stream")
+    graph = StageGraph(job)
+    window = graph.operator_loads["marks-1-window-count"]
+    assert window.messages_in == 10 and window.state == "idle"  # the job is done
+    # The lowest of the two partitions' watermarks, as a UTC time.
+    assert window.watermark == start + 60_000
+    assert "wm 22:14:20" in graph.graph.value
+    assert "2023-11-14 22:14:20.000Z" in graph.snapshot_text()
+    assert "2023-11-14 22:14:20.000Z" in graph.operators_table.value
 
 
 def test_table_headers_and_text_follow_the_theme() -> None:
@@ -491,7 +621,7 @@ def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -
     explorer = GrouperExplorer(job, interval=0.1)
     assert all(w.auto_refreshing for w in (graph, progress, drain, explorer))
     deadline = time.monotonic() + 60
-    while job.epoch < 2 and time.monotonic() < deadline:
+    while (job.epoch < 2 or len(graph.stage_trends[0]) < 2) and time.monotonic() < deadline:
         time.sleep(0.05)
 
     new_id = explorer.add("host-c")
@@ -549,6 +679,17 @@ def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -
     assert progress.rate is not None and progress.rate > 0
     assert progress.phase == "drained (average rate)"
     assert all(rate is not None and rate > 0 for rate in [graph.stage_rates[0]])
+    # Per operator: the stage's rate while it ran (its sparkline), the average once drained.
+    assert any(rate > 0 for rate in graph.stage_trends[0])
+    assert 'class="samza-sparkline" data-stage="0"' in graph.graph.value
+    reader = graph.operator_loads["live-1-input-0"]
+    metrics = job.metrics()
+    assert reader.rate is not None and reader.rate > 0 and reader.state == "idle"
+    assert reader.lag == metrics["streams"]["events"]["lag"]  # a drain leaves the rest unread
+    assert reader.messages_in == metrics["operators"]["live-1-input-0"]
+    assert reader.watermark is not None and format_watermark(reader.watermark) == "∞"  # drained
+    text = graph.snapshot_text()
+    assert "watermark" in text and "live-1-input-0" in text and format_rate(reader.rate) in text
 
 
 @pytest.mark.spark

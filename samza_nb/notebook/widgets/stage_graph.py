@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,14 +19,24 @@ from samza_nb.notebook.widgets._html import (
 )
 from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets._operator_load import (
+    STATE_COLOURS,
+    OperatorLoad,
+    OperatorLoads,
+    format_watermark,
+)
 from samza_nb.notebook.widgets._rate import RateMeter
 from samza_nb.plan.drawing import render_svg, scroll_box, svg_image
 from samza_nb.plan.execution_plan import ExecutionPlan
+from samza_nb.plan.operators import InputOperatorSpec
 
 if TYPE_CHECKING:
     from samza_nb.runtime.job import Job, JobStatus
 
 __all__ = ["StageGraph", "plan_and_job"]
+
+#: Refreshes a stage's rate sparkline spans (30 s at the default interval).
+TREND_POINTS = 30
 
 
 def plan_and_job(plan_or_job: ExecutionPlan | Job, widget: str) -> tuple[ExecutionPlan, Job | None]:
@@ -49,7 +60,12 @@ class StageGraph(LiveWidget):
     (between the consumers' checkpoints and the newest offsets), operators with the messages
     they received, stages with their totals and their rate (messages in per second over the
     last ``window`` seconds; once the job is done, the average while it read). Two tables
-    repeat the counters exactly. The drawing keeps to the cell's width (stages wrap their
+    repeat the counters exactly. Each operator also shows its rate (messages in per second over
+    the window), the consumer lag of the stream it reads (input operators) and its watermark
+    (the lowest output watermark over its tasks, UTC; "–" before any), and is coloured when busy
+    or backpressured (defined in :mod:`samza_nb.notebook.widgets._operator_load`); each stage
+    box carries a sparkline of its rate over the last refreshes. An operators table repeats
+    these numbers. The drawing keeps to the cell's width (stages wrap their
     operators into lines, stages stack top to bottom) at a readable size; a larger drawing
     (``zoom``) scrolls in its own box. ``fold`` buttons draw a stage as one box.
 
@@ -59,7 +75,10 @@ class StageGraph(LiveWidget):
     pressed = folded), ``folded`` (the folded stage ids), ``metrics`` (the last
     ``job.metrics()``), ``job_status`` (the last ``job.status()``), ``stage_counters`` (stage
     id → in/out/lag), ``stage_rates`` (stage id → messages in per second, or None) and
-    ``stream_counters`` (stream id → in/out/lag, lag absent for outputs).
+    ``stream_counters`` (stream id → in/out/lag, lag absent for outputs),
+    ``operator_loads`` (op id → OperatorLoad: messages in, rate, lag, watermark, state),
+    ``stage_trends`` (stage id → the stage's rates at the last refreshes, oldest first) and
+    ``operators_table`` (HTML widget).
     """
 
     def __init__(
@@ -79,6 +98,12 @@ class StageGraph(LiveWidget):
         self.stage_rates: dict[int, float | None] = {}
         self.stream_counters: dict[str, dict[str, int]] = {}
         self._meters = {stage.id: RateMeter(window, clock) for stage in plan.stages}
+        self._loads = OperatorLoads(window, clock)
+        self.operator_loads: dict[str, OperatorLoad] = {}
+        self.stage_trends: dict[int, deque[float]] = {
+            stage.id: deque(maxlen=TREND_POINTS) for stage in plan.stages
+        }
+        self.operators_table = widgets.HTML()
         self._svg_options: dict[str, Any] = {}
         self.summary = widgets.HTML()
         self.graph = widgets.HTML(layout=widgets.Layout(width="100%"))
@@ -109,7 +134,14 @@ class StageGraph(LiveWidget):
         )
         super().__init__(
             job,
-            children=[self.summary, controls, self.graph, self.stages_table, self.streams_table],
+            children=[
+                self.summary,
+                controls,
+                self.graph,
+                self.stages_table,
+                self.operators_table,
+                self.streams_table,
+            ],
             auto_refresh=auto_refresh,
             interval=interval,
         )
@@ -159,13 +191,23 @@ class StageGraph(LiveWidget):
             stage_id: self._meters[stage_id].add(counters["in"], done=status.done)
             for stage_id, counters in self.stage_counters.items()
         }
+        if not status.done:
+            for stage_id, rate in self.stage_rates.items():
+                if rate is not None:
+                    self.stage_trends[stage_id].append(rate)
         operators: dict[str, int] = self.metrics["operators"]
+        self.operator_loads = self._operator_loads(operators, streams, done=status.done)
         self._svg_options = {
             "stream_labels": {sid: self._stream_label(sid) for sid in plan.streams},
             "operator_labels": {
                 op_id: _operator_label(n, self.metrics.get("operator_counters", {}).get(op_id, {}))
+                + _load_lines(self.operator_loads.get(op_id))
                 for op_id, n in operators.items()
             },
+            "operator_styles": {
+                op_id: _load_style(load.state) for op_id, load in self.operator_loads.items()
+            },
+            "stage_sparklines": {sid: list(trend) for sid, trend in self.stage_trends.items()},
             "stage_labels": {
                 sid: f"in {compact(c['in'])} · out {compact(c['out'])} · lag {compact(c['lag'])}"
                 f" · {_short_rate(self.stage_rates.get(sid))}"
@@ -182,9 +224,55 @@ class StageGraph(LiveWidget):
             ["stage", "operators", "reads", "writes", "in", "out", "lag", "rate"],
             self._stage_rows(counters=True),
         )
+        self.operators_table.value = html_table(_OPERATOR_HEADERS, self._operator_rows())
         self.streams_table.value = html_table(
             ["stream", "kind", "partitions", "in", "out", "lag"], self._stream_rows(counters=True)
         )
+
+    def _operator_loads(
+        self, operators: dict[str, int], streams: dict[str, dict[str, int]], *, done: bool
+    ) -> dict[str, OperatorLoad]:
+        """Each operator's rate, lag, watermark and state from this refresh's numbers."""
+        read_watermarks = getattr(self.job, "operator_watermarks", None)
+        watermarks: dict[str, int] = {}
+        if read_watermarks is not None:
+            for per_op in read_watermarks().values():
+                for op_id, (_in, out) in per_op.items():
+                    watermarks[op_id] = min(out, watermarks.get(op_id, out))
+        loads = {}
+        for stage in self.plan.stages:
+            stage_lag = self.stage_counters.get(stage.id, {}).get("lag", 0)
+            for op_id in stage.operators:
+                spec = self.plan.operators[op_id]
+                lag = None
+                if isinstance(spec, InputOperatorSpec):
+                    lag = streams.get(spec.stream_id, {}).get("lag")
+                watermark = watermarks.get(op_id)
+                loads[op_id] = self._loads.add(
+                    op_id,
+                    operators.get(op_id, 0),
+                    lag=lag,
+                    backlog=stage_lag if lag is None else lag,
+                    watermark=None if watermark is None or watermark < 0 else watermark,
+                    stage_rate=self.stage_rates.get(stage.id),
+                    done=done,
+                )
+        return loads
+
+    def _operator_rows(self) -> list[list[str]]:
+        stage_of = {op_id: stage.id for stage in self.plan.stages for op_id in stage.operators}
+        return [
+            [
+                op_id,
+                str(stage_of.get(op_id, "–")),
+                count(load.messages_in),
+                format_rate(load.rate),
+                count(load.lag),
+                format_watermark(load.watermark),
+                load.state,
+            ]
+            for op_id, load in self.operator_loads.items()
+        ]
 
     def _draw(self) -> None:
         """Redraw the SVG from the last counters, with the zoom and the folded stages."""
@@ -247,6 +335,7 @@ class StageGraph(LiveWidget):
             self.summary.value
             + svg_image(self.graph.value)
             + self.stages_table.value
+            + self.operators_table.value
             + self.streams_table.value
             + self.message.value
         )
@@ -264,13 +353,11 @@ class StageGraph(LiveWidget):
             head += "plan only"
         else:
             head += f"{self.job_status.state}, epoch {self.job_status.epoch}"
-        return "\n".join(
-            [
-                head,
-                text_table(stage_headers, self._stage_rows(counters=counters)),
-                text_table(stream_headers, self._stream_rows(counters=counters)),
-            ]
-        )
+        tables = [text_table(stage_headers, self._stage_rows(counters=counters))]
+        if self.operator_loads:
+            tables.append(text_table(_OPERATOR_HEADERS, self._operator_rows()))
+        tables.append(text_table(stream_headers, self._stream_rows(counters=counters)))
+        return "\n".join([head, *tables])
 
     def __repr__(self) -> str:
         status = self.job_status
@@ -285,6 +372,32 @@ def _operator_label(messages_in: int, counters: dict[str, int]) -> str:
         if counters.get(key) and not (key == "errors" and counters["errors"] == counters.get("skipped")):
             parts.append(f"{word} {compact(counters[key])}")
     return " · ".join(parts)
+
+
+_OPERATOR_HEADERS = ["operator", "stage", "in", "rate", "lag", "watermark", "state"]
+
+
+def _load_lines(load: OperatorLoad | None) -> str:
+    """The node's extra lines: rate and lag, the watermark once there is one, and the state
+    when busy or backpressured (a node holds about twenty characters a line)."""
+    if load is None:
+        return ""
+    lines = _short_rate(load.rate)
+    if load.lag is not None:
+        lines += f" · lag {compact(load.lag)}"
+    if load.watermark is not None:
+        lines += f"\nwm {format_watermark(load.watermark, short=True)}"
+    if load.state in STATE_COLOURS:
+        lines += f"\n{load.state}"
+    return "\n" + lines
+
+
+def _load_style(state: str) -> dict[str, str]:
+    """The node's box for a state: its colour (outline, thicker, and tint) when loaded."""
+    colour = STATE_COLOURS.get(state)
+    if colour is None:
+        return {"data-load": state}
+    return {"data-load": state, "fill": colour, "stroke": colour, "stroke-width": "2.5"}
 
 
 def _short_rate(value: float | None) -> str:
