@@ -242,6 +242,7 @@ class ZkMetadataStore(MetadataStore):
         return guard
 
     def _write_all(self, entries: dict[str, bytes], guard: Callable[[Any], None] | None) -> None:
+        rechecked = False
         for _ in range(5):
             plans = [
                 (path, value + _crc(value), self._zk.children(path))
@@ -276,6 +277,13 @@ class ZkMetadataStore(MetadataStore):
                 return
             guard_failed = [r for r in results[:checks] if isinstance(r, Exception)]
             if any(type(r).__name__ != "RolledBackError" for r in guard_failed):
+                moved = all(type(r).__name__ in ("BadVersionError", "RolledBackError") for r in guard_failed)
+                if moved and not rechecked:
+                    # A node the guard checked by version changed (a vanished node, such as a
+                    # lost session's, never comes back): a guard that reads what it checks
+                    # (ZkJobCoordinator.fence) is built once more from fresh reads.
+                    rechecked = True
+                    continue
                 msg = (
                     f"ZkMetadataStore {self.base_path}: the write of {len(entries)} entries was "
                     "fenced (this writer's session or lease is no longer current); nothing "

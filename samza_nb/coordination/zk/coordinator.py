@@ -3,9 +3,10 @@
 Processors register ephemeral nodes and elect the first as leader. The leader computes a job
 model with the :class:`JobModelCalculator` after membership settles (the debounce), stores it
 as a new version, opens that version's barrier and publishes the version. Every processor reads
-the new model, stops work only if its own container changed, and joins the barrier; on DONE the
+the new model, stops work only if its own active tasks changed, and joins the barrier; on DONE the
 leader records the version as active and the processors whose container changed start it (and
-record where their tasks now run). A barrier that times out makes the leader try again.
+record where their tasks now run). A processor whose standby tasks alone changed keeps working:
+it drops the standbys it loses before it joins the barrier and takes the new set on DONE. A barrier that times out makes the leader try again.
 
 Threading: every reaction, and every call of the listener, runs on the coordinator's one
 scheduler thread (``samza_nb-zk-<processor id>``), except that :meth:`stop` calls
@@ -42,9 +43,9 @@ from samza_nb.coordination.zk.task_locality import ZkTaskLocality
 from samza_nb.errors import CoordinationError, JobLeaseError
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.zk_client import ZkClient
-from samza_nb.model import JobModel, LocationId
+from samza_nb.model import JobModel, LocationId, TaskMode
 
-__all__ = ["KEEP_JOB_MODELS", "STREAMS_LOCK_ID", "ZkJobCoordinator"]
+__all__ = ["KEEP_JOB_MODELS", "STREAMS_LOCK_ID", "ZkJobCoordinator", "active_work"]
 
 #: Job models and barriers kept after a new version is published (Samza keeps 10).
 KEEP_JOB_MODELS = 10
@@ -54,6 +55,18 @@ STREAMS_LOCK_ID = "createStreams"
 
 _log = logging.getLogger(__name__)
 _PROCESSOR_CHANGE = "processor-change"
+
+
+def active_work(model: JobModel, processor_id: str) -> tuple[object, ...] | None:
+    """What of a processor's container an expiry is about: its location and active tasks
+    (standby tasks may come and go without stopping the processor's work)."""
+    container = model.containers.get(processor_id)
+    if container is None:
+        return None
+    return (
+        container.location_id,
+        frozenset((name, task) for name, task in container.tasks.items() if task.mode is TaskMode.ACTIVE),
+    )
 
 
 class ZkJobCoordinator(JobCoordinator):
@@ -114,6 +127,9 @@ class ZkJobCoordinator(JobCoordinator):
         self._seen_version: str | None = None
         self._primed = False
         self._expired = False  # this processor's work was stopped for a newer model
+        self._standbys_moved = False  # the newest model read changes only this one's standbys
+        #: (active version, this processor's version) → whether the two give it the same work.
+        self._same_actives: dict[tuple[str, str], bool] = {}
         self._working = False  # the listener runs a model handed over by on_new_job_model
         self._settled: set[str] = set()
         self._stopped = False
@@ -208,6 +224,53 @@ class ZkJobCoordinator(JobCoordinator):
             )
             raise JobLeaseError(msg)
         tx.check(self.keys.processor(node), 0)
+        self._fence_model_version(tx)
+
+    def _fence_model_version(self, tx: Any) -> None:
+        """Add the check that no job model moving this processor's active tasks was activated
+        since the model it works on (issue #14: commits checked against the model version).
+
+        Why not "activeJobModelVersion == my version": processors whose assignment did not
+        change keep working through a rebalance (SAMZA.md §8.5 step 7) and learn of the new
+        version only after the leader wrote it as active, so their commits in between would
+        be refused, and a processor whose tasks did move starts on DONE, possibly before the
+        leader wrote the new version as active. So a commit is allowed when the active
+        version is not newer than this processor's model, or when the active model gives this
+        processor the same location and active tasks (standby moves included); otherwise it is
+        refused here. The transaction then checks the active version node's stat version as
+        read, so an activation between this read and the commit fails the write (the store
+        builds the transaction once more, and this check reads the new active version).
+        """
+        assert self._zk is not None
+        with self._changed:
+            running, version = self._model, self._model_version
+        found = self._zk.get(self.keys.active_job_model_version)
+        if found is None:
+            return  # no tree yet (the leader creates it before the first model)
+        active = found[0].decode("utf-8", "replace").strip()
+        if running is None or version is None:
+            msg = (
+                f"processor {self.processor_id!r} works on no agreed job model under "
+                f"{self.keys.root}: its commits are fenced"
+            )
+            raise JobLeaseError(msg)
+        if active and active.isdigit() and version.isdigit() and int(active) > int(version):
+            same = self._same_actives.get((active, version))
+            if same is None:
+                try:
+                    newer = active_work(self._versions.read(active), self.processor_id)
+                except CoordinationError:  # cleaned up: far newer than this processor's model
+                    newer = None
+                same = newer is not None and newer == active_work(running, self.processor_id)
+                self._same_actives[(active, version)] = same
+            if not same:
+                msg = (
+                    f"processor {self.processor_id!r} works on job model version {version}, but "
+                    f"version {active} moving its tasks is active under {self.keys.root}: its "
+                    "commits are fenced"
+                )
+                raise JobLeaseError(msg)
+        tx.check(self.keys.active_job_model_version, found[1].version)
 
     def start(self) -> None:
         """Register, check for a duplicate id, and start the election (returns without waiting
@@ -383,12 +446,16 @@ class ZkJobCoordinator(JobCoordinator):
         model = self._versions.read(version)
         self._latest = (version, model)
         pid = self.processor_id
-        mine_before = self._model.containers.get(pid) if self._model is not None else None
-        if self._model is None or mine_before != model.containers.get(pid):
+        if self._model is None or active_work(self._model, pid) != active_work(model, pid):
             if self._working and not self._expired:
                 self._listener().on_job_model_expired()
                 self._working = False
             self._expired = True
+        elif self._model.containers.get(pid) != model.containers.get(pid):
+            # Placing or moving a standby never expires this processor's active work (issue
+            # #15): it keeps running and takes the new standby set when the model is agreed.
+            self._standbys_moved = True
+            self._drop_leaving_standbys(self._model, model)
         if pid not in self._barrier.expected(version):
             return  # a model made before this processor registered; the next one counts on it
         self._barrier.join(version, pid)
@@ -399,6 +466,19 @@ class ZkJobCoordinator(JobCoordinator):
                 self._schedule(f"barrier-{version}", 0, lambda: self._on_barrier(version, state))
 
         self._barrier.watch_state(version, settled)
+
+    def _drop_leaving_standbys(self, running: JobModel, model: JobModel) -> None:
+        """Before joining the barrier, stop the standbys ``model`` takes away from this
+        processor: the epoch in flight finishes with them, so none of their steps still runs
+        when the model's new holders start (they may open the same store at this location)."""
+        pid = self.processor_id
+        mine, new = running.containers.get(pid), model.containers.get(pid)
+        if mine is None or new is None or not self._working or self._expired:
+            return
+        kept = {name: task for name, task in mine.tasks.items() if name in new.tasks}
+        if len(kept) < len(mine.tasks):
+            interim = running.replace(containers={**running.containers, pid: mine.replace(tasks=kept)})
+            self._listener().on_new_job_model(pid, interim)
 
     def _on_barrier(self, version: str, state: str) -> None:
         if self._scheduler is not None:
@@ -421,7 +501,8 @@ class ZkJobCoordinator(JobCoordinator):
     def _accept(self, version: str, model: JobModel) -> None:
         pid = self.processor_id
         start = self._expired
-        if start:
+        standbys_moved, self._standbys_moved = self._standbys_moved and self._working, False
+        if start or standbys_moved:
             self._expired = False
             container = model.containers.get(pid)
             if container is not None:
@@ -436,7 +517,9 @@ class ZkJobCoordinator(JobCoordinator):
             self._model = model
             self._model_version = version
             self._changed.notify_all()
-        if start:
+        if start or standbys_moved:
+            # Not expired (standbys only): the processor finishes its epoch in flight with the
+            # old standbys before this returns (StreamProcessor.on_new_job_model).
             self._working = True
             self._listener().on_new_job_model(pid, model)
 

@@ -19,6 +19,7 @@ from samza_nb.coordination.observation import JobObservation, JobObserver
 from samza_nb.drain import read_drain_notifications, read_run_id, write_drain_notification
 from samza_nb.errors import DrainError, JobError
 from samza_nb.metadata import MetadataStore
+from samza_nb.model import JobModel
 
 __all__ = ["AttachedJob", "AttachedJobStatus"]
 
@@ -42,7 +43,16 @@ class AttachedJobStatus:
 
 class AttachedJob:
     """``url`` names what is attached (no secrets); ``app_name``/``job_id`` the job;
-    ``observer`` reads its coordination state; ``metadata`` is its metadata store (drain)."""
+    ``observer`` reads its coordination state; ``metadata`` is its metadata store (drain).
+
+    The notebook only observes: the grouper explorer shows an attached job's model and its
+    proposals but cannot apply them (:attr:`preview_only` says why)."""
+
+    #: Why what a widget proposes for this job is a preview only (GrouperExplorer's Apply).
+    preview_only = (
+        "attached: preview only (this notebook observes the job without joining its group, "
+        "so it cannot regroup it; its leader decides the job models)"
+    )
 
     def __init__(
         self,
@@ -104,6 +114,27 @@ class AttachedJob:
             observation.active,
             observation.barrier,
         )
+
+    @property
+    def job_model(self) -> JobModel | None:
+        """The job model the processors run: the active version's (the latest one's before
+        any reached consensus); None before the first."""
+        observation = self.observe()
+        wanted = observation.active or observation.latest
+        return next((v.model for v in observation.versions if v.version == wanted), None)
+
+    @property
+    def processors(self) -> dict[str, str]:
+        """The live processors: id → location."""
+        return {p.processor_id: p.location_id for p in self.observe().processors}
+
+    @property
+    def replication_factor(self) -> int:
+        """Copies of each task's state the current model places (1 active + its standbys)."""
+        model = self.job_model
+        if model is None or not model.active_tasks():
+            return 1
+        return 1 + len(model.standby_tasks()) // len(model.active_tasks())
 
     @property
     def run_id(self) -> str | None:

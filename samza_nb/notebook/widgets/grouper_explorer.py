@@ -184,7 +184,9 @@ def _processors_of(model: JobModel) -> dict[str, str]:
 class GrouperExplorer(LiveWidget):
     """Choose a grouper, processors, locations and replicas; see the assignment it gives.
 
-    Start from a job (``GrouperExplorer(job)``), a JobModel (``job_model=``), a plan
+    Start from a job (``GrouperExplorer(job)``; a job attached with ``%samza attach`` is
+    shown with its current model and proposals, Apply off: "attached: preview only"), a
+    JobModel (``job_model=``), a plan
     (``plan=``) or tasks (``tasks=`` a count or task names); without a job the current model
     groups the tasks with ``grouper`` over ``processors`` processors ``"0"``, ``"1"`` …
     at ``locations`` (cycled; by default one location per processor, ``host-<id>``).
@@ -226,6 +228,17 @@ class GrouperExplorer(LiveWidget):
         auto_refresh: bool = True,
         interval: float = DEFAULT_INTERVAL,
     ) -> None:
+        # An attached job (``%samza attach``) is observed, never regrouped: a preview only.
+        attached = job if getattr(job, "preview_only", None) else None
+        if attached is not None:
+            job_model, job = attached.job_model, None
+            if job_model is None:
+                msg = f"{attached!r} has no job model yet: nothing to explore"
+                raise ConfigError(msg)
+            if replication_factor is None:
+                replication_factor = int(attached.replication_factor)
+        #: The attached job this explorer previews (None: a job of this notebook, or none).
+        self.attached: Any = attached
         given = [
             name
             for name, value in (
@@ -402,6 +415,9 @@ class GrouperExplorer(LiveWidget):
         """Rebalance the job to the draft: regroup with the chosen grouper, add the new
         processors, kill the removed ones. Returns the job's new JobModel."""
         job = self.job
+        if self.attached is not None:
+            msg = f"nothing applied: {self.attached.preview_only}"
+            raise ConfigError(msg)
         if job is None:
             msg = "this explorer has no job to apply to; create it with GrouperExplorer(job)"
             raise ConfigError(msg)
@@ -437,6 +453,8 @@ class GrouperExplorer(LiveWidget):
     def apply_blocker(self) -> str | None:
         """Why Apply is disabled now (None when it may apply the proposal)."""
         job = self.job
+        if self.attached is not None:
+            return str(self.attached.preview_only)
         if job is None:
             return "no job to apply to"
         state = job.status().state
@@ -529,6 +547,13 @@ class GrouperExplorer(LiveWidget):
     # -- computing -------------------------------------------------------------------------
     def _refresh(self) -> None:
         job = self.job
+        if self.attached is not None:
+            model = self.attached.job_model
+            if model is not None and model != self.current:
+                self.current, self.current_processors = model, _processors_of(model)
+                self.draft = dict(self.current_processors)
+                self._sync_controls()
+                self.message.value = paragraph("the attached job has a new model: the draft starts from it")
         if job is not None and job.job_model is not self.current:
             # The job regrouped (Apply, a magic, a kill elsewhere): its model is the new base.
             self.current = job.job_model
@@ -729,7 +754,7 @@ class GrouperExplorer(LiveWidget):
     def _draw(self) -> None:
         colour = _ERROR if self.error is not None else "#24292f"
         self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)
-        blocker = self.apply_blocker() if self.job is not None else None
+        blocker = self.apply_blocker() if self.job is not None or self.attached is not None else None
         self.apply_button.disabled = self.job is None or blocker is not None
         self.apply_button.tooltip = blocker or "regroup the running job to this proposal"
         notes = [text for text in (blocker and f"Apply is off: {blocker}", self._apply_note_text()) if text]

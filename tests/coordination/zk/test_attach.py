@@ -158,3 +158,33 @@ def test_magic_attach_returns_the_handle(zk_connect: str, group: dict[str, ZkJob
     finally:
         handle.close()
     assert handle.status().state == "detached"
+
+
+def test_the_grouper_explorer_on_an_attached_job_is_a_preview_only(
+    group: dict[str, ZkJobCoordinator], attached: AttachedJob
+) -> None:
+    from samza_nb.notebook.widgets import GrouperExplorer
+
+    wait_until(lambda: _agreed(attached, {"p1", "p2"}), 20, "a model over p1 and p2")
+    explorer = GrouperExplorer(attached, auto_refresh=False)
+    try:
+        assert explorer.current == group["p1"].job_model
+        assert explorer.current_processors == {"p1": "host-a", "p2": "host-b"}
+        assert explorer.apply_button.disabled
+        assert explorer.apply_blocker() == AttachedJob.preview_only
+        assert "attached: preview only" in explorer.apply_note.value
+        p2_tasks = set(explorer.current.containers["p2"].tasks)
+        explorer.kill("p2")  # the proposal moves p2's tasks to p1; the job is untouched
+        assert explorer.proposal is not None and set(explorer.proposal.containers) == {"p1"}
+        assert {move.task for move in explorer.moves} == p2_tasks
+        with pytest.raises(ConfigError, match="attached: preview only"):
+            explorer.apply()
+        assert attached.processors == {"p1": "host-a", "p2": "host-b"}
+
+        group["p2"].stop()  # the job's own rebalance: the explorer starts from its new model
+        wait_until(lambda: _agreed(attached, {"p1"}), 20, "a model over p1 alone")
+        explorer.refresh()
+        assert set(explorer.current.containers) == {"p1"} and explorer.draft == {"p1": "host-a"}
+        assert explorer.apply_button.disabled
+    finally:
+        explorer.close()
