@@ -211,4 +211,6 @@ def test_a_rolling_restart_keeps_the_counts_and_restores_no_store(group: Callabl
         int(n) for p in job.incarnations for n in re.findall(r"store restores from changelogs: (\d+)", p.log())
     ]
     assert len(restores) == len(job.incarnations)  # every incarnation reported, none failed
-    assert sum(restores) == 0
+    # The first incarnations may restore what p1 ran alone before p2 joined (a real move); the
+    # restarted ones find every store at their location.
+    assert sum(restores[len(locations):]) == 0, restores
