@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from samza_nb.errors import PlanError
+from samza_nb.plan.source_names import describe_source
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 
@@ -19,33 +20,9 @@ def user_location() -> str | None:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_PACKAGE_DIR):
-            return f"{_short_filename(filename)}:{frame.f_lineno}"
+            return describe_source(filename, frame.f_lineno)
         frame = frame.f_back  # type: ignore[assignment]
     return None
-
-
-def _short_filename(filename: str) -> str:
-    if "ipykernel_" in filename or filename.startswith("<ipython-input"):
-        cell = _ipython_cell(filename)
-        return f"<cell {cell}>" if cell is not None else "<cell>"
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:  # another drive on Windows
-        return filename
-    return filename if relative.startswith("..") else relative
-
-
-def _ipython_cell(filename: str) -> int | None:
-    """The execution count of a notebook cell's code file, if IPython knows it."""
-    ipython_module = sys.modules.get("IPython")
-    if ipython_module is None:
-        return None
-    try:
-        shell = ipython_module.get_ipython()
-        number = shell.compile._filename_map.get(filename)
-    except AttributeError:
-        return None
-    return number if isinstance(number, int) else None
 
 
 def describe(value: Any) -> str:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import linecache
 import os
-import sys
 import sysconfig
 import traceback
 from pathlib import Path
+
+from samza_nb.plan.source_names import describe_source
 
 __all__ = ["describe", "raising_frame", "source_line"]
 
@@ -61,28 +62,4 @@ def source_line(filename: str, lineno: int) -> str:
 def describe(filename: str, lineno: int) -> str:
     """``<cell N>:line`` for a notebook cell's code, else a path relative to the working
     directory (absolute when outside it)."""
-    return f"{_short_filename(filename)}:{lineno}"
-
-
-def _short_filename(filename: str) -> str:
-    if "ipykernel_" in filename or filename.startswith("<ipython-input"):
-        cell = _ipython_cell(filename)
-        return f"<cell {cell}>" if cell is not None else "<cell>"
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:  # another drive on Windows
-        return filename
-    return filename if relative.startswith("..") else relative
-
-
-def _ipython_cell(filename: str) -> int | None:
-    """The execution count of a notebook cell's code file, if IPython knows it here."""
-    ipython_module = sys.modules.get("IPython")
-    if ipython_module is None:
-        return None
-    try:
-        shell = ipython_module.get_ipython()
-        number = shell.compile._filename_map.get(filename)
-    except AttributeError:
-        return None
-    return number if isinstance(number, int) else None
+    return describe_source(filename, lineno)
