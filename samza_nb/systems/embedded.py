@@ -10,7 +10,8 @@ a repeated pair is ignored, so a retried or restarted epoch does not append twic
 committed batches (``delete_before``) keeps, per partition and producer name (the producer up
 to its last ``@``: the runtime's task, whatever the epoch plan), the highest sequence number
 deleted; an append at or below it is such a repeat too, so a late writer of an epoch already
-replayed and consumed (a processor that froze past its session) cannot append it again.
+replayed and consumed (a processor that froze past its session), or the replay of a killed
+processor's pending epoch whose first attempt was consumed and deleted, cannot append it again.
 
 The offsets of control messages (watermarks, end-of-stream, drain) are also kept in a table of
 their own, so lag counts messages, not markers (:meth:`EmbeddedSystem.control_messages`).
@@ -386,6 +387,11 @@ class EmbeddedSystem(StreamSystem):
                 ).fetchone()
                 if duplicate is not None:
                     return False
+                # The batch may be gone: a processor killed after appending an epoch's
+                # intermediate batches leaves its plan pending; before its tasks fail over,
+                # their consumers read those batches, commit, and retention deletes them. The
+                # new owner replays the plan, and without this refusal the repeat would be
+                # read again, counted twice (test_zookeeper_processes.py, crashed epoch).
                 retired = db.execute(
                     "SELECT max_seq FROM retired_producers WHERE stream = ? AND partition = ? AND name = ?",
                     (stream_id, partition, _producer_name(producer)),

@@ -39,7 +39,12 @@ def _settings(zk_connect: str) -> dict[str, str]:
 
 
 def _processor(
-    tmp_path: Path, zk_connect: str, pid: str, location: str, extra: dict[str, str] | None = None
+    tmp_path: Path,
+    zk_connect: str,
+    pid: str,
+    location: str,
+    extra: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     settings = {
         **(extra or {}),
@@ -56,7 +61,12 @@ def _processor(
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
     return subprocess.Popen(
-        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        argv,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **env} if env else None,
     )
 
 
@@ -103,6 +113,44 @@ def test_two_processor_processes_survive_the_death_of_one(zk_connect: str, tmp_p
     lost = {k: want[k] - got.get(k, 0) for k in want if got.get(k, 0) < want[k]}
     doubled = {k: got[k] - want.get(k, 0) for k in got if got[k] > want.get(k, 0)}
     assert got == want, f"lost {lost}, doubled {doubled}; batches {_batches(log)}; survivor said:\n{output.decode()[-2000:]}"
+
+
+def test_a_crashed_epoch_consumed_and_deleted_downstream_is_not_appended_again(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    """The race behind rare doubled counts: p2 dies after appending its first epoch's
+    intermediate batches; before its session times out, the leader's tasks read the batches
+    of their partitions, commit, and retention deletes them. The leader then replays p2's
+    pending plan: the repeat of a deleted batch must be refused (the embedded log remembers
+    the highest sequence retention deleted per task), or the pages it carries count twice."""
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    events = generate_page_views(2_000, seed=23)
+    write_page_views(system, events)
+    (tmp_path / "zkjob.py").write_text(_MODULE.format(path=str(log)))
+    # p1 first, alone: it leads, so it owns retention and runs while p2's session lives on.
+    survivor = _processor(tmp_path, zk_connect, "p1", "host-a")
+    doomed = None
+    try:
+        deadline = time.monotonic() + 120
+        while _committed(zk_connect) < 2:
+            assert time.monotonic() < deadline, "p1 committed nothing in 120 s"
+            assert survivor.poll() is None, "p1 ended before p2 started"
+            time.sleep(0.1)
+        doomed = _processor(
+            tmp_path, zk_connect, "p2", "host-b", env={"SAMZA_NB_KILL_AT": "after-output-append"}
+        )
+        assert doomed.wait(120) == -signal.SIGKILL, "p2 did not reach its kill point"
+        output, _ = survivor.communicate(timeout=240)
+        assert survivor.returncode == 0, output.decode()[-3000:]
+    finally:
+        for process in (survivor, doomed):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+    got, want = _totals(system), expected_counts(events)
+    doubled = {k: got[k] - want.get(k, 0) for k in got if got[k] > want.get(k, 0)}
+    assert got == want, f"doubled {doubled}; batches {_batches(log)}"
 
 
 def _batches(log: Path) -> list[tuple[int, str, int, int]]:
