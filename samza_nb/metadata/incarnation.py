@@ -92,8 +92,12 @@ class JobHomeGuard:
         saying what was found and how to reset the job.
         """
         evidence = list(found)
-        stored = self.store.get(INCARNATION_KEY)
+        # The file before the store: a first run writes the store first, then the file, so a
+        # file seen here means its store record is already readable. (Read the other way round,
+        # a process starting beside the first one could see no record in the store, then the
+        # first one's file, and call the store lost.)
         recorded = self._read_file()
+        stored = self.store.get(INCARNATION_KEY)
         if stored is None:
             if recorded is not None:
                 mark = f"{self.marker_file} (incarnation {recorded.id} since {recorded.created})"
@@ -113,6 +117,11 @@ class JobHomeGuard:
             )
             # The store first: a crash before the file is written leaves a state check repairs.
             self.store.put(INCARNATION_KEY, incarnation.to_json())
+            # Processes of one job starting at once may each create one: the last write wins,
+            # and every one of them records (and returns) what the store holds now.
+            agreed = _parse(self.store.get(INCARNATION_KEY) or incarnation.to_json(), repr(self.store))
+            if agreed.id != incarnation.id:
+                incarnation = Incarnation(agreed.id, agreed.created, new=True)
             self._write_file(incarnation)
             return incarnation
         current = _parse(stored, repr(self.store))
