@@ -210,6 +210,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         None,
         "Azure storage connection string (holds the account key: never shown); else "
         "$SAMZA_NB_AZURE_CONNECTION_STRING.",
+        secret=True,
     ),
     ConfigKey("azure.storage.retry.attempts", "3", "Attempts per Azure storage call.", minimum=1),
     ConfigKey(
