@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from samza_nb.config import Config
+from samza_nb.coordination.agreed_model import AgreedModelCoordinator
 from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
 from samza_nb.coordination.azure.blob import (
     BARRIER_END,
@@ -54,7 +55,7 @@ from samza_nb.coordination.azure.lock import AzureLock
 from samza_nb.coordination.azure.names import AzureNames
 from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorTable
 from samza_nb.coordination.azure.run_id import AzureRunIdGenerator
-from samza_nb.coordination.coordinator import JobCoordinator, JobCoordinatorListener
+from samza_nb.coordination.coordinator import JobCoordinatorListener
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.errors import CoordinationError, JobLeaseError
 from samza_nb.grouping import GrouperMetadata
@@ -129,7 +130,7 @@ class _Round:
     started: float
 
 
-class AzureJobCoordinator(JobCoordinator):
+class AzureJobCoordinator(AgreedModelCoordinator):
     """Coordinates the one processor attached to it with the job's other processors.
 
     ``calculator`` computes models (the leader's), ``config`` gives ``azure.storage.*`` and the
@@ -141,6 +142,8 @@ class AzureJobCoordinator(JobCoordinator):
     """
 
     name = "azure"
+    _service = "Azure"
+    _agreement = "confirmed"
 
     def __init__(
         self,
@@ -219,19 +222,6 @@ class AzureJobCoordinator(JobCoordinator):
         return self._locations[self.processor_id]
 
     @property
-    def job_model(self) -> JobModel | None:
-        return self._model
-
-    @property
-    def job_model_version(self) -> str | None:
-        """The version of :attr:`job_model` (None before the first one)."""
-        return self._model_version
-
-    @property
-    def is_leader(self) -> bool:
-        return self._leading
-
-    @property
     def stopped(self) -> bool:
         return self._stopped
 
@@ -239,23 +229,8 @@ class AzureJobCoordinator(JobCoordinator):
     def calculator(self) -> JobModelCalculator:
         return self._calculator
 
-    def wait_for_job_model(self, timeout: float, newer_than: str | None = None) -> JobModel:
-        """Block until a model (with a version other than ``newer_than``) is confirmed."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while self._model is None or self._model_version == newer_than:
-                if self._stopped:
-                    msg = f"the Azure coordinator of {self.processor_id!r} stopped"
-                    raise CoordinationError(msg)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    msg = (
-                        f"no job model confirmed within {timeout:g} s for processor "
-                        f"{self.processor_id!r} in {self.names.container}"
-                    )
-                    raise CoordinationError(msg)
-                self._changed.wait(remaining)
-            return self._model
+    def _coordination_place(self) -> str:
+        return f"in {self.names.container}"
 
     def start(self) -> None:
         """Join: row, fencing lease, heartbeats and the protocol thread (returns at once; the

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,8 +24,9 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from samza_nb.config import Config
+from samza_nb.coordination.agreed_model import AgreedModelCoordinator
 from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
-from samza_nb.coordination.coordinator import JobCoordinator, JobCoordinatorListener
+from samza_nb.coordination.coordinator import JobCoordinatorListener
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.coordination.zk.barrier import DONE, TIMED_OUT, VersionBarrier
 from samza_nb.coordination.zk.debounce import DebounceScheduler
@@ -69,7 +69,7 @@ def active_work(model: JobModel, processor_id: str) -> tuple[object, ...] | None
     )
 
 
-class ZkJobCoordinator(JobCoordinator):
+class ZkJobCoordinator(AgreedModelCoordinator):
     """Coordinates the one processor attached to it with the job's other processors.
 
     ``calculator`` computes models (the leader's), ``config`` gives the ``job.coordinator.zk.*``
@@ -83,6 +83,7 @@ class ZkJobCoordinator(JobCoordinator):
     """
 
     name = "zookeeper"
+    _service = "ZooKeeper"
 
     def __init__(
         self,
@@ -166,40 +167,12 @@ class ZkJobCoordinator(JobCoordinator):
         return next(iter(self._listeners))
 
     @property
-    def job_model(self) -> JobModel | None:
-        return self._model
-
-    @property
-    def job_model_version(self) -> str | None:
-        """The version of :attr:`job_model` (None before the first one)."""
-        return self._model_version
-
-    @property
-    def is_leader(self) -> bool:
-        return self._leading
-
-    @property
     def calculator(self) -> JobModelCalculator:
         """The calculator the leader uses now (the partition monitor may replace it)."""
         return self._calculator
 
-    def wait_for_job_model(self, timeout: float, newer_than: str | None = None) -> JobModel:
-        """Block until a model (with a version other than ``newer_than``) is agreed."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while self._model is None or self._model_version == newer_than:
-                if self._stopped:
-                    msg = f"the ZooKeeper coordinator of {self.processor_id!r} stopped"
-                    raise CoordinationError(msg)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    msg = (
-                        f"no job model agreed within {timeout:g} s for processor "
-                        f"{self.processor_id!r} under {self.keys.root}"
-                    )
-                    raise CoordinationError(msg)
-                self._changed.wait(remaining)
-            return self._model
+    def _coordination_place(self) -> str:
+        return f"under {self.keys.root}"
 
     def run_id_generator(self, store: MetadataStore) -> ZkRunIdGenerator:
         """A run-id generator on this coordinator's session (call after :meth:`start`)."""
