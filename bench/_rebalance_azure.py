@@ -32,9 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _waiting import wait_for
 
 from samza_nb.config import Config
 from samza_nb.coordination.azure import AzureJobObserver, AzureObservation
@@ -65,17 +66,6 @@ def _timings(lease_ms: int, check_ms: int, debounce_ms: int) -> dict[str, str]:
         "job.coordinator.azure.lease.duration.ms": str(lease_ms),
         "job.coordinator.azure.lease.renew.interval.ms": str(min(lease_ms // 3, 5000)),
     }
-
-
-def _wait(what: str, timeout: float, check: Callable[[], Any], poll: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(poll)
-    msg = f"no {what} within {timeout:g} s"
-    raise TimeoutError(msg)
 
 
 def _running_on(observation: AzureObservation, pids: set[str]) -> bool:
@@ -151,7 +141,7 @@ def measure_azure_leader_failover(
                     else None
                 )
 
-            before = _wait("model for three processors", 180, settled)
+            before = wait_for("model for three processors", 180, settled)
             victim = str(before.leader)
             survivors = everyone - {victim}
             held = {t for t, (pid, _) in before.assignment.items() if pid == victim}

@@ -33,11 +33,11 @@ import importlib
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from _waiting import wait_for
 from kazoo.client import KazooClient
 
 from samza_nb.config import Config
@@ -74,17 +74,6 @@ class Row:
     moved: int
     moved_bound: int
     relocated: int | None = None
-
-
-def _wait(what: str, timeout: float, check: Callable[[], Any], poll: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(poll)
-    msg = f"timed out after {timeout:g} s waiting for {what}"
-    raise TimeoutError(msg)
 
 
 def _agreed(observation: JobObservation, processors: set[str]) -> bool:
@@ -142,7 +131,7 @@ class ZkGroup:
             seen = self.observer.observe()
             return seen if _agreed(seen, processors) else None
 
-        return _wait(f"a model over {sorted(processors)}", timeout, check)
+        return wait_for(f"a model over {sorted(processors)}", timeout, check)
 
     def close(self) -> None:
         for process in self.processes.values():
