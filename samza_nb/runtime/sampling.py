@@ -56,7 +56,14 @@ def _tap(impl: OperatorImpl, buffer: deque[str]) -> None:
         impl.receiver = receiver  # type: ignore[method-assign]
     else:
         emitter = impl.emitter
-        impl.emitter = lambda: _sampling(emitter(), buffer)  # type: ignore[method-assign]
+        sampled: list[Callable[[Any], None]] = []  # built once, like the emitter it wraps
+
+        def tapped_emitter() -> Callable[[Any], None]:
+            if not sampled:
+                sampled.append(_sampling(emitter(), buffer))
+            return sampled[0]
+
+        impl.emitter = tapped_emitter  # type: ignore[method-assign]
 
 
 def _sampling(receive: Callable[[Any], None], buffer: deque[str]) -> Callable[[Any], None]:
