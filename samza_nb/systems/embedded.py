@@ -35,6 +35,7 @@ from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.secrecy import private_file
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
+from samza_nb.systems.batch_format import decode_batch, encode_batch
 from samza_nb.systems.compaction import (
     CompactionResult,
     compact_records,
@@ -47,8 +48,6 @@ from samza_nb.systems.writes import placed_records
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
 
-_encode_batch = msgspec.msgpack.Encoder().encode
-_decode_batch = msgspec.msgpack.Decoder(list[tuple[int, bytes | None, bytes, int | None]]).decode
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.Decoder().decode
 
@@ -112,6 +111,25 @@ CREATE TABLE IF NOT EXISTS retired_producers (
 _ADD_OFFSETS = "ALTER TABLE batches ADD COLUMN offsets BLOB"
 
 _BUSY_TIMEOUT_S = 60.0
+#: Epoch batches are megabytes. A log created now uses 64 KiB pages (SQLite ignores the page
+#: size of a file that already has tables), its write-ahead log is checkpointed every 64 MiB
+#: instead of every 4 MiB (each checkpoint syncs the files), and reads go through a memory map:
+#: together they make an append of an epoch's batch about four times cheaper.
+_PAGE_SIZE = 65_536
+_CHECKPOINT_BYTES = 64 * 2**20
+_MMAP_BYTES = 256 * 2**20
+
+
+def _configure(connection: sqlite3.Connection) -> None:
+    """WAL with ``synchronous=NORMAL``: a commit survives the crash of any process (an OS crash
+    may lose the newest commits, as with a Kafka broker that does not fsync every write)."""
+    connection.execute(f"PRAGMA page_size={_PAGE_SIZE}")
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    page_size = int(connection.execute("PRAGMA page_size").fetchone()[0])
+    connection.execute(f"PRAGMA wal_autocheckpoint={max(1000, _CHECKPOINT_BYTES // page_size)}")
+    connection.execute(f"PRAGMA journal_size_limit={_CHECKPOINT_BYTES}")
+    connection.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
 #: Messages per stored row when a notebook writes a large list (``write``).
 _WRITE_BATCH = 10_000
 
@@ -130,7 +148,7 @@ class _DecodedBatch:
         cached = getattr(self._local, "entry", None)
         if cached is not None and cached[0] == key and cached[1] == payload:
             return list(cached[2])
-        records = _decode_batch(payload)
+        records = decode_batch(payload)
         self._local.entry = (key, payload, records)
         return list(records)
 
@@ -176,8 +194,7 @@ class _Connections:
                 str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
             try:
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=NORMAL")
+                _configure(connection)
                 connection.executescript(_SCHEMA)
                 columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
                 if "offsets" not in columns:  # a log written before compaction existed
@@ -344,7 +361,7 @@ class EmbeddedSystem(StreamSystem):
         if not records:
             return True
         # Records are tuples (plain or Record): msgspec encodes both as arrays, in one call.
-        payload = _encode_batch(records)
+        payload = encode_batch(records)
         # Most batches hold user messages only: one pass in C finds out.
         controls = (
             [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
@@ -586,7 +603,7 @@ class EmbeddedSystem(StreamSystem):
 
         def entries() -> Iterable[tuple[int, tuple[int, bytes | None, bytes, int | None]]]:
             for first, _count, payload, offsets in rows:
-                records = _decode_batch(payload)
+                records = decode_batch(payload)
                 numbers = decode_offsets(offsets) if offsets is not None else range(first, first + len(records))
                 yield from zip(numbers, records, strict=True)
 
@@ -619,7 +636,7 @@ class EmbeddedSystem(StreamSystem):
                 "INSERT INTO batches (stream, partition, first_offset, count, payload, offsets) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (stream_id, partition, first, span, _encode_batch(records), encode_offsets(offsets))
+                    (stream_id, partition, first, span, encode_batch(records), encode_offsets(offsets))
                     for first, span, offsets, records in new_rows
                 ],
             )
