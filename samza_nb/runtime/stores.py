@@ -47,6 +47,8 @@ _KEEP_LOG_FILES = 2
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.set_keep_log_file_num(_KEEP_LOG_FILES)
+    # A task opens its stores every epoch: opening must not read every table file's stats.
+    options.set_skip_stats_update_on_db_open(True)
     return options
 
 

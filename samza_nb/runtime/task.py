@@ -26,6 +26,7 @@ from samza_nb.model import SystemStream, SystemStreamPartition
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import JsonSerde, KVSerde
 from samza_nb.plan.tables import LocalTable
+from samza_nb.runtime.batch_decode import BatchDecoder, holds_control_messages
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import TaskContext, system_of
 from samza_nb.runtime.control import (
@@ -216,9 +217,25 @@ class _TaskRun:
         count = 0
         offset = start
         user = MessageKind.USER
+        decode_batch = BatchDecoder(serde)
         while offset < bound and remaining > 0:
             fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
             for first, records in fetched.batches:
+                if not holds_control_messages(records):
+                    try:
+                        messages: list[Any] | None = decode_batch(records)
+                    except Exception:  # decoded again one by one below, to skip or name it
+                        messages = None
+                    if messages is not None:
+                        index = -1
+                        try:
+                            for index, message in enumerate(messages):  # noqa: B007
+                                push(message)
+                        except BaseException:
+                            context.position = (key, first + max(index, 0))
+                            raise
+                        count += len(records)
+                        continue
                 # The hot loop: the position is computed only when something fails or a
                 # control message arrives; the decode and the fused operator chain are plain
                 # calls (CPython's try is free until it raises).
