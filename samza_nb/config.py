@@ -368,6 +368,12 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         None,
         "Comma-separated location ids of the processors (simulate hosts); else the provider's.",
     ),
+    ConfigKey(
+        "job.spark.partitions",
+        "0",
+        "Spark partitions an epoch's task epochs run in (0: twice Spark's cores, at most one per task).",
+        minimum=0,
+    ),
     ConfigKey("spark.master", "local[*]", "Spark master URL."),
     ConfigKey("spark.app.name", None, "Spark application name; defaults to the app name."),
 )

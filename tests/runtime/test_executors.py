@@ -121,3 +121,25 @@ def test_an_unknown_executor_is_a_config_error(tmp_path: Path) -> None:
     _clicks(system, 5)
     with pytest.raises(ConfigError, match="unknown executor 'gpu'; known: local, spark"):
         run(_sessions_app(system, "bad"), executor="gpu")
+
+
+@pytest.mark.spark
+def test_several_task_epochs_share_one_spark_partition(spark: Any, tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    events = generate_page_views(1_000, seed=5)
+    write_page_views(system, events)
+    job = run(build_app(system), {"task.max.epoch.messages": "200", "job.spark.partitions": "1"},
+              clock=StepClock(), executor="spark")
+    assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+    assert len(job.status().tasks) > 1  # every task's epochs ran in the one Spark partition
+
+
+def test_spark_partitions_default_to_twice_the_cores_and_never_exceed_the_tasks() -> None:
+    from samza_nb.config import Config
+    from samza_nb.runtime.executor import spark_partitions
+
+    default = Config({})
+    assert spark_partitions(default, 64, 2) == 4
+    assert spark_partitions(default, 3, 2) == 3
+    assert spark_partitions(Config({"job.spark.partitions": "8"}), 64, 2) == 8
+    assert spark_partitions(Config({"job.spark.partitions": "8"}), 5, 2) == 5
