@@ -348,8 +348,8 @@ class MessageStream:
         full_id, name = self._begin(OpCode.WINDOW, op_id, location, required=True)
         if not isinstance(window, WindowSpec):
             msg = (
-                f"{name}: window must be built with Windows.tumbling, Windows.keyed_tumbling or "
-                f"Windows.keyed_session, got {describe(window)}"
+                f"{name}: window must be built with Windows.tumbling, Windows.keyed_tumbling, "
+                f"Windows.keyed_session or Windows.(keyed_)hopping, got {describe(window)}"
             )
             raise PlanError(msg)
         spec = self._add(

@@ -366,4 +366,6 @@ def _operator_dict(spec: OperatorSpec, stage: int) -> dict[str, Any]:
             "early_trigger": trigger_dict(window.early_trigger),
             "accumulation_mode": window.accumulation_mode.value,
         }
+        if window.slide_ms is not None:
+            result["window"]["slide_ms"] = window.slide_ms
     return result

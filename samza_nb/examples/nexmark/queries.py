@@ -3,6 +3,11 @@
 q0  pass-through: every bid, unchanged.
 q1  currency conversion: every bid with its price in euros (``price * 0.908``, rounded down).
 q2  selection: (auction, price) of the bids on auctions whose id is a multiple of 123.
+q5  hot items: per hopping event-time window of 10 s every 2 s, the auction(s) with the most
+    bids, as ``KV(window start, {"auction", "num"})``; every auction tied for the most is a row
+    (as in the nexmark repository's SQL, ``num >= max``). Bids cross one shuffle by auction into
+    a keyed hopping window that counts them; the counts cross a second shuffle by window start
+    into a tumbling window (one slide long) that keeps the maximum and who reached it.
 q7  highest bid: per 10 s event-time window, the highest bid (ties: smallest auction, then
     bidder), fired by the watermark. All bids go to one key first (a global maximum, as in
     Flink's q7), across one shuffle.
@@ -24,9 +29,11 @@ from typing import Any
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.systems import EmbeddedSystem
 
-__all__ = ["QUERIES", "WINDOW_MS", "build_query"]
+__all__ = ["HOP_SIZE_MS", "HOP_SLIDE_MS", "QUERIES", "WINDOW_MS", "build_query"]
 
 WINDOW_MS = 10_000
+#: q5's hopping windows: the last 10 s, every 2 s (the nexmark repository's q5).
+HOP_SIZE_MS, HOP_SLIDE_MS = 10_000, 2_000
 
 
 def _is_bid(event: dict[str, Any]) -> bool:
@@ -55,6 +62,46 @@ def _q2(app: StreamApplication, events: Any, out: Any) -> None:
     (
         events.filter(lambda e: e["type"] == "bid" and e["auction"] % 123 == 0)
         .map(lambda bid: {"auction": bid["auction"], "price": bid["price"]})
+        .send_to(out)
+    )
+
+
+def _hottest(row: Any, best: Any) -> Any:
+    num, auction = row.value["num"], row.value["auction"]
+    if best is None or num > best[0]:
+        return [num, [auction]]
+    if num == best[0]:
+        best[1].append(auction)
+    return best
+
+
+def _q5(app: StreamApplication, events: Any, out: Any) -> None:
+    (
+        events.filter(_is_bid)
+        .partition_by(lambda bid: bid["auction"], lambda bid: bid["date_time"], op_id="bids-by-auction")
+        .window(
+            Windows.keyed_hopping(
+                lambda kv: kv.key, HOP_SIZE_MS, HOP_SLIDE_MS, event_time=lambda kv: kv.value,
+                initial=lambda: 0, fold=lambda kv, n: n + 1,
+            ),
+            op_id="bids-per-auction",
+        )
+        .map(lambda pane: {"start": int(pane.key.pane_id), "auction": pane.key.key, "num": pane.message})
+        .partition_by(lambda row: row["start"], op_id="counts-by-window")
+        # A hopping pane fires when the watermark passes its end, so its row carries the end's
+        # last millisecond as event time: the slide-long tumbling pane that holds it closes on
+        # the same watermark, after every upstream task's rows for the window arrived.
+        .window(
+            Windows.keyed_tumbling(
+                lambda kv: kv.key, HOP_SLIDE_MS, initial=lambda: None, fold=_hottest,
+                event_time=lambda kv: kv.value["start"] + HOP_SIZE_MS - 1,
+            ),
+            op_id="hottest",
+        )
+        .flat_map(lambda pane: [
+            KV(pane.key.key, {"auction": auction, "num": pane.message[0]})
+            for auction in sorted(pane.message[1])
+        ])
         .send_to(out)
     )
 
@@ -104,7 +151,7 @@ def _q8(app: StreamApplication, events: Any, out: Any) -> None:
 
 
 QUERIES: dict[str, Callable[[StreamApplication, Any, Any], None]] = {
-    "q0": _q0, "q1": _q1, "q2": _q2, "q7": _q7, "q8": _q8,
+    "q0": _q0, "q1": _q1, "q2": _q2, "q5": _q5, "q7": _q7, "q8": _q8,
 }
 
 
