@@ -3,6 +3,13 @@
 q0  pass-through: every bid, unchanged.
 q1  currency conversion: every bid with its price in euros (``price * 0.908``, rounded down).
 q2  selection: (auction, price) of the bids on auctions whose id is a multiple of 123.
+q3  local item suggestion: (name, city, state, auction id) of every auction in category 10
+    whose seller is a person in OR, ID or CA (an unwindowed inner join on seller = person id).
+    Persons (by id) and auctions (by seller) cross one shuffle each into a stream-stream join
+    with ``keep="all"``, which keeps every message per key and side for ``Q3_TTL`` (an hour of
+    processing time): an auction that reaches the join before its seller's person waits for
+    it, so the result does not depend on how the sides interleave (samza_nb's default join,
+    Samza's, keeps only the latest message per key and side and would lose such auctions).
 q5  hot items: per hopping event-time window of 10 s every 2 s, the auction(s) with the most
     bids, as ``KV(window start, {"auction", "num"})``; every auction tied for the most is a row
     (as in the nexmark repository's SQL, ``num >= max``). Bids cross one shuffle by auction into
@@ -14,26 +21,25 @@ q7  highest bid: per 10 s event-time window, the highest bid (ties: smallest auc
 q8  new users: the persons who opened an auction in the same 10 s event-time window as they
     registered. Persons (by id) and auctions (by seller) cross one shuffle into one keyed
     event-time window (a windowed join): each pane folds "registered here" and "sold here".
-
-q3 (person ⋈ auction, unwindowed) is not here: samza_nb's stream-stream join keeps the latest
-message per key and side, so an auction that reaches the join before its seller's person is
-lost, and which one does depends on how producers interleave; a deterministic q3 needs a join
-that buffers every auction until its person arrives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.systems import EmbeddedSystem
 
-__all__ = ["HOP_SIZE_MS", "HOP_SLIDE_MS", "QUERIES", "WINDOW_MS", "build_query"]
+__all__ = ["HOP_SIZE_MS", "HOP_SLIDE_MS", "Q3_STATES", "Q3_TTL", "QUERIES", "WINDOW_MS", "build_query"]
 
 WINDOW_MS = 10_000
 #: q5's hopping windows: the last 10 s, every 2 s (the nexmark repository's q5).
 HOP_SIZE_MS, HOP_SLIDE_MS = 10_000, 2_000
+#: q3's sellers' states, and how long its join keeps a person or auction (processing time).
+Q3_STATES = ("OR", "ID", "CA")
+Q3_TTL = timedelta(hours=1)
 
 
 def _is_bid(event: dict[str, Any]) -> bool:
@@ -64,6 +70,22 @@ def _q2(app: StreamApplication, events: Any, out: Any) -> None:
         .map(lambda bid: {"auction": bid["auction"], "price": bid["price"]})
         .send_to(out)
     )
+
+
+def _q3(app: StreamApplication, events: Any, out: Any) -> None:
+    persons = events.filter(
+        lambda e: e["type"] == "person" and e["state"] in Q3_STATES
+    ).partition_by(
+        lambda p: p["id"], lambda p: {"name": p["name"], "city": p["city"], "state": p["state"]},
+        op_id="persons-by-id",
+    )
+    auctions = events.filter(
+        lambda e: e["type"] == "auction" and e["category"] == 10
+    ).partition_by(lambda a: a["seller"], lambda a: a["id"], op_id="auctions-by-seller")
+    persons.join(
+        auctions, lambda person, auction: {**person.value, "id": auction.value},
+        ttl=Q3_TTL, keep="all", op_id="sellers",
+    ).send_to(out)
 
 
 def _hottest(row: Any, best: Any) -> Any:
@@ -151,7 +173,7 @@ def _q8(app: StreamApplication, events: Any, out: Any) -> None:
 
 
 QUERIES: dict[str, Callable[[StreamApplication, Any, Any], None]] = {
-    "q0": _q0, "q1": _q1, "q2": _q2, "q5": _q5, "q7": _q7, "q8": _q8,
+    "q0": _q0, "q1": _q1, "q2": _q2, "q3": _q3, "q5": _q5, "q7": _q7, "q8": _q8,
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from samza_nb.examples.nexmark.queries import HOP_SIZE_MS, HOP_SLIDE_MS, WINDOW_MS
+from samza_nb.examples.nexmark.queries import HOP_SIZE_MS, HOP_SLIDE_MS, Q3_STATES, WINDOW_MS
 
 __all__ = ["KEYED", "canonical", "reference", "result"]
 
@@ -37,6 +37,13 @@ def reference(query: str, events: list[dict[str, Any]]) -> Counter[str]:
         return Counter(
             canonical({"auction": b["auction"], "price": b["price"]})
             for b in bids if b["auction"] % 123 == 0
+        )
+    if query == "q3":
+        persons = {e["id"]: e for e in events if e["type"] == "person" and e["state"] in Q3_STATES}
+        return Counter(
+            canonical({"name": p["name"], "city": p["city"], "state": p["state"], "id": a["id"]})
+            for a in events
+            if a["type"] == "auction" and a["category"] == 10 and (p := persons.get(a["seller"]))
         )
     if query == "q5":
         counts: Counter[tuple[int, int]] = Counter()
