@@ -352,13 +352,14 @@ class WindowImpl(OperatorImpl):
                         return
                 else:
                     pane.value.append(message)
-                if pane.early_count == 0:
-                    pane.early_first_ts = now
                 pane.count += 1
-                pane.early_count += 1
-                pane.last_ts = now
                 pane.dirty = True
                 if checks:
+                    # Only early triggers read these (the watermark fires the pane).
+                    if pane.early_count == 0:
+                        pane.early_first_ts = now
+                    pane.early_count += 1
+                    pane.last_ts = now
                     check(store_key, pane, now)
                 window_ts -= slide
 

@@ -8,11 +8,15 @@ q3  local item suggestion: (name, city, state, auction id) of every auction in c
     Persons (by id) and auctions (by seller) cross one shuffle each into a stream-stream join
     with ``keep="all"``, which keeps every message per key and side for ``Q3_TTL`` (an hour of
     processing time): an auction that reaches the join before its seller's person waits for
-    it, so the result does not depend on how the sides interleave (samza_nb's default join,
+    it, so the result does not depend on how the sides interleave as long as a person and
+    their auctions reach the join within the TTL of each other (samza_nb's default join,
     Samza's, keeps only the latest message per key and side and would lose such auctions).
+    A TTL stream-stream join, not a table join: it is symmetric (either side may come first),
+    needs no buffer beside the table, and bounds its state by the TTL.
 q5  hot items: per hopping event-time window of 10 s every 2 s, the auction(s) with the most
-    bids, as ``KV(window start, {"auction", "num"})``; every auction tied for the most is a row
-    (as in the nexmark repository's SQL, ``num >= max``). Bids cross one shuffle by auction into
+    bids, as ``KV(window start, {"auction", "num"})`` (the SQL's rows, with their window);
+    every auction tied for the most is a row (as in the nexmark repository's SQL,
+    ``num >= max``). Bids cross one shuffle by auction into
     a keyed hopping window that counts them; the counts cross a second shuffle by window start
     into a tumbling window (one slide long) that keeps the maximum and who reached it.
 q7  highest bid: per 10 s event-time window, the highest bid (ties: smallest auction, then
