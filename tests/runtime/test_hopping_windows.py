@@ -5,13 +5,14 @@ changelog (in-process executor)."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from samza_nb.api import KV, StreamApplication, Windows
+from samza_nb.api import KV, StreamApplication, Triggers, Windows
 from samza_nb.errors import PlanError
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import run_local
@@ -107,6 +108,19 @@ def test_hopping_panes_survive_a_restart_from_their_changelog(tmp_path: Path) ->
     assert _panes(system, "hop-restart-counts") == _reference(events)
 
 
+def test_a_drain_fires_every_open_hopping_pane(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    events = _events(120)
+    _write(system, events, end=False)  # no end of stream: only the drain closes the panes
+    config = {"task.max.epoch.messages": "1000", "job.drain-monitor.poll.interval.ms": "20"}
+    job = run_local(_app(system, "hop-drain"), config, until="forever", background=True)
+    deadline = time.monotonic() + 60
+    while job.epoch < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert job.drain(wait=True, timeout=120).state == "drained"
+    assert _panes(system, "hop-drain-counts") == _reference(events)
+
+
 def test_a_late_message_joins_only_its_windows_still_open(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("clicks", 1)
@@ -130,6 +144,30 @@ def test_a_late_message_joins_only_its_windows_still_open(tmp_path: Path) -> Non
     assert _panes(system, "late-hop-counts") == Counter(
         {(None, -8_000): 1, (None, -6_000): 1, (None, -4_000): 1, (None, -2_000): 2, (None, 0): 2}
     )
+
+
+def test_an_early_trigger_fires_each_hopping_pane_before_the_watermark(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("clicks", 1)
+    system.write("clicks", [{"user": "a", "ts": 1_000}, {"user": "a", "ts": 2_500}])
+    system.end_stream("clicks")
+    app = StreamApplication("early-hop", job_id="1")
+    out = app.output(system.output("early-hop-panes", partitions=1))
+    (
+        app.input(system.input("clicks", partitions=1))
+        .window(
+            Windows.hopping(4_000, SLIDE, initial=lambda: 0, fold=lambda e, n: n + 1,
+                            event_time=lambda e: e["ts"], early_trigger=Triggers.count(2)),
+            op_id="count",
+        )
+        .map(lambda pane: [int(pane.key.pane_id), pane.message, pane.trigger_type.value])
+        .send_to(out)
+    )
+    run_local(app, until="end-of-stream")
+    rows = sorted(tuple(row) for row in system.read("early-hop-panes")["value"])
+    # Only the window from 0 s holds both messages: an early pane at the second, then the
+    # final one; the windows from -2 s and 2 s hold one each.
+    assert rows == [(-2_000, 1, "DEFAULT"), (0, 2, "DEFAULT"), (0, 2, "EARLY"), (2_000, 1, "DEFAULT")]
 
 
 @pytest.mark.parametrize(("size", "slide", "event_time", "match"), [
