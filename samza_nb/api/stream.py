@@ -348,8 +348,8 @@ class MessageStream:
         full_id, name = self._begin(OpCode.WINDOW, op_id, location, required=True)
         if not isinstance(window, WindowSpec):
             msg = (
-                f"{name}: window must be built with Windows.tumbling, Windows.keyed_tumbling or "
-                f"Windows.keyed_session, got {describe(window)}"
+                f"{name}: window must be built with Windows.tumbling, Windows.keyed_tumbling, "
+                f"Windows.keyed_session or Windows.(keyed_)hopping, got {describe(window)}"
             )
             raise PlanError(msg)
         spec = self._add(
@@ -366,12 +366,22 @@ class MessageStream:
         op_id: str | None = None,
         key_fn: Callable[[Any], Any] | None = None,
         other_key_fn: Callable[[Any], Any] | None = None,
+        keep: str = "latest",
     ) -> MessageStream:
         """Stream-stream join: ``join_fn(this_message, other_message)`` for messages of equal
         key seen within ``ttl`` (a timedelta or milliseconds) of each other. Keys default to
         ``message.key`` (KV messages, as after partition_by). Both streams must have the same
         partition count (the planner checks). ``op_id`` is required: it names the join's
-        stores."""
+        stores.
+
+        ``keep="latest"`` (Samza's join) keeps the latest message per key and side: a message
+        joins the other side's latest one, so which pairs come out depends on how the sides
+        interleave. ``keep="all"`` (beyond Samza) keeps every message per key and side for
+        ``ttl`` (processing time): each message joins every message of the other side kept
+        for its key, so every pair of equal-keyed messages that reach the join within ``ttl``
+        of each other comes out once, in whatever order the sides arrive (an inner join, as
+        Flink's regular join with a state TTL). Both keep their state in the task's stores
+        ``<op id>-L`` and ``<op id>-R`` with their changelogs."""
         location = user_location()
         full_id, name = self._begin(OpCode.JOIN, op_id, location, required=True)
         if isinstance(other, Table | LocalTable):
@@ -400,6 +410,9 @@ class MessageStream:
                 other_key_fn, what="other_key_fn", operator=name, arity=1, hint="the message"
             )
         ttl_ms = duration_ms(ttl, what=f"{name}: ttl")
+        if keep not in ("latest", "all"):
+            msg = f"{name}: keep must be 'latest' or 'all', got {describe(keep)}"
+            raise PlanError(msg)
         spec = JoinOperatorSpec(
             op_id=full_id,
             opcode=OpCode.JOIN,
@@ -409,6 +422,7 @@ class MessageStream:
             left_key_fn=key_fn if key_fn is not None else kv_key,
             right_key_fn=other_key_fn if other_key_fn is not None else kv_key,
             ttl_ms=ttl_ms,
+            keep_all=keep == "all",
         )
         self._add(spec, location, upstream=(other,))
         return MessageStream(self._app, spec)

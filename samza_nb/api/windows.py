@@ -6,6 +6,7 @@ Durations are ``timedelta`` objects or milliseconds.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -119,9 +120,9 @@ def _window(
         check_function(initial, what="initial", operator=name, arity=0, hint="no arguments")
         check_function(fold, what="fold", operator=name, arity=2, hint="message, aggregate")
     default: Trigger = (
-        TimeTrigger(size_ms)
-        if window_type is WindowType.TUMBLING
-        else TimeSinceLastMessageTrigger(size_ms)
+        TimeSinceLastMessageTrigger(size_ms)
+        if window_type is WindowType.SESSION
+        else TimeTrigger(size_ms)
     )
     spec = WindowSpec(
         window_type=window_type,
@@ -146,6 +147,38 @@ def _window(
             msg = f"{name}: {error}"
             raise PlanError(msg) from error
     return spec
+
+
+def _hopping(
+    builder: str,
+    key_fn: Callable[[Any], Any] | None,
+    size: Duration,
+    slide: Duration,
+    event_time: Callable[[Any], int] | None,
+    initial: Callable[[], Any] | None,
+    fold: Callable[[Any, Any], Any] | None,
+    early_trigger: Trigger | None,
+    accumulation_mode: AccumulationMode | str | None,
+) -> WindowSpec:
+    name = f"{builder}{_at(user_location())}"
+    if event_time is None:
+        msg = (
+            f"{name}: hopping windows are event-time only: give event_time=fn, the message's "
+            "timestamp in milliseconds"
+        )
+        raise PlanError(msg)
+    spec = _window(
+        builder, WindowType.HOPPING, key_fn, size, "size",
+        initial, fold, early_trigger, accumulation_mode, event_time,
+    )  # fmt: skip
+    slide_ms = duration_ms(slide, what=f"{name}: slide")
+    if slide_ms > spec.size_ms:
+        msg = (
+            f"{name}: slide ({slide_ms} ms) must not exceed size ({spec.size_ms} ms); messages "
+            "between windows would belong to none"
+        )
+        raise PlanError(msg)
+    return dataclasses.replace(spec, slide_ms=slide_ms)
 
 
 class Windows:
@@ -218,5 +251,67 @@ class Windows:
             raise PlanError(msg)
         return _window(
             "Windows.keyed_session", WindowType.SESSION, key_fn, gap, "gap",
+            initial, fold, early_trigger, accumulation_mode,
+        )  # fmt: skip
+
+    @staticmethod
+    def hopping(
+        size: Duration,
+        slide: Duration,
+        *,
+        event_time: Callable[[Any], int],
+        initial: Callable[[], Any] | None = None,
+        fold: Callable[[Any, Any], Any] | None = None,
+        early_trigger: Trigger | None = None,
+        accumulation_mode: AccumulationMode | str | None = None,
+    ) -> WindowSpec:
+        """Overlapping (sliding) windows over all messages (key ``None``); see
+        :meth:`keyed_hopping`.
+
+        >>> spec = Windows.hopping(10_000, 2_000, event_time=lambda bid: bid["ts"])
+        >>> spec.size_ms, spec.slide_ms
+        (10000, 2000)
+        """
+        return _hopping(
+            "Windows.hopping", None, size, slide, event_time,
+            initial, fold, early_trigger, accumulation_mode,
+        )  # fmt: skip
+
+    @staticmethod
+    def keyed_hopping(
+        key_fn: Callable[[Any], Any],
+        size: Duration,
+        slide: Duration,
+        *,
+        event_time: Callable[[Any], int],
+        initial: Callable[[], Any] | None = None,
+        fold: Callable[[Any, Any], Any] | None = None,
+        early_trigger: Trigger | None = None,
+        accumulation_mode: AccumulationMode | str | None = None,
+    ) -> WindowSpec:
+        """Hopping (sliding) windows per key ``key_fn(message)``, over event time only.
+
+        Beyond Samza, whose windows are tumbling or session and processing-time only
+        (SAMZA.md A.10). A window starts at every multiple of ``slide`` and lasts ``size``:
+        a message with timestamp ``event_time(message)`` (milliseconds) belongs to every
+        window ``[start, start + size)`` covering it, ``size / slide`` of them when ``size``
+        is a multiple of ``slide`` (else ``⌊size / slide⌋`` or ``⌈size / slide⌉``). The pane
+        id is the window's start. As for event-time tumbling windows, a pane fires once the
+        operator's input watermark passes its end, end of stream and drain fire what is
+        left, the panes live in the task's store (with its changelog), and a message whose
+        windows already fired is dropped as late from those windows (kept in the others).
+        ``size > 0`` and ``0 < slide <= size``, else :class:`PlanError`.
+
+        >>> spec = Windows.keyed_hopping(
+        ...     lambda bid: bid["auction"], 10_000, 2_000, event_time=lambda bid: bid["ts"],
+        ...     initial=lambda: 0, fold=lambda bid, n: n + 1)
+        >>> spec.window_type.value, spec.slide_ms
+        ('HOPPING', 2000)
+        """
+        if key_fn is None:
+            msg = f"Windows.keyed_hopping{_at(user_location())} needs a key_fn"
+            raise PlanError(msg)
+        return _hopping(
+            "Windows.keyed_hopping", key_fn, size, slide, event_time,
             initial, fold, early_trigger, accumulation_mode,
         )  # fmt: skip

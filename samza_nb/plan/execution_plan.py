@@ -355,6 +355,8 @@ def _operator_dict(spec: OperatorSpec, stage: int) -> dict[str, Any]:
             right=spec.right.op_id if spec.right is not None else None,
             ttl_ms=spec.ttl_ms,
         )
+        if spec.keep_all:
+            result["keep"] = "all"
     elif isinstance(spec, WindowOperatorSpec) and spec.window is not None:
         window = spec.window
         result["window"] = {
@@ -366,4 +368,6 @@ def _operator_dict(spec: OperatorSpec, stage: int) -> dict[str, Any]:
             "early_trigger": trigger_dict(window.early_trigger),
             "accumulation_mode": window.accumulation_mode.value,
         }
+        if window.slide_ms is not None:
+            result["window"]["slide_ms"] = window.slide_ms
     return result

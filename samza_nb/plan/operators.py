@@ -181,6 +181,9 @@ class JoinOperatorSpec(OperatorSpec):
     left_key_fn: Callable[[Any], Any] | None = None
     right_key_fn: Callable[[Any], Any] | None = None
     ttl_ms: int = 0
+    #: Keep every message per key and side within the TTL (``join(keep="all")``), not only
+    #: the latest.
+    keep_all: bool = False
 
 
 @dataclass(eq=False)

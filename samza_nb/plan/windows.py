@@ -54,6 +54,8 @@ class FiringType(StrEnum):
 class WindowType(StrEnum):
     TUMBLING = "TUMBLING"
     SESSION = "SESSION"
+    #: Overlapping windows of ``size_ms`` starting every ``slide_ms`` (event time only).
+    HOPPING = "HOPPING"
 
 
 def duration_ms(value: timedelta | int | float, *, what: str) -> int:
@@ -183,6 +185,9 @@ class WindowSpec:
     #: holding that timestamp, and a pane fires when the watermark passes its end. Messages
     #: for a pane that already fired (behind the watermark) are dropped as late.
     event_time: Callable[[Any], int] | None = None
+    #: Hopping windows only (beyond Samza): a window starts at every multiple of ``slide_ms``
+    #: and lasts ``size_ms``, so a message belongs to every window covering its timestamp.
+    slide_ms: int | None = None
 
     @property
     def is_aggregating(self) -> bool:

@@ -1,6 +1,11 @@
 """Joins and tables inside a task: stream-stream joins within a TTL, stream-table joins and
 send_to(table) (SAMZA.md §11.2). Each side of a join keeps the latest message per key in a store
 of its own (``<op id>-L`` and ``<op id>-R``); a table is a store named by its table id.
+
+A join with ``keep="all"`` (beyond Samza) keeps every message per key and side within the TTL,
+in the same two stores (one entry per key: the list of ``[packed message, stored at]``). Within an
+epoch the lists it touches stay decoded in memory and are written back once at its end; once
+per TTL the stores are swept of expired messages, so keys never seen again do not stay.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ _unpack = msgspec.msgpack.Decoder().decode
 
 
 class JoinImpl(OperatorImpl):
-    """Stream-stream join: the latest message per key and side, joined within ``ttl``."""
+    """Stream-stream join: the latest message per key and side (or every one, ``keep_all``),
+    joined within ``ttl``."""
 
     def __init__(self, spec: JoinOperatorSpec, context: TaskContext):
         super().__init__(spec, context)
@@ -36,6 +42,12 @@ class JoinImpl(OperatorImpl):
         self.left_store = context.store(f"{spec.op_id}-L")
         self.right_store = context.store(f"{spec.op_id}-R")
         self.left_impl: OperatorImpl | None = None
+        #: keep_all: the decoded lists of this epoch by (is left, store key), and which changed.
+        self._kept: dict[tuple[bool, bytes], list[list[Any]]] = {}
+        self._changed: set[tuple[bool, bytes]] = set()
+        #: keep_all: when the stores were last swept (kept in the operator's checkpointed
+        #: state, as the implementation lives one epoch).
+        self._swept_at: int | None = None
 
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.messages_in += 1
@@ -47,6 +59,9 @@ class JoinImpl(OperatorImpl):
             return
         now = self.context.now_ms
         store_key = _pack(to_storable(key))
+        if spec.keep_all:
+            self._join_all(message, is_left, store_key, now)
+            return
         mine, other = (
             (self.left_store, self.right_store) if is_left else (self.right_store, self.left_store)
         )
@@ -62,6 +77,83 @@ class JoinImpl(OperatorImpl):
         result = self.call(spec.join_fn, left, right)  # type: ignore[arg-type]
         if result is not None and result is not SKIPPED:
             self.emit(result)
+
+
+    # -- keep="all" ------------------------------------------------------------------------
+    def _kept_list(self, is_left: bool, store_key: bytes, cutoff: int) -> list[list[Any]]:
+        """The messages kept for ``store_key`` on one side, without those stored at or before
+        ``cutoff`` (expired)."""
+        slot = (is_left, store_key)
+        kept = self._kept.get(slot)
+        if kept is None:
+            stored = (self.left_store if is_left else self.right_store).get(store_key)
+            kept = self._kept[slot] = _unpack(stored) if stored is not None else []
+        if kept and kept[0][1] <= cutoff:
+            kept[:] = [entry for entry in kept if entry[1] > cutoff]
+            self._changed.add(slot)
+        return kept
+
+    def _join_all(self, message: Any, is_left: bool, store_key: bytes, now: int) -> None:
+        cutoff = now - self.join_spec.ttl_ms
+        mine = self._kept_list(is_left, store_key, cutoff)
+        # Packed now: later operators may change the message object, the kept copy must not.
+        mine.append([_pack(to_storable(message)), now])
+        self._changed.add((is_left, store_key))
+        join_fn = self.join_spec.join_fn
+        assert join_fn is not None
+        for stored, _at in self._kept_list(not is_left, store_key, cutoff):
+            other = from_storable(_unpack(stored))
+            left, right = (message, other) if is_left else (other, message)
+            result = self.call(join_fn, left, right)
+            if result is not None and result is not SKIPPED:
+                self.emit(result)
+
+    def load(self) -> None:
+        self._kept.clear()
+        self._changed.clear()
+
+    def save(self) -> None:
+        for is_left, store_key in self._changed:
+            store = self.left_store if is_left else self.right_store
+            kept = self._kept[(is_left, store_key)]
+            if kept:
+                store.put(store_key, _pack(kept))
+            else:
+                store.delete(store_key)
+        self._changed.clear()
+
+    def snapshot(self) -> dict[str, Any]:
+        state = super().snapshot()
+        if self._swept_at is not None:
+            state["swept"] = self._swept_at
+        return state
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        super().restore(snapshot)
+        swept = snapshot.get("swept")
+        self._swept_at = int(swept) if swept is not None else None
+
+    def on_timer(self, now_ms: int) -> None:
+        """keep_all: once per TTL (and in the first epoch of a deployment, which starts
+        without the operator's state), drop the expired messages of every key from both
+        stores."""
+        spec = self.join_spec
+        if not spec.keep_all:
+            return
+        if self._swept_at is not None and now_ms < self._swept_at + spec.ttl_ms:
+            return
+        self._swept_at = now_ms
+        self.save()
+        self._kept.clear()
+        cutoff = now_ms - spec.ttl_ms
+        for store in (self.left_store, self.right_store):
+            for store_key, stored in list(store.items()):
+                kept = _unpack(stored)
+                live = [entry for entry in kept if entry[1] > cutoff]
+                if not live:
+                    store.delete(store_key)
+                elif len(live) < len(kept):
+                    store.put(store_key, _pack(live))
 
 
 class TableJoinImpl(OperatorImpl):

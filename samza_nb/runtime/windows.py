@@ -1,4 +1,4 @@
-"""Windows inside a task: tumbling and session panes, triggers, firing (SAMZA.md §11.2).
+"""Windows inside a task: tumbling, hopping and session panes, triggers, firing (SAMZA.md §11.2).
 
 Windows use processing time: the epoch's timestamp, the same for every task of the epoch. A
 pane's state lives in the task's store named by the window's op id, so it survives epochs and
@@ -6,7 +6,9 @@ moves with its changelog. Pending panes fire on end-of-stream and on drain (the 
 
 Event-time tumbling windows (``event_time=`` on the window, beyond Samza, SAMZA.md A.10) put a
 message in the pane of its own timestamp and fire a pane when the operator's input watermark
-passes the pane's end, so their results do not depend on epoch timing.
+passes the pane's end, so their results do not depend on epoch timing. Hopping windows (event
+time only, also beyond Samza) put it in the pane of every window covering its timestamp and
+fire the same way.
 
 Within an epoch the panes stay in memory (loaded once, written back once at the end); a
 message costs one fused call (see runtime/operators.py), its store key computed once per key.
@@ -161,6 +163,8 @@ class WindowImpl(OperatorImpl):
         return not isinstance(window.default_trigger, TimeTrigger)
 
     def _fuse(self) -> Callable[[Any], None]:
+        if self.window.window_type is WindowType.HOPPING:
+            return self._fuse_hopping()
         if self.window.is_event_time:
             return self._fuse_event_time()
         window = self.window
@@ -284,6 +288,80 @@ class WindowImpl(OperatorImpl):
             pane.dirty = True
             if checks:
                 check(store_key, pane, now)
+
+        self._counted = lambda: count
+        return receive
+
+    def _fuse_hopping(self) -> Callable[[Any], None]:
+        """Event-time hopping panes: the message goes to the pane of every window covering
+        its timestamp (starts at multiples of the slide, latest first). Windows the watermark
+        already passed are skipped (the message counts once in ``late``); the rest take it."""
+        window = self.window
+        now = self.context.now_ms
+        size = window.size_ms
+        slide = window.slide_ms or size
+        key_fn, initial, fold, timestamp_of = window.key_fn, window.initial, window.fold, window.event_time
+        aggregating = window.is_aggregating
+        panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
+        checks = window.early_trigger is not None
+        store_key_of = self._store_key
+        stable = _STABLE_KEY_TYPES
+        store_keys: dict[tuple[Any, int], bytes] = {}
+        count = 0
+
+        def receive(message: Any) -> None:
+            nonlocal count
+            count += 1
+            try:
+                key = key_fn(message) if key_fn is not None else None
+                timestamp = int(timestamp_of(message))  # type: ignore[misc]
+                cached = type(key) in stable
+                if not cached:
+                    check_partition_key(key, op_id)
+            except Exception as error:
+                failed(error)
+                return
+            watermark = self.input_watermark
+            window_ts = timestamp - timestamp % slide
+            while window_ts > timestamp - size:
+                if window_ts + size <= watermark:
+                    # This window and every earlier one have fired.
+                    self.late += 1
+                    return
+                if cached:
+                    store_key = store_keys.get((key, window_ts))
+                    if store_key is None:
+                        store_key = store_keys[(key, window_ts)] = store_key_of(key, window_ts)
+                else:
+                    store_key = store_key_of(key, window_ts)
+                pane = panes.get(store_key)
+                if pane is None:
+                    try:
+                        first = initial() if initial is not None else None
+                    except Exception as error:
+                        failed(error)
+                        return
+                    pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
+                    pane.early_first_ts = now
+                    panes[store_key] = pane
+                if aggregating:
+                    try:
+                        pane.value = fold(message, pane.value)  # type: ignore[misc]
+                    except Exception as error:
+                        failed(error)
+                        return
+                else:
+                    pane.value.append(message)
+                pane.count += 1
+                pane.dirty = True
+                if checks:
+                    # Only early triggers read these (the watermark fires the pane).
+                    if pane.early_count == 0:
+                        pane.early_first_ts = now
+                    pane.early_count += 1
+                    pane.last_ts = now
+                    check(store_key, pane, now)
+                window_ts -= slide
 
         self._counted = lambda: count
         return receive

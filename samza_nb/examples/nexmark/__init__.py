@@ -1,4 +1,4 @@
-"""NEXMark on samza_nb: the standard event generator and queries q0, q1, q2, q7 and q8.
+"""NEXMark on samza_nb: the standard event generator and queries q0, q1, q2, q3, q5, q7, q8.
 
 ``generator`` writes persons, auctions and bids (1 : 3 : 46) with event-time timestamps and
 source watermarks; ``queries`` builds each query as a StreamApplication; ``reference`` computes

@@ -3,30 +3,47 @@
 q0  pass-through: every bid, unchanged.
 q1  currency conversion: every bid with its price in euros (``price * 0.908``, rounded down).
 q2  selection: (auction, price) of the bids on auctions whose id is a multiple of 123.
+q3  local item suggestion: (name, city, state, auction id) of every auction in category 10
+    whose seller is a person in OR, ID or CA (an unwindowed inner join on seller = person id).
+    Persons (by id) and auctions (by seller) cross one shuffle each into a stream-stream join
+    with ``keep="all"``, which keeps every message per key and side for ``Q3_TTL`` (an hour of
+    processing time): an auction that reaches the join before its seller's person waits for
+    it, so the result does not depend on how the sides interleave as long as a person and
+    their auctions reach the join within the TTL of each other (samza_nb's default join,
+    Samza's, keeps only the latest message per key and side and would lose such auctions).
+    A TTL stream-stream join, not a table join: it is symmetric (either side may come first),
+    needs no buffer beside the table, and bounds its state by the TTL.
+q5  hot items: per hopping event-time window of 10 s every 2 s, the auction(s) with the most
+    bids, as ``KV(window start, {"auction", "num"})`` (the SQL's rows, with their window);
+    every auction tied for the most is a row (as in the nexmark repository's SQL,
+    ``num >= max``). Bids cross one shuffle by auction into
+    a keyed hopping window that counts them; the counts cross a second shuffle by window start
+    into a tumbling window (one slide long) that keeps the maximum and who reached it.
 q7  highest bid: per 10 s event-time window, the highest bid (ties: smallest auction, then
     bidder), fired by the watermark. All bids go to one key first (a global maximum, as in
     Flink's q7), across one shuffle.
 q8  new users: the persons who opened an auction in the same 10 s event-time window as they
     registered. Persons (by id) and auctions (by seller) cross one shuffle into one keyed
     event-time window (a windowed join): each pane folds "registered here" and "sold here".
-
-q3 (person ⋈ auction, unwindowed) is not here: samza_nb's stream-stream join keeps the latest
-message per key and side, so an auction that reaches the join before its seller's person is
-lost, and which one does depends on how producers interleave; a deterministic q3 needs a join
-that buffers every auction until its person arrives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.systems import EmbeddedSystem
 
-__all__ = ["QUERIES", "WINDOW_MS", "build_query"]
+__all__ = ["HOP_SIZE_MS", "HOP_SLIDE_MS", "Q3_STATES", "Q3_TTL", "QUERIES", "WINDOW_MS", "build_query"]
 
 WINDOW_MS = 10_000
+#: q5's hopping windows: the last 10 s, every 2 s (the nexmark repository's q5).
+HOP_SIZE_MS, HOP_SLIDE_MS = 10_000, 2_000
+#: q3's sellers' states, and how long its join keeps a person or auction (processing time).
+Q3_STATES = ("OR", "ID", "CA")
+Q3_TTL = timedelta(hours=1)
 
 
 def _is_bid(event: dict[str, Any]) -> bool:
@@ -55,6 +72,62 @@ def _q2(app: StreamApplication, events: Any, out: Any) -> None:
     (
         events.filter(lambda e: e["type"] == "bid" and e["auction"] % 123 == 0)
         .map(lambda bid: {"auction": bid["auction"], "price": bid["price"]})
+        .send_to(out)
+    )
+
+
+def _q3(app: StreamApplication, events: Any, out: Any) -> None:
+    persons = events.filter(
+        lambda e: e["type"] == "person" and e["state"] in Q3_STATES
+    ).partition_by(
+        lambda p: p["id"], lambda p: {"name": p["name"], "city": p["city"], "state": p["state"]},
+        op_id="persons-by-id",
+    )
+    auctions = events.filter(
+        lambda e: e["type"] == "auction" and e["category"] == 10
+    ).partition_by(lambda a: a["seller"], lambda a: a["id"], op_id="auctions-by-seller")
+    persons.join(
+        auctions, lambda person, auction: {**person.value, "id": auction.value},
+        ttl=Q3_TTL, keep="all", op_id="sellers",
+    ).send_to(out)
+
+
+def _hottest(row: Any, best: Any) -> Any:
+    num, auction = row.value["num"], row.value["auction"]
+    if best is None or num > best[0]:
+        return [num, [auction]]
+    if num == best[0]:
+        best[1].append(auction)
+    return best
+
+
+def _q5(app: StreamApplication, events: Any, out: Any) -> None:
+    (
+        events.filter(_is_bid)
+        .partition_by(lambda bid: bid["auction"], lambda bid: bid["date_time"], op_id="bids-by-auction")
+        .window(
+            Windows.keyed_hopping(
+                lambda kv: kv.key, HOP_SIZE_MS, HOP_SLIDE_MS, event_time=lambda kv: kv.value,
+                initial=lambda: 0, fold=lambda kv, n: n + 1,
+            ),
+            op_id="bids-per-auction",
+        )
+        .map(lambda pane: {"start": int(pane.key.pane_id), "auction": pane.key.key, "num": pane.message})
+        .partition_by(lambda row: row["start"], op_id="counts-by-window")
+        # A hopping pane fires when the watermark passes its end, so its row carries the end's
+        # last millisecond as event time: the slide-long tumbling pane that holds it closes on
+        # the same watermark, after every upstream task's rows for the window arrived.
+        .window(
+            Windows.keyed_tumbling(
+                lambda kv: kv.key, HOP_SLIDE_MS, initial=lambda: None, fold=_hottest,
+                event_time=lambda kv: kv.value["start"] + HOP_SIZE_MS - 1,
+            ),
+            op_id="hottest",
+        )
+        .flat_map(lambda pane: [
+            KV(pane.key.key, {"auction": auction, "num": pane.message[0]})
+            for auction in sorted(pane.message[1])
+        ])
         .send_to(out)
     )
 
@@ -104,7 +177,7 @@ def _q8(app: StreamApplication, events: Any, out: Any) -> None:
 
 
 QUERIES: dict[str, Callable[[StreamApplication, Any, Any], None]] = {
-    "q0": _q0, "q1": _q1, "q2": _q2, "q7": _q7, "q8": _q8,
+    "q0": _q0, "q1": _q1, "q2": _q2, "q3": _q3, "q5": _q5, "q7": _q7, "q8": _q8,
 }
 
 
