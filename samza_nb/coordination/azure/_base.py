@@ -20,7 +20,6 @@ from samza_nb.coordination.azure.lock import AzureLock
 from samza_nb.coordination.azure.names import AzureNames
 from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorTable
 from samza_nb.coordination.azure.timings import AzureTimings
-from samza_nb.coordination.coordinator import JobCoordinatorListener
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata import MetadataStore
@@ -89,8 +88,6 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
         self._run_id = ""
         self._threads: list[threading.Thread] = []
         self._services: list[Any] = []
-        #: The deployment's run id, when the runtime passes one.
-        self.run_id: str | None = None
 
     def __repr__(self) -> str:
         pid = next(iter(self._listeners), None)
@@ -100,26 +97,10 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
         )
 
     # -- the contract --------------------------------------------------------------------------
-    def attach(
-        self, processor_id: str, location_id: LocationId, listener: JobCoordinatorListener
-    ) -> None:
+    def _check_processor(self, processor_id: str, location_id: LocationId) -> None:
         if not processor_id or not isinstance(processor_id, str):
             msg = f"an Azure processor needs a non-empty processor id, got {processor_id!r}"
             raise CoordinationError(msg)
-        if self._listeners and processor_id not in self._listeners:
-            msg = (
-                f"an Azure coordinator hosts one processor; {sorted(self._listeners)[0]!r} is "
-                f"attached, so {processor_id!r} needs a coordinator of its own"
-            )
-            raise CoordinationError(msg)
-        super().attach(processor_id, location_id, listener)
-
-    @property
-    def processor_id(self) -> str:
-        if not self._listeners:
-            msg = "no processor is attached to this Azure coordinator (call attach first)"
-            raise CoordinationError(msg)
-        return next(iter(self._listeners))
 
     @property
     def location_id(self) -> LocationId:
@@ -129,14 +110,10 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
     def stopped(self) -> bool:
         return self._stopped
 
-    @property
-    def calculator(self) -> JobModelCalculator:
-        return self._calculator
-
     def _coordination_place(self) -> str:
         return f"in {self.names.container}"
 
-    # -- heartbeats and the listener ----------------------------------------------------------
+    # -- heartbeats --------------------------------------------------------------------------------
     def _heartbeat(self) -> None:
         self.table.upsert(
             self._version or UNASSIGNED,
@@ -145,9 +122,6 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
             location_id=self.location_id,
             run_id=self._run_id,
         )
-
-    def _listener(self) -> JobCoordinatorListener:
-        return self._listeners[self.processor_id]
 
     @abstractmethod
     def lock(self, lock_id: str, *, timeout: float = 60.0) -> AzureLock:

@@ -273,12 +273,7 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
                 self.processor_id if self._listeners else "?",
                 error,
             )
-        if not self._listeners:
-            return
-        if failure is None:
-            self._listener().on_coordinator_stop()
-        else:
-            self._listener().on_coordinator_failure(failure)
+        self._tell_stopped(failure)
 
     def _leave(self) -> None:
         """Remove this processor's rows and give its fencing lease up (a graceful stop)."""

@@ -15,7 +15,6 @@ from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.coordination.agreed_model import AgreedModelCoordinator
-from samza_nb.coordination.coordinator import JobCoordinatorListener
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.coordination.zk.barrier import VersionBarrier
 from samza_nb.coordination.zk.debounce import DebounceScheduler
@@ -26,7 +25,6 @@ from samza_nb.coordination.zk.leader import JobModelPublisher
 from samza_nb.coordination.zk.partition_monitor import PartitionCountMonitor
 from samza_nb.coordination.zk.processors import ProcessorRegistry, check_processor_identity
 from samza_nb.coordination.zk.task_locality import ZkTaskLocality
-from samza_nb.errors import CoordinationError
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.zk_client import ZkClient
 from samza_nb.model import JobModel, LocationId
@@ -98,8 +96,6 @@ class ZkCoordinatorBase(AgreedModelCoordinator):
         self._stopped = False
         self._changed = threading.Condition()
         self._disconnect_timer: threading.Timer | None = None
-        #: The deployment's run id, when the runtime passes one.
-        self.run_id: str | None = None
 
     def __repr__(self) -> str:
         pid = next(iter(self._listeners), None)
@@ -109,29 +105,8 @@ class ZkCoordinatorBase(AgreedModelCoordinator):
         )
 
     # -- the contract --------------------------------------------------------------------------
-    def attach(
-        self, processor_id: str, location_id: LocationId, listener: JobCoordinatorListener
-    ) -> None:
+    def _check_processor(self, processor_id: str, location_id: LocationId) -> None:
         check_processor_identity(processor_id, location_id)
-        if self._listeners and processor_id not in self._listeners:
-            msg = (
-                f"a ZooKeeper coordinator hosts one processor; {sorted(self._listeners)[0]!r} is "
-                f"attached, so {processor_id!r} needs a coordinator of its own"
-            )
-            raise CoordinationError(msg)
-        super().attach(processor_id, location_id, listener)
-
-    @property
-    def processor_id(self) -> str:
-        if not self._listeners:
-            msg = "no processor is attached to this ZooKeeper coordinator (call attach first)"
-            raise CoordinationError(msg)
-        return next(iter(self._listeners))
-
-    @property
-    def calculator(self) -> JobModelCalculator:
-        """The calculator the leader uses now (the partition monitor may replace it)."""
-        return self._calculator
 
     def _coordination_place(self) -> str:
         return f"under {self.keys.root}"
@@ -143,9 +118,6 @@ class ZkCoordinatorBase(AgreedModelCoordinator):
 
     def _on_action_failed(self, name: str, error: BaseException) -> None:
         self._stop(error)
-
-    def _listener(self) -> JobCoordinatorListener:
-        return self._listeners[self.processor_id]
 
     @abstractmethod
     def _elect(self) -> None:

@@ -166,9 +166,4 @@ class ZkJobCoordinator(ZkLeadership, ZkAgreement, ZkSessions, ZkCommitFencing):
         finally:
             if self._zk is not None:
                 self._zk.close()  # ends the session now: the processor leaves the group at once
-        if not self._listeners:
-            return
-        if failure is None:
-            self._listener().on_coordinator_stop()
-        else:
-            self._listener().on_coordinator_failure(failure)
+        self._tell_stopped(failure)
