@@ -9,17 +9,32 @@ Offsets are the system's own: the embedded log numbers messages 0, 1, 2 … with
 offsets have gaps (transaction markers, compaction). The runtime therefore never computes an
 offset from a count: it reads with :meth:`StreamSystem.fetch`, which says where the next read
 starts, and bounds an epoch by an offset (the newest offset seen) plus a message limit.
+
+The stream descriptors a system hands out (``system.input("clicks")``) live here too, not in
+``descriptors`` (their import path): a descriptor names its system and a system makes its
+descriptors, so one module holds both and imports go one way.
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from samza_nb.systems.descriptors import InputDescriptor, OutputDescriptor
+from samza_nb.errors import ConfigError
 
-__all__ = ["Fetched", "MessageKind", "Record", "StreamSystem"]
+__all__ = [
+    "Fetched",
+    "InputDescriptor",
+    "MessageKind",
+    "OutputDescriptor",
+    "Record",
+    "StreamDescriptor",
+    "StreamSystem",
+    "validate_stream_id",
+]
 
 
 class MessageKind:
@@ -187,6 +202,51 @@ class StreamSystem(ABC):
 
     def close(self) -> None:  # noqa: B027 - an optional hook; most systems hold nothing
         """Release connections held by this process."""
+
+
+# -- descriptors: what an application declares about its inputs and outputs ---------------
+_STREAM_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def validate_stream_id(stream_id: str) -> str:
+    if not isinstance(stream_id, str) or not _STREAM_ID.match(stream_id):
+        msg = f"stream id {stream_id!r} must be non-empty and match [A-Za-z0-9_.-]+"
+        raise ConfigError(msg)
+    return stream_id
+
+
+@dataclass(frozen=True, eq=False)
+class StreamDescriptor:
+    system: StreamSystem
+    stream_id: str
+    partitions: int | None = None
+    serde: Any = "json"
+
+    def __post_init__(self) -> None:
+        validate_stream_id(self.stream_id)
+        if self.partitions is not None and (
+            not isinstance(self.partitions, int) or self.partitions <= 0
+        ):
+            msg = f"stream {self.stream_id!r}: partitions must be a positive int, got {self.partitions!r}"
+            raise ConfigError(msg)
+
+    @property
+    def system_name(self) -> str:
+        return self.system.name
+
+    def __repr__(self) -> str:
+        count = "?" if self.partitions is None else self.partitions
+        return f"{type(self).__name__}({self.system.name}.{self.stream_id}, partitions={count})"
+
+
+@dataclass(frozen=True, eq=False)
+class InputDescriptor(StreamDescriptor):
+    """An input stream of an application (``app.input(descriptor)``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class OutputDescriptor(StreamDescriptor):
+    """An output stream of an application (``app.output(descriptor)``)."""
 
 
 def _lenient_json(data: bytes) -> Any:

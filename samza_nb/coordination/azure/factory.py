@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from samza_nb.config import Config
+from samza_nb.coordination.agreed_model import HostedProcessorOptions, host_processor
 from samza_nb.coordination.azure.coordinator import AzureJobCoordinator
-from samza_nb.coordination.coordinator import JobCoordinatorListener, register_job_coordinator
+from samza_nb.coordination.coordinator import register_job_coordinator
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.metadata import MetadataStore
-from samza_nb.model import JobModel, LocationId
+from samza_nb.model import JobModel
 
 __all__ = ["azure_job_coordinator"]
 
@@ -21,11 +22,8 @@ def azure_job_coordinator(
     config: Config | Mapping[str, Any] | None = None,
     metadata: MetadataStore | None = None,
     connect: str | None = None,
-    processor_id: str | None = None,
-    location_id: LocationId | None = None,
-    listener: JobCoordinatorListener | None = None,
-    run_id: str | None = None,
     before_first_publish: Callable[[JobModel], None] | None = None,
+    **processor: Unpack[HostedProcessorOptions],
 ) -> AzureJobCoordinator:
     """Build an :class:`AzureJobCoordinator` (keyword options only).
 
@@ -34,10 +32,9 @@ def azure_job_coordinator(
       ``$SAMZA_NB_AZURE_CONNECTION_STRING``), ``azure.storage.*`` and the
       ``job.coordinator.azure.*`` timings; the app name and id name the container and table;
     - ``metadata``: the job's metadata store (assignments and locality);
-    - ``processor_id``, ``location_id``, ``listener``: when all three are given the processor is
-      attached at once (else call ``attach`` before ``start``);
-    - ``run_id``: accepted for symmetry with the embedded coordinator and kept as ``run_id``;
-    - ``before_first_publish(model)``: called once by a leader before its first model.
+    - ``before_first_publish(model)``: called once by a leader before its first model;
+    - ``processor_id``, ``location_id``, ``listener``, ``run_id``: see
+      :class:`~samza_nb.coordination.agreed_model.HostedProcessorOptions`.
     """
     coordinator = AzureJobCoordinator(
         calculator,
@@ -46,10 +43,7 @@ def azure_job_coordinator(
         connect=connect,
         before_first_publish=before_first_publish,
     )
-    coordinator.run_id = run_id
-    if processor_id is not None and location_id is not None and listener is not None:
-        coordinator.attach(processor_id, location_id, listener)
-    return coordinator
+    return host_processor(coordinator, **processor)
 
 
 register_job_coordinator(AzureJobCoordinator.name, azure_job_coordinator)

@@ -12,17 +12,17 @@ from __future__ import annotations
 import random
 import threading
 import time
-from types import TracebackType
 from typing import Any
 
 from samza_nb.coordination.azure.names import AzureNames
+from samza_nb.coordination.lock import DistributedLock
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata.azure_storage import describe_error
 
 __all__ = ["AzureLock"]
 
 
-class AzureLock:
+class AzureLock(DistributedLock):
     """``with AzureLock(container, "run-id", timeout=30): …`` (``container``: a ContainerClient)."""
 
     def __init__(
@@ -99,15 +99,3 @@ class AzureLock:
         except AzureError as error:
             msg = f"{self!r}: releasing failed (the lease was lost?): {describe_error(error)}"
             raise CoordinationError(msg) from error
-
-    def __enter__(self) -> AzureLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.release()

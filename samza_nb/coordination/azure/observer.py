@@ -14,9 +14,9 @@ from typing import Any
 from samza_nb.config import Config
 from samza_nb.coordination.assignments import LocalityManager
 from samza_nb.coordination.azure.blob import CoordinationBlob
-from samza_nb.coordination.azure.coordinator import AzureTimings
 from samza_nb.coordination.azure.names import AzureNames
 from samza_nb.coordination.azure.processors import ProcessorTable
+from samza_nb.coordination.azure.timings import AzureTimings
 from samza_nb.metadata.azure import AzureBlobMetadataStore
 from samza_nb.metadata.azure_storage import AzureAccount
 from samza_nb.model import JobModel, LocationId

@@ -4,9 +4,10 @@
 duplicate ids), ``election`` (leader by predecessor watch), ``debounce`` (the reaction thread),
 ``job_models`` (versions and cleanup), ``leader`` (the leader's model generation), ``barrier``
 (NEW → DONE / TIMED_OUT), ``task_locality``, ``lock``, ``run_id`` (one run id per deployment),
-``lease`` (:class:`ZkJobLease`), ``partition_monitor`` and ``coordinator``
-(:class:`ZkJobCoordinator`). Importing the package registers ``zookeeper`` as a
-``job.coordinator.factory``.
+``lease`` (:class:`ZkJobLease`), ``partition_monitor``, and the parts of
+:class:`ZkJobCoordinator`: ``leadership`` (election and the leader's rounds), ``agreement`` (a
+processor's side of a version), ``sessions``, ``fencing`` (commits) and ``coordinator``.
+Importing the package registers ``zookeeper`` as a ``job.coordinator.factory``.
 """
 
 from samza_nb.coordination.zk.barrier import DONE, NEW, TIMED_OUT, VersionBarrier

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from samza_nb.config import Config
-from samza_nb.coordination.coordinator import JobCoordinatorListener, register_job_coordinator
+from samza_nb.coordination.agreed_model import HostedProcessorOptions, host_processor
+from samza_nb.coordination.coordinator import register_job_coordinator
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.coordination.zk.coordinator import ZkJobCoordinator
 from samza_nb.metadata import MetadataStore
-from samza_nb.model import JobModel, LocationId
+from samza_nb.model import JobModel
 
 __all__ = ["zookeeper_job_coordinator"]
 
@@ -22,11 +23,8 @@ def zookeeper_job_coordinator(
     metadata: MetadataStore | None = None,
     partition_counts: Callable[[], Mapping[str, int]] | None = None,
     connect: str | None = None,
-    processor_id: str | None = None,
-    location_id: LocationId | None = None,
-    listener: JobCoordinatorListener | None = None,
-    run_id: str | None = None,
     before_first_publish: Callable[[JobModel], None] | None = None,
+    **processor: Unpack[HostedProcessorOptions],
 ) -> ZkJobCoordinator:
     """Build a :class:`ZkJobCoordinator` (keyword options only).
 
@@ -36,11 +34,10 @@ def zookeeper_job_coordinator(
       name the coordination tree;
     - ``metadata``: the job's metadata store, which receives assignments and locality;
     - ``partition_counts``: a callable giving stream → partition count now (leader's monitor);
-    - ``processor_id``, ``location_id``, ``listener``: when all three are given the processor is
-      attached at once (else call ``attach`` before ``start``);
-    - ``run_id``: accepted for symmetry with the embedded coordinator and kept as ``run_id``;
     - ``before_first_publish(model)``: called once by a leader before its first model is
-      published (create intermediate, checkpoint and changelog streams there).
+      published (create intermediate, checkpoint and changelog streams there);
+    - ``processor_id``, ``location_id``, ``listener``, ``run_id``: see
+      :class:`~samza_nb.coordination.agreed_model.HostedProcessorOptions`.
     """
     coordinator = ZkJobCoordinator(
         calculator,
@@ -50,10 +47,7 @@ def zookeeper_job_coordinator(
         connect=connect,
         before_first_publish=before_first_publish,
     )
-    coordinator.run_id = run_id
-    if processor_id is not None and location_id is not None and listener is not None:
-        coordinator.attach(processor_id, location_id, listener)
-    return coordinator
+    return host_processor(coordinator, **processor)
 
 
 register_job_coordinator(ZkJobCoordinator.name, zookeeper_job_coordinator)

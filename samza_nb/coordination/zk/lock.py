@@ -7,11 +7,10 @@ deployment and to let one processor create intermediate streams.
 
 from __future__ import annotations
 
-from types import TracebackType
-
 from kazoo.exceptions import KazooException, LockTimeout
 from kazoo.recipe.lock import Lock
 
+from samza_nb.coordination.lock import DistributedLock
 from samza_nb.coordination.zk.keys import ZkKeyBuilder
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata.zk_client import ZkClient
@@ -19,7 +18,7 @@ from samza_nb.metadata.zk_client import ZkClient
 __all__ = ["ZkDistributedLock"]
 
 
-class ZkDistributedLock:
+class ZkDistributedLock(DistributedLock):
     """``with ZkDistributedLock(zk, keys, "run-id", "p1", timeout=10): …``."""
 
     def __init__(
@@ -60,15 +59,3 @@ class ZkDistributedLock:
         except KazooException as error:
             msg = f"ZooKeeper {self.zk.description}: releasing lock {self.path} failed: {error!r}"
             raise CoordinationError(msg) from error
-
-    def __enter__(self) -> ZkDistributedLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.release()

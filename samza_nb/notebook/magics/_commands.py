@@ -10,49 +10,26 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from samza_nb.notebook.magics import (
-    add_processor,
-    attach,
-    config,
-    drain,
-    grouper,
-    jobmodel,
-    kill_processor,
-    plan,
-    run,
-    show,
-    status,
-    stop,
-)
-from samza_nb.notebook.magics import help as help_command
 from samza_nb.notebook.magics._session import Session
+from samza_nb.notebook.magics.add_processor import command as add_processor
+from samza_nb.notebook.magics.attach import command as attach
+from samza_nb.notebook.magics.config import cell_command as config_cell
+from samza_nb.notebook.magics.config import command as config
+from samza_nb.notebook.magics.drain import command as drain
+from samza_nb.notebook.magics.grouper import command as grouper
+from samza_nb.notebook.magics.help import help_command
+from samza_nb.notebook.magics.jobmodel import command as jobmodel
+from samza_nb.notebook.magics.kill_processor import command as kill_processor
+from samza_nb.notebook.magics.plan import command as plan
+from samza_nb.notebook.magics.run import command as run
+from samza_nb.notebook.magics.show import command as show
+from samza_nb.notebook.magics.status import command as status
+from samza_nb.notebook.magics.stop import command as stop
 
 __all__ = ["CELL_COMMANDS", "LINE_COMMANDS", "help_text", "parser_of", "unknown_command"]
 
 LineCommand = Callable[[Session, argparse.Namespace], Any]
 CellCommand = Callable[[Session, argparse.Namespace, str], Any]
-
-#: ``%samza NAME ...``, in the order help lists them.
-LINE_COMMANDS: dict[str, LineCommand] = {
-    "plan": plan.command,
-    "run": run.command,
-    "status": status.command,
-    "show": show.command,
-    "drain": drain.command,
-    "grouper": grouper.command,
-    "jobmodel": jobmodel.command,
-    "stop": stop.command,
-    "kill-processor": kill_processor.command,
-    "add-processor": add_processor.command,
-    "attach": attach.command,
-    "config": config.command,
-    "help": help_command.command,
-}
-
-#: ``%%samza NAME ...`` with a cell body.
-CELL_COMMANDS: dict[str, CellCommand] = {
-    "config": config.cell_command,
-}
 
 
 def parser_of(command: Callable[..., Any]) -> MagicArgumentParser:
@@ -105,3 +82,27 @@ def help_text(topic: str | None = None) -> str:
         "job = %samza run app --background. %samza help COMMAND explains one command.",
     ]
     return "\n".join(lines) + "\n"
+
+
+# The tables come last: the help command is built over help_text, which reads them when called.
+#: ``%samza NAME ...``, in the order help lists them.
+LINE_COMMANDS: dict[str, LineCommand] = {
+    "plan": plan,
+    "run": run,
+    "status": status,
+    "show": show,
+    "drain": drain,
+    "grouper": grouper,
+    "jobmodel": jobmodel,
+    "stop": stop,
+    "kill-processor": kill_processor,
+    "add-processor": add_processor,
+    "attach": attach,
+    "config": config,
+    "help": help_command(help_text),
+}
+
+#: ``%%samza NAME ...`` with a cell body.
+CELL_COMMANDS: dict[str, CellCommand] = {
+    "config": config_cell,
+}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from samza_nb.notebook.magics._session import Session
 
-__all__ = ["HelpText", "command"]
+__all__ = ["HelpText", "help_command"]
 
 
 class HelpText(str):
@@ -21,11 +22,16 @@ class HelpText(str):
         printer.text(str(self))
 
 
-@magic_arguments("samza help")
-@argument("topic", nargs="?", metavar="COMMAND", help="a command to explain")
-def command(session: Session, args: argparse.Namespace) -> HelpText:
-    """List the commands, or explain one."""
-    # The registry imports this module, so it is read when help runs.
-    from samza_nb.notebook.magics._commands import help_text
+def help_command(
+    text_of: Callable[[str | None], str],
+) -> Callable[[Session, argparse.Namespace], HelpText]:
+    """The ``%samza help`` command over ``text_of(topic)``, the help text of the command table
+    (given, not imported: the table lists this command)."""
 
-    return HelpText(help_text(args.topic))
+    @magic_arguments("samza help")
+    @argument("topic", nargs="?", metavar="COMMAND", help="a command to explain")
+    def command(session: Session, args: argparse.Namespace) -> HelpText:
+        """List the commands, or explain one."""
+        return HelpText(text_of(args.topic))
+
+    return command

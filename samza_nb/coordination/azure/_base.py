@@ -1,0 +1,128 @@
+"""What every part of the Azure coordinator shares: its settings, its state and its listener.
+
+:class:`~samza_nb.coordination.azure.coordinator.AzureJobCoordinator` is made of this base, the
+leader's side (``leadership``) and a processor's side of a round (``agreement``); the
+coordinator module itself holds the threads, storage set-up, fencing and stopping.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from samza_nb.config import Config
+from samza_nb.coordination.agreed_model import AgreedModelCoordinator
+from samza_nb.coordination.azure.blob import CoordinationBlob
+from samza_nb.coordination.azure.lock import AzureLock
+from samza_nb.coordination.azure.names import AzureNames
+from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorTable
+from samza_nb.coordination.azure.timings import AzureTimings
+from samza_nb.coordination.job_model_calculator import JobModelCalculator
+from samza_nb.errors import CoordinationError
+from samza_nb.metadata import MetadataStore
+from samza_nb.metadata.azure_storage import AzureAccount
+from samza_nb.model import JobModel, LocationId
+
+__all__ = ["AzureCoordinatorBase"]
+
+
+@dataclass
+class _Round:
+    """The leader's barrier of one version."""
+
+    version: str
+    participants: frozenset[str]
+    model: JobModel
+    started: float
+
+
+class AzureCoordinatorBase(AgreedModelCoordinator):
+    """The state of an :class:`AzureJobCoordinator` and what all its parts call."""
+
+    # Set by ``start``.
+    container: Any
+    blob: CoordinationBlob
+    table: ProcessorTable
+    _fence_blob: Any
+
+    def __init__(
+        self,
+        calculator: JobModelCalculator,
+        config: Config | Mapping[str, Any] | None = None,
+        *,
+        metadata: MetadataStore | None = None,
+        connect: str | None = None,
+        before_first_publish: Callable[[JobModel], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._calculator = calculator
+        self.config = calculator.inputs.config if config is None else Config.of(config)
+        self.account = AzureAccount.from_config(self.config, connect)
+        self.names = AzureNames.for_job(self.config)
+        self.timings = AzureTimings.from_config(self.config)
+        self.blob_length = self.config.get_int("job.coordinator.azure.blob.length")
+        self.debounce = self.config.get_int("job.debounce.time.ms") / 1000
+        self._metadata = metadata
+        self._before_first_publish = before_first_publish
+        self._state = threading.RLock()
+        self._changed = threading.Condition(self._state)
+        self._wake = threading.Event()
+        self._stopped = False
+        self._leading = False
+        self._lease_id: str | None = None
+        self._renewed_at = 0.0
+        self._version: str | None = None  # the version this processor confirmed
+        self._model: JobModel | None = None
+        self._model_version: str | None = None  # the version of _model
+        self._pending: tuple[str, JobModel] | None = None
+        self._round: _Round | None = None
+        self._needs_round = False
+        self._seen_live: frozenset[str] | None = None  # the live set the leader saw last
+        self._seen_at = 0.0  # when it last changed
+        self._working = False
+        self._expired = True
+        self._fence_lease: str | None = None
+        self._run_id = ""
+        self._threads: list[threading.Thread] = []
+        self._services: list[Any] = []
+
+    def __repr__(self) -> str:
+        pid = next(iter(self._listeners), None)
+        return (
+            f"AzureJobCoordinator({self.account.description!r}, {self.names.container!r}, "
+            f"processor={pid!r}, leader={self._leading}, version={self._version})"
+        )
+
+    # -- the contract --------------------------------------------------------------------------
+    def _check_processor(self, processor_id: str, location_id: LocationId) -> None:
+        if not processor_id or not isinstance(processor_id, str):
+            msg = f"an Azure processor needs a non-empty processor id, got {processor_id!r}"
+            raise CoordinationError(msg)
+
+    @property
+    def location_id(self) -> LocationId:
+        return self._locations[self.processor_id]
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _coordination_place(self) -> str:
+        return f"in {self.names.container}"
+
+    # -- heartbeats --------------------------------------------------------------------------------
+    def _heartbeat(self) -> None:
+        self.table.upsert(
+            self._version or UNASSIGNED,
+            self.processor_id,
+            is_leader=self._leading,
+            location_id=self.location_id,
+            run_id=self._run_id,
+        )
+
+    @abstractmethod
+    def lock(self, lock_id: str, *, timeout: float = 60.0) -> AzureLock:
+        """A lock of this job (call after ``start``)."""

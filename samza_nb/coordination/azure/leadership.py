@@ -1,0 +1,170 @@
+"""The leader's side of the Azure protocol (SAMZA.md §10.5 steps 2–3).
+
+The holder of the page blob's lease renews it (a failed renewal demotes), watches the live
+processors of the table, publishes the next version's model for them once membership has been
+quiet for ``job.debounce.time.ms``, breaks the fencing lease of processors it dropped, and
+ends each round's barrier (``END <v>``) or times it out (``TIMEOUT <v>``, then a new round).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
+from samza_nb.coordination.azure._base import AzureCoordinatorBase, _Round
+from samza_nb.coordination.azure.blob import (
+    BARRIER_END,
+    BARRIER_START,
+    BARRIER_TIMEOUT,
+    JobModelBundle,
+    LeaseLost,
+)
+from samza_nb.coordination.azure.names import AzureNames
+from samza_nb.errors import CoordinationError
+from samza_nb.grouping import GrouperMetadata
+
+__all__ = ["STREAMS_LOCK_ID", "AzureLeadership"]
+
+#: The lock a leader holds while it creates the job's streams (blob ``locks/createStreams``).
+STREAMS_LOCK_ID = "createStreams"
+
+_log = logging.getLogger(__name__)
+
+
+class AzureLeadership(AzureCoordinatorBase):
+    """Taking, renewing and losing the leader's lease, and the rounds a leader runs."""
+
+    def _check_leader(self) -> None:
+        if self._leading:
+            return
+        lease = self.blob.acquire_lease(self.timings.lease_duration)
+        if lease is None:
+            return
+        with self._state:
+            self._lease_id = lease
+            self._renewed_at = time.monotonic()
+            self._leading = True
+            self._needs_round = True  # after the debounce (processors starting together)
+            self._seen_live = None
+        _log.info("processor %s leads %s", self.processor_id, self.names.container)
+        self._heartbeat()
+
+    def _check_membership(self) -> None:
+        if not self._leading:
+            return
+        live = frozenset(row.processor_id for row in self.table.live(self.timings.liveness))
+        now = time.monotonic()
+        if live != self._seen_live:
+            self._seen_live, self._seen_at = live, now
+        if now - self._seen_at < self.debounce:
+            return  # membership still settling: one round once it is quiet
+        current = self._round
+        if current is not None and current.participants == live:
+            return
+        if self._needs_round or live != set(self.blob.read_processors()):
+            self._new_round()
+
+    def _new_round(self) -> None:
+        """The leader's doOnProcessorChange: the next version for the live processors."""
+        rows = self.table.live(self.timings.liveness)
+        processors = {row.processor_id: row.location_id or "unknown" for row in rows}
+        if not processors:
+            return
+        bundle = self.blob.read_bundle()
+        barrier = self.blob.read_barrier()
+        lease = self._lease_id
+        published_version = bundle.curr_version if bundle is not None else None
+        if barrier is not None and barrier[0] == BARRIER_START:
+            # The previous round never finished: close it before the next one.
+            self.blob.publish_barrier(BARRIER_TIMEOUT, barrier[1], lease)
+        numbers = [
+            int(v)
+            for v in (published_version, barrier[1] if barrier else None)
+            if v and v.isdigit()
+        ]
+        version = str(max(numbers) + 1) if numbers else "1"
+        previous = bundle.curr_model if bundle is not None else None
+        task_locality = (
+            LocalityManager(self._metadata).read_task_locality()
+            if self._metadata is not None
+            else {}
+        )
+        metadata = GrouperMetadata.from_job_model(previous, processors, task_locality or None)
+        model = self._calculator.calculate(processors, metadata, previous)
+        if self._before_first_publish is not None:
+            setup, self._before_first_publish = self._before_first_publish, None
+            # Under the createStreams lock: a leader that took over from one that froze
+            # mid-creation waits until that one's lock lease has run out.
+            with self.lock(STREAMS_LOCK_ID, timeout=2 * self.timings.lease_duration + 10):
+                setup(model)
+        dropped = set(self.blob.read_processors()) - set(processors)
+        self.blob.publish_bundle(JobModelBundle(previous, model, published_version, version), lease)
+        self.blob.publish_barrier(BARRIER_START, version, lease)
+        self.blob.publish_processors(sorted(processors), lease)
+        for processor_id in dropped:
+            self._break_fence(processor_id)
+        with self._state:
+            self._round = _Round(version, frozenset(processors), model, time.monotonic())
+            self._needs_round = False
+        _log.info(
+            "leader %s published job model version %s for %s",
+            self.processor_id,
+            version,
+            sorted(processors),
+        )
+
+    def _check_barrier(self) -> None:
+        current = self._round
+        if current is None or not self._leading:
+            return
+        joined = {row.processor_id for row in self.table.rows() if row.version == current.version}
+        if current.participants <= joined:
+            self.blob.publish_barrier(BARRIER_END, current.version, self._lease_id)
+            if self._metadata is not None:
+                update_task_assignments(self._metadata, current.model, write_locality=False)
+            self._round = None
+        elif time.monotonic() - current.started > self.timings.barrier_timeout:
+            _log.warning(
+                "barrier of job model version %s timed out: %s never joined",
+                current.version,
+                sorted(current.participants - joined),
+            )
+            self.blob.publish_barrier(BARRIER_TIMEOUT, current.version, self._lease_id)
+            with self._state:
+                self._round = None
+                self._needs_round = True
+
+    def _renew(self) -> None:
+        lease = self._lease_id
+        if lease is None:
+            return
+        try:
+            self.blob.renew_lease(lease)
+            self._renewed_at = time.monotonic()
+        except (LeaseLost, ValueError) as error:  # ValueError: the clients were closed
+            _log.warning("processor %s lost the leader's lease: %s", self.processor_id, error)
+            self._demote()
+
+    def _demote(self) -> None:
+        with self._state:
+            was = self._leading
+            self._leading = False
+            self._lease_id = None
+            self._round = None
+        if was:
+            try:
+                self._heartbeat()  # isLeader=false
+            except CoordinationError:
+                pass
+
+    def _break_fence(self, processor_id: str) -> None:
+        from azure.core.exceptions import AzureError
+        from azure.storage.blob import BlobLeaseClient
+
+        blob = self.container.get_blob_client(AzureNames.processor_blob(processor_id))
+        try:
+            BlobLeaseClient(blob).break_lease(lease_break_period=0)
+            _log.info("leader %s fenced processor %s", self.processor_id, processor_id)
+        except AzureError:
+            pass  # no lease (it left cleanly) or no blob

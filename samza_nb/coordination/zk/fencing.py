@@ -1,0 +1,98 @@
+"""Fencing a processor's commits (issue #14): its session, and the job model it works on.
+
+A commit written as ``ZkMetadataStore.put_all(entries, guard=coordinator.fence)`` checks in
+the same transaction that this processor's ephemeral node still exists and that no job model
+moving its active tasks was activated since the model it works on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from samza_nb.coordination.zk._base import ZkCoordinatorBase
+from samza_nb.errors import CoordinationError, JobLeaseError
+from samza_nb.model import JobModel, TaskMode
+
+__all__ = ["ZkCommitFencing", "active_work"]
+
+
+def active_work(model: JobModel, processor_id: str) -> tuple[object, ...] | None:
+    """What of a processor's container an expiry is about: its location and active tasks
+    (standby tasks may come and go without stopping the processor's work)."""
+    container = model.containers.get(processor_id)
+    if container is None:
+        return None
+    return (
+        container.location_id,
+        frozenset(
+            (name, task) for name, task in container.tasks.items() if task.mode is TaskMode.ACTIVE
+        ),
+    )
+
+
+class ZkCommitFencing(ZkCoordinatorBase):
+    """The ``fence`` guard of this processor's commits."""
+
+    def fence(self, tx: Any) -> None:
+        """Add to a kazoo transaction the check that this processor's session is still live.
+
+        The processor's ephemeral node exists only while the session that registered it does;
+        a process frozen past its session timeout resumes without it, so a commit written as
+        ``ZkMetadataStore.put_all(entries, guard=coordinator.fence)`` fails with
+        :class:`~samza_nb.errors.JobLeaseError` and writes nothing.
+        """
+        node = self._node
+        if node is None or self._stopped:
+            msg = (
+                f"processor {self.processor_id!r} has no live ZooKeeper session under "
+                f"{self.keys.root}: its commits are fenced"
+            )
+            raise JobLeaseError(msg)
+        tx.check(self.keys.processor(node), 0)
+        self._fence_model_version(tx)
+
+    def _fence_model_version(self, tx: Any) -> None:
+        """Add the check that no job model moving this processor's active tasks was activated
+        since the model it works on (issue #14: commits checked against the model version).
+
+        Why not "activeJobModelVersion == my version": processors whose assignment did not
+        change keep working through a rebalance (SAMZA.md §8.5 step 7) and learn of the new
+        version only after the leader wrote it as active, so their commits in between would
+        be refused, and a processor whose tasks did move starts on DONE, possibly before the
+        leader wrote the new version as active. So a commit is allowed when the active
+        version is not newer than this processor's model, or when the active model gives this
+        processor the same location and active tasks (standby moves included); otherwise it is
+        refused here. The transaction then checks the active version node's stat version as
+        read, so an activation between this read and the commit fails the write (the store
+        builds the transaction once more, and this check reads the new active version).
+        """
+        assert self._zk is not None
+        with self._changed:
+            running, version = self._model, self._model_version
+        found = self._zk.get(self.keys.active_job_model_version)
+        if found is None:
+            return  # no tree yet (the leader creates it before the first model)
+        active = found[0].decode("utf-8", "replace").strip()
+        if running is None or version is None:
+            msg = (
+                f"processor {self.processor_id!r} works on no agreed job model under "
+                f"{self.keys.root}: its commits are fenced"
+            )
+            raise JobLeaseError(msg)
+        if active and active.isdigit() and version.isdigit() and int(active) > int(version):
+            same = self._same_actives.get((active, version))
+            if same is None:
+                try:
+                    newer = active_work(self._versions.read(active), self.processor_id)
+                except CoordinationError:  # cleaned up: far newer than this processor's model
+                    newer = None
+                same = newer is not None and newer == active_work(running, self.processor_id)
+                self._same_actives[(active, version)] = same
+            if not same:
+                msg = (
+                    f"processor {self.processor_id!r} works on job model version {version}, but "
+                    f"version {active} moving its tasks is active under {self.keys.root}: its "
+                    "commits are fenced"
+                )
+                raise JobLeaseError(msg)
+        tx.check(self.keys.active_job_model_version, found[1].version)
