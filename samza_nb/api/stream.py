@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from samza_nb.api._checks import check_function, describe, user_location
 from samza_nb.errors import PlanError
@@ -35,10 +35,31 @@ from samza_nb.plan.serdes import KVSerde, Serde, resolve_kv_serde, resolve_serde
 from samza_nb.plan.tables import LocalTable
 from samza_nb.plan.windows import WindowSpec, duration_ms
 
-if TYPE_CHECKING:
-    from samza_nb.api.application import StreamApplication
-
 __all__ = ["MessageStream", "OutputStream", "Table"]
+
+
+class _Application(Protocol):
+    """What streams ask of the :class:`~samza_nb.api.StreamApplication` they belong to (named
+    here so this module need not import the application, which imports it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def _next_op_id(
+        self,
+        opcode: OpCode,
+        user_id: str | None,
+        *,
+        on: str | None = None,
+        location: str | None = None,
+        required: bool = False,
+    ) -> str: ...
+
+    def _commit(self, spec: OperatorSpec, location: str | None) -> None: ...
+
+    def _check_stream_id_free(self, stream_id: str, name: str) -> None: ...
+
+    def _resolve_table(self, table: Table | LocalTable, name: str) -> LocalTable: ...
 
 
 def _at(location: str | None) -> str:
@@ -50,12 +71,12 @@ class OutputStream:
 
     __slots__ = ("_app", "_declaration")
 
-    def __init__(self, app: StreamApplication, declaration: StreamDeclaration):
+    def __init__(self, app: _Application, declaration: StreamDeclaration):
         self._app = app
         self._declaration = declaration
 
     @property
-    def app(self) -> StreamApplication:
+    def app(self) -> _Application:
         return self._app
 
     @property
@@ -85,12 +106,12 @@ class Table:
 
     __slots__ = ("_app", "_table")
 
-    def __init__(self, app: StreamApplication, table: LocalTable):
+    def __init__(self, app: _Application, table: LocalTable):
         self._app = app
         self._table = table
 
     @property
-    def app(self) -> StreamApplication:
+    def app(self) -> _Application:
         return self._app
 
     @property
@@ -120,7 +141,7 @@ class MessageStream:
 
     def __init__(
         self,
-        app: StreamApplication,
+        app: _Application,
         spec: OperatorSpec,
         *,
         op_id: str | None = None,
@@ -137,7 +158,7 @@ class MessageStream:
         return self._op_id
 
     @property
-    def app(self) -> StreamApplication:
+    def app(self) -> _Application:
         return self._app
 
     @property
