@@ -98,7 +98,7 @@ def shown_config(config: Any) -> dict[str, str]:
     """The settings that decide speed, with their defaults filled in (what the bench ran)."""
     config = Config.of(config)
     keys = (
-        "task.max.epoch.messages", "task.epoch.min.interval.ms", "job.container.count",
+        "task.max.epoch.messages", "task.epoch.min.interval.ms", "job.container.count", "job.spark.partitions",
         "task.errors.skip", "spark.master",
     )
     return {key: str(config.get_str(key)) for key in keys}

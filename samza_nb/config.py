@@ -371,7 +371,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "job.spark.partitions",
         "0",
-        "Spark partitions an epoch's task epochs run in (0: twice Spark's cores, at most one per task).",
+        "Spark partitions an epoch's task epochs run in (0: one per Spark core, at most one per task).",
         minimum=0,
     ),
     ConfigKey("spark.master", "local[*]", "Spark master URL."),

@@ -134,12 +134,12 @@ def test_several_task_epochs_share_one_spark_partition(spark: Any, tmp_path: Pat
     assert len(job.status().tasks) > 1  # every task's epochs ran in the one Spark partition
 
 
-def test_spark_partitions_default_to_twice_the_cores_and_never_exceed_the_tasks() -> None:
+def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> None:
     from samza_nb.config import Config
     from samza_nb.runtime.executor import spark_partitions
 
     default = Config({})
-    assert spark_partitions(default, 64, 2) == 4
-    assert spark_partitions(default, 3, 2) == 3
+    assert spark_partitions(default, 64, 2) == 2
+    assert spark_partitions(default, 1, 2) == 1
     assert spark_partitions(Config({"job.spark.partitions": "8"}), 64, 2) == 8
     assert spark_partitions(Config({"job.spark.partitions": "8"}), 5, 2) == 5
