@@ -143,3 +143,25 @@ def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> N
     assert spark_partitions(default, 1, 2) == 1
     assert spark_partitions(Config({"job.spark.partitions": "8"}), 64, 2) == 8
     assert spark_partitions(Config({"job.spark.partitions": "8"}), 5, 2) == 5
+
+
+def test_a_spark_worker_pauses_the_cycle_collector_for_an_epoch_only() -> None:
+    import gc
+
+    from samza_nb.runtime.executor import _collector_paused
+
+    assert gc.isenabled()
+    with _collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), _collector_paused():
+        msg = "a failing epoch"
+        raise RuntimeError(msg)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _collector_paused():
+            pass
+        assert not gc.isenabled()  # a process that had it off keeps it off
+    finally:
+        gc.enable()
