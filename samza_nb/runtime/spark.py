@@ -50,6 +50,8 @@ _ESSENTIALS: dict[str, str] = {
     # Executors (standalone workers included) must run this interpreter: it has samza_nb.
     "spark.pyspark.python": sys.executable,
     "spark.pyspark.driver.python": sys.executable,
+    # Workers fork from a daemon that has the engine imported (runtime/spark_daemon.py).
+    "spark.python.daemon.module": "samza_nb.runtime.spark_daemon",
 }
 
 #: Lines the JVM writes to stderr at every start that tell a notebook user nothing.

@@ -30,6 +30,17 @@ def test_the_session_is_shared_and_configured(spark: SparkSession) -> None:
     assert conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert conf.get("spark.python.worker.reuse") == "true"
     assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert conf.get("spark.python.daemon.module") == "samza_nb.runtime.spark_daemon"
+
+
+def test_python_workers_fork_with_the_engine_imported(spark: SparkSession) -> None:
+    def engine_imported(_: int) -> bool:
+        import sys
+
+        return "samza_nb.runtime.task" in sys.modules
+
+    # A fresh worker: the plain function imports nothing of samza_nb itself.
+    assert spark.sparkContext.parallelize(range(2), 2).map(engine_imported).collect() == [True, True]
 
 
 def test_arrow_round_trip(spark: SparkSession) -> None:
