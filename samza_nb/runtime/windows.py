@@ -422,6 +422,9 @@ class WindowImpl(OperatorImpl):
         pane.dirty = True
 
     def on_timer(self, now_ms: int) -> None:
+        window = self.window
+        if window.is_event_time and window.early_trigger is None:
+            return  # only the watermark fires these panes (handle_watermark)
         for store_key, pane in sorted(self.panes.items(), key=lambda item: item[1].window_ts):
             if store_key in self.panes:
                 self._check(store_key, pane, now_ms)
