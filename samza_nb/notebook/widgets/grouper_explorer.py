@@ -34,7 +34,6 @@ from samza_nb.grouping import (
     GrouperMetadata,
     HostAffinityGrouper,
     Move,
-    active_task_name,
     add_standby_containers,
     assign_with_standbys,
     balance,
@@ -50,8 +49,9 @@ from samza_nb.model import (
     TaskModel,
     java_sorted,
 )
-from samza_nb.notebook.widgets._html import count, html_table, paragraph, text_table
-from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets._html import html_table, paragraph, text_table
+from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL
+from samza_nb.notebook.widgets.grouper_explorer_text import GrouperExplorerText
 from samza_nb.notebook.widgets.grouper_inputs import (
     _locations,
     _processors_of,
@@ -82,7 +82,7 @@ _MOVE_HEADERS = ["task", "from", "to", "from location", "to location"]
 _STANDBY_HEADERS = ["task", "active on", "standbys on"]
 
 
-class GrouperExplorer(LiveWidget):
+class GrouperExplorer(GrouperExplorerText):
     """Choose a grouper, processors, locations and replicas; see the assignment it gives.
 
     Start from a job (``GrouperExplorer(job)``; a job attached with ``%samza attach`` is
@@ -531,127 +531,6 @@ class GrouperExplorer(LiveWidget):
         )
 
     # -- drawing ---------------------------------------------------------------------------
-    def _summary_text(self) -> str:
-        tasks = len(self.current.active_tasks())
-        if self.error is not None:
-            return f"{self.grouper.value} over {len(self.draft)} processors: cannot group ({self.error})"
-        b = self.balance
-        # The lower bound is that of balanced assignments: an unbalanced one may move fewer.
-        bound = (
-            f" (any balanced assignment moves at least {self.lower_bound})" if b.is_balanced else ""
-        )
-        return (
-            f"{self.grouper.value} over {len(self.draft)} processors: {len(self.moves)} of {tasks} "
-            f"tasks move{bound}; {b.min}–{b.max} active tasks per processor "
-            f"({'balanced' if b.is_balanced else 'unbalanced'})"
-        )
-
-    def _apply_note_text(self) -> str:
-        replicas = self.replication_factor.value
-        if replicas == 1:
-            return ""
-        if self.job is not None:
-            return (
-                f"Apply sets replication factor {replicas} on the running job: its processors "
-                "run the standby tasks shown (placed the SEP's standalone way, whatever the grouper)"
-            )
-        return (
-            "Apply leaves standbys out: the job runs no standby tasks, so Apply applies the "
-            f"active tasks only; the standbys shown (replication factor {replicas}) are a preview"
-        )
-
-    def _checks_text(self) -> list[str]:
-        if self.error is not None or self.active_proposal is None:
-            return []
-        replicas = self.replication_factor.value
-        lines = (
-            [f"✗ {violation}" for violation in self.violations]
-            if self.violations
-            else [f"✓ every standby invariant holds (replication factor {replicas})"]
-        )
-        # Count groupers name containers "0" … "N-1" whatever the processor ids: say so
-        # rather than let a container that no live processor runs pass unnoticed.
-        unknown = [pid for pid in self.active_proposal.containers if pid not in self.draft]
-        if unknown:
-            lines.append(
-                f"✗ {self.grouper.value} made containers {', '.join(unknown)}, which are not "
-                f"live processors ({', '.join(java_sorted(self.draft))})"
-            )
-        return lines
-
-    def _model_rows(self) -> list[list[str]]:
-        if self.proposal is None:
-            return []
-        moved_in: dict[str, int] = {}
-        moved_out: dict[str, int] = {}
-        for move in self.moves:
-            if move.after is not None:
-                moved_in[move.after] = moved_in.get(move.after, 0) + 1
-            if move.before is not None:
-                moved_out[move.before] = moved_out.get(move.before, 0) + 1
-        rows = []
-        for pid, container in self.proposal.containers.items():
-            active = container.active_tasks()
-            rows.append(
-                [
-                    pid,
-                    container.location_id or "–",
-                    count(len(active)),
-                    count(moved_in.get(pid, 0)),
-                    count(moved_out.get(pid, 0)),
-                    ", ".join(active),
-                    ", ".join(container.standby_tasks()),
-                ]
-            )
-        killed = (
-            pid
-            for pid in self.current_processors
-            if pid not in self.draft and pid not in self.proposal.containers
-        )
-        for pid in java_sorted(killed):
-            rows.append(
-                [
-                    f"{pid} (killed)",
-                    self.current_processors[pid],
-                    "0",
-                    "0",
-                    count(moved_out.get(pid, 0)),
-                    "",
-                    "",
-                ]
-            )
-        return rows
-
-    def _move_rows(self) -> list[list[str]]:
-        def location(model: JobModel | None, pid: str | None) -> str:
-            container = None if model is None or pid is None else model.containers.get(pid)
-            return (container.location_id if container else None) or "–"
-
-        return [
-            [
-                move.task,
-                move.before or "–",
-                move.after or "–",
-                location(self.current, move.before),
-                location(self.proposal, move.after),
-            ]
-            for move in self.moves
-        ]
-
-    def _standby_rows(self) -> list[list[str]]:
-        if self.proposal is None or self.replication_factor.value == 1:
-            return []
-        standbys: dict[str, list[str]] = {}
-        for pid, container in self.proposal.containers.items():
-            for name in container.standby_tasks():
-                active = active_task_name(name)
-                place = f"{pid}@{container.location_id}" if container.location_id else pid
-                standbys.setdefault(active, []).append(place)
-        return [
-            [name, pid, ", ".join(standbys.get(name, [])) or "–"]
-            for name, pid in self.proposal.task_to_processor(mode=TaskMode.ACTIVE).items()
-        ]
-
     def _draw(self) -> None:
         colour = _ERROR if self.error is not None else "#24292f"
         self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)
