@@ -24,17 +24,9 @@ from samza_nb.plan.operators import (
     WindowOperatorSpec,
 )
 from samza_nb.runtime.joins import JoinImpl, SendToTableImpl, TableJoinImpl
-from samza_nb.runtime.operators import (
-    BroadcastImpl,
-    FilterImpl,
-    FlatMapImpl,
-    InputImpl,
-    MapImpl,
-    OperatorImpl,
-    OutputImpl,
-    PartitionByImpl,
-    SinkImpl,
-)
+from samza_nb.runtime.operators import InputImpl, OperatorImpl
+from samza_nb.runtime.stateless import FilterImpl, FlatMapImpl, MapImpl, SinkImpl
+from samza_nb.runtime.stream_writers import BroadcastImpl, OutputImpl, PartitionByImpl
 from samza_nb.runtime.windows import WindowImpl
 
 if TYPE_CHECKING:

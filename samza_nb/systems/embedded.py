@@ -15,6 +15,10 @@ processor's pending epoch whose first attempt was consumed and deleted, cannot a
 
 The offsets of control messages (watermarks, end-of-stream, drain) are also kept in a table of
 their own, so lag counts messages, not markers (:meth:`EmbeddedSystem.control_messages`).
+
+The SQLite file itself (schema, connections, transactions) lives in embedded_sqlite.py,
+retention and compaction in embedded_retention.py, the notebook's direct writes and reads in
+embedded_notebook.py.
 """
 
 from __future__ import annotations
@@ -25,113 +29,23 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
-from samza_nb.secrecy import private_file
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
 from samza_nb.systems.batch_format import decode_batch, encode_batch
-from samza_nb.systems.compaction import (
-    CompactionResult,
-    compact_records,
-    compacted_rows,
-    compacted_runs,
-    decode_offsets,
-    encode_offsets,
-)
-from samza_nb.systems.writes import placed_records
+from samza_nb.systems.compaction import compacted_runs, decode_offsets
+from samza_nb.systems.embedded_notebook import EmbeddedNotebookIO
+from samza_nb.systems.embedded_retention import EmbeddedRetention, producer_name
+from samza_nb.systems.embedded_sqlite import Connections, transaction
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
 
-_json_encode = msgspec.json.Encoder().encode
-_json_decode = msgspec.json.Decoder().decode
-
 #: A record's kind (0 for a user message), read in C.
 _kind = operator.itemgetter(0)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS streams (
-    stream TEXT PRIMARY KEY,
-    partitions INTEGER NOT NULL,
-    created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ended_streams (
-    stream TEXT PRIMARY KEY,
-    ended REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS partitions (
-    stream TEXT NOT NULL,
-    partition INTEGER NOT NULL,
-    next_offset INTEGER NOT NULL DEFAULT 0,
-    oldest_offset INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (stream, partition)
-);
-CREATE TABLE IF NOT EXISTS batches (
-    stream TEXT NOT NULL,
-    partition INTEGER NOT NULL,
-    first_offset INTEGER NOT NULL,
-    count INTEGER NOT NULL,
-    payload BLOB NOT NULL,
-    producer TEXT,
-    producer_seq INTEGER,
-    offsets BLOB,
-    PRIMARY KEY (stream, partition, first_offset)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS batches_producer
-    ON batches (stream, partition, producer, producer_seq) WHERE producer IS NOT NULL;
-CREATE TABLE IF NOT EXISTS control_offsets (
-    stream TEXT NOT NULL,
-    partition INTEGER NOT NULL,
-    offset INTEGER NOT NULL,
-    PRIMARY KEY (stream, partition, offset)
-);
-CREATE TABLE IF NOT EXISTS compaction (
-    stream TEXT NOT NULL,
-    partition INTEGER NOT NULL,
-    compacted_below INTEGER NOT NULL DEFAULT 0,
-    live INTEGER NOT NULL DEFAULT 0,
-    tombstones_below INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (stream, partition)
-);
-CREATE TABLE IF NOT EXISTS retired_producers (
-    stream TEXT NOT NULL,
-    partition INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    max_seq INTEGER NOT NULL,
-    PRIMARY KEY (stream, partition, name)
-);
-"""
-#: A compacted batch keeps the offset of each record it kept (column ``offsets``); its row
-#: still spans [first_offset, first_offset + count), holes included (systems/compaction.py).
-_ADD_OFFSETS = "ALTER TABLE batches ADD COLUMN offsets BLOB"
-
-_BUSY_TIMEOUT_S = 60.0
-#: Epoch batches are megabytes. A log created now uses 64 KiB pages (SQLite ignores the page
-#: size of a file that already has tables), its write-ahead log is checkpointed every 64 MiB
-#: instead of every 4 MiB (each checkpoint syncs the files), and reads go through a memory map:
-#: together they make an append of an epoch's batch about four times cheaper.
-_PAGE_SIZE = 65_536
-_CHECKPOINT_BYTES = 64 * 2**20
-_MMAP_BYTES = 256 * 2**20
-
-
-def _configure(connection: sqlite3.Connection) -> None:
-    """WAL with ``synchronous=NORMAL``: a commit survives the crash of any process (an OS crash
-    may lose the newest commits, as with a Kafka broker that does not fsync every write)."""
-    connection.execute(f"PRAGMA page_size={_PAGE_SIZE}")
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")
-    page_size = int(connection.execute("PRAGMA page_size").fetchone()[0])
-    connection.execute(f"PRAGMA wal_autocheckpoint={max(1000, _CHECKPOINT_BYTES // page_size)}")
-    connection.execute(f"PRAGMA journal_size_limit={_CHECKPOINT_BYTES}")
-    connection.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
-#: Messages per stored row when a notebook writes a large list (``write``).
-_WRITE_BATCH = 10_000
 
 
 class _DecodedBatch:
@@ -153,11 +67,6 @@ class _DecodedBatch:
         return list(records)
 
 
-def _producer_name(producer: str) -> str:
-    """The producer up to its last ``@`` (the runtime's ``<job>/<task>@<epoch plan>``)."""
-    return producer.rpartition("@")[0] or producer
-
-
 def default_data_dir() -> Path:
     """``$SAMZA_NB_HOME`` or the per-user data folder (``~/.local/share/samza_nb``)."""
     home = environment("SAMZA_NB_HOME")
@@ -167,63 +76,7 @@ def default_data_dir() -> Path:
     return Path(base) / "samza_nb"
 
 
-class _Connections:
-    """One SQLite connection per (process, thread, database file). Spark forks Python workers
-    and a connection must never cross a fork; and a notebook's driver appends from several
-    threads at once (the user's cell, a job, a generator), while a connection holds only one
-    transaction at a time. SQLite's WAL and busy timeout serialize the writers."""
-
-    _local = threading.local()
-
-    @classmethod
-    def _mine(cls) -> dict[tuple[int, str], sqlite3.Connection]:
-        connections: dict[tuple[int, str], sqlite3.Connection] | None = getattr(cls._local, "by_key", None)
-        if connections is None:
-            connections = cls._local.by_key = {}
-        return connections
-
-    @classmethod
-    def get(cls, path: Path) -> sqlite3.Connection:
-        connections = cls._mine()
-        key = (os.getpid(), str(path))
-        connection = connections.get(key)
-        if connection is None:
-            # Owner only: the log holds the job's data (SQLite's -wal and -shm follow its mode).
-            private_file(path)
-            connection = sqlite3.connect(
-                str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-            try:
-                _configure(connection)
-                connection.executescript(_SCHEMA)
-                columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
-                if "offsets" not in columns:  # a log written before compaction existed
-                    try:
-                        connection.execute(_ADD_OFFSETS)
-                    except sqlite3.OperationalError:
-                        # Another process added it first ("duplicate column name").
-                        columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
-                        if "offsets" not in columns:
-                            raise
-            except sqlite3.DatabaseError as error:
-                connection.close()
-                msg = (
-                    f"the embedded log {str(path)!r} cannot be opened: {error}; restore the file "
-                    "from a copy, or move it away to start an empty log"
-                )
-                raise StreamSystemError(msg) from error
-            connections[key] = connection
-        return connection
-
-    @classmethod
-    def close(cls, path: Path) -> None:
-        """Close this thread's connection (other threads' close when their threads end)."""
-        connection = cls._mine().pop((os.getpid(), str(path)), None)
-        if connection is not None:
-            connection.close()
-
-
-class EmbeddedSystem(StreamSystem):
+class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
     """A durable partitioned log on local disk; the default system of samza_nb.
 
     >>> import tempfile
@@ -269,10 +122,10 @@ class EmbeddedSystem(StreamSystem):
         return self.path / "log.sqlite3"
 
     def _db(self) -> sqlite3.Connection:
-        return _Connections.get(self.log_file)
+        return Connections.get(self.log_file)
 
     def close(self) -> None:
-        _Connections.close(self.log_file)
+        Connections.close(self.log_file)
 
     # -- admin -----------------------------------------------------------------------------
     def partition_count(self, stream_id: str) -> int | None:
@@ -298,7 +151,7 @@ class EmbeddedSystem(StreamSystem):
             msg = f"create_stream({stream_id!r}): partitions must be a positive int, got {partitions!r}"
             raise StreamSystemError(msg)
         db = self._db()
-        with _transaction(db):
+        with transaction(db):
             row = db.execute(
                 "SELECT partitions FROM streams WHERE stream = ?", (stream_id,)
             ).fetchone()
@@ -322,7 +175,7 @@ class EmbeddedSystem(StreamSystem):
 
     def delete_stream(self, stream_id: str) -> None:
         db = self._db()
-        with _transaction(db):
+        with transaction(db):
             for table in (
                 "streams", "partitions", "batches", "control_offsets", "compaction", "retired_producers"
             ):
@@ -387,7 +240,7 @@ class EmbeddedSystem(StreamSystem):
         """Append an already msgpack-encoded batch of ``count`` records (the runtime's path);
         ``controls`` are the indexes of its control messages in the batch."""
         db = self._db()
-        with _transaction(db):
+        with transaction(db):
             row = db.execute(
                 "SELECT next_offset FROM partitions WHERE stream = ? AND partition = ?",
                 (stream_id, partition),
@@ -411,7 +264,7 @@ class EmbeddedSystem(StreamSystem):
                 # read again, counted twice (test_zookeeper_processes.py, crashed epoch).
                 retired = db.execute(
                     "SELECT max_seq FROM retired_producers WHERE stream = ? AND partition = ? AND name = ?",
-                    (stream_id, partition, _producer_name(producer)),
+                    (stream_id, partition, producer_name(producer)),
                 ).fetchone()
                 if retired is not None and producer_seq is not None and producer_seq <= retired[0]:
                     return False
@@ -532,229 +385,6 @@ class EmbeddedSystem(StreamSystem):
             return Fetched([], offset)
         return Fetched(batches, covered)  # type: ignore[arg-type]
 
-    def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
-        db = self._db()
-        with _transaction(db):
-            row = db.execute(
-                "SELECT COALESCE(SUM(count), 0) FROM batches WHERE stream = ? AND partition = ? "
-                "AND first_offset + count <= ?",
-                (stream_id, partition, offset),
-            ).fetchone()
-            deleted = db.execute(
-                "SELECT producer, MAX(producer_seq) FROM batches WHERE stream = ? AND partition = ? "
-                "AND first_offset + count <= ? AND producer IS NOT NULL GROUP BY producer",
-                (stream_id, partition, offset),
-            ).fetchall()
-            highest: dict[str, int] = {}
-            for producer, seq in deleted:
-                if seq is None:
-                    continue
-                name = _producer_name(producer)
-                highest[name] = max(highest.get(name, seq), seq)
-            db.executemany(
-                "INSERT INTO retired_producers (stream, partition, name, max_seq) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (stream, partition, name) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)",
-                [(stream_id, partition, name, seq) for name, seq in highest.items()],
-            )
-            db.execute(
-                "DELETE FROM batches WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
-                (stream_id, partition, offset),
-            )
-            db.execute(
-                "DELETE FROM control_offsets WHERE stream = ? AND partition = ? AND offset < ?",
-                (stream_id, partition, offset),
-            )
-            oldest = db.execute(
-                "SELECT MIN(first_offset) FROM batches WHERE stream = ? AND partition = ?",
-                (stream_id, partition),
-            ).fetchone()[0]
-            db.execute(
-                "UPDATE partitions SET oldest_offset = COALESCE(?, next_offset) "
-                "WHERE stream = ? AND partition = ?",
-                (oldest, stream_id, partition),
-            )
-        return int(row[0])
-
-    # -- compaction (systems/compaction.py) ---------------------------------------------------
-    def compact(
-        self,
-        stream_id: str,
-        partition: int,
-        upto: int,
-        *,
-        is_tombstone: Callable[[bytes], bool] | None = None,
-        tombstone_retention_ms: int | None = None,
-    ) -> CompactionResult | None:
-        """Keep the latest record per key among the whole batches below ``upto`` (give only
-        committed offsets); tombstones older than the retention are dropped. Reading and
-        deciding run outside any transaction; only the rewrite holds the log's write lock.
-        None when there was nothing to compact or the prefix changed meanwhile."""
-        started = time.perf_counter()
-        db = self._db()
-        rows = db.execute(
-            "SELECT first_offset, count, payload, offsets FROM batches WHERE stream = ? "
-            "AND partition = ? AND first_offset + count <= ? ORDER BY first_offset",
-            (stream_id, partition, upto),
-        ).fetchall()
-        if not rows:
-            return None
-        start = int(rows[0][0])
-        stop = int(rows[-1][0]) + int(rows[-1][1])
-
-        def entries() -> Iterable[tuple[int, tuple[int, bytes | None, bytes, int | None]]]:
-            for first, _count, payload, offsets in rows:
-                records = decode_batch(payload)
-                numbers = decode_offsets(offsets) if offsets is not None else range(first, first + len(records))
-                yield from zip(numbers, records, strict=True)
-
-        before = sum(
-            len(decode_offsets(offsets)) if offsets is not None else int(count)
-            for _first, count, _payload, offsets in rows
-        )
-        drop_before = (
-            None
-            if tombstone_retention_ms is None
-            else int(time.time() * 1000) - int(tombstone_retention_ms)
-        )
-        kept, dropped, horizon = compact_records(
-            entries(), is_tombstone=is_tombstone, drop_tombstones_before_ms=drop_before
-        )
-        new_rows = compacted_rows(kept, start, stop)
-        with _transaction(db):
-            check = db.execute(
-                "SELECT COUNT(*), MIN(first_offset), MAX(first_offset + count) FROM batches "
-                "WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
-                (stream_id, partition, stop),
-            ).fetchone()
-            if tuple(check) != (len(rows), start, stop):
-                return None  # retention or another compaction changed the prefix meanwhile
-            db.execute(
-                "DELETE FROM batches WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
-                (stream_id, partition, stop),
-            )
-            db.executemany(
-                "INSERT INTO batches (stream, partition, first_offset, count, payload, offsets) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (stream_id, partition, first, span, encode_batch(records), encode_offsets(offsets))
-                    for first, span, offsets, records in new_rows
-                ],
-            )
-            db.execute(
-                "INSERT INTO compaction (stream, partition, compacted_below, live, tombstones_below) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (stream, partition) DO UPDATE SET "
-                "compacted_below = excluded.compacted_below, live = excluded.live, "
-                "tombstones_below = MAX(tombstones_below, excluded.tombstones_below)",
-                (stream_id, partition, stop, len(kept), horizon),
-            )
-        return CompactionResult(
-            stream_id, partition, stop, before, len(kept), dropped, time.perf_counter() - started
-        )
-
-    def compaction_state(self, stream_id: str, partition: int) -> tuple[int, int]:
-        """(offset the last compaction reached, records it kept); (0, 0) before any."""
-        row = self._db().execute(
-            "SELECT compacted_below, live FROM compaction WHERE stream = ? AND partition = ?",
-            (stream_id, partition),
-        ).fetchone()
-        return (0, 0) if row is None else (int(row[0]), int(row[1]))
-
-    def tombstones_dropped_below(self, stream_id: str, partition: int) -> int:
-        row = self._db().execute(
-            "SELECT tombstones_below FROM compaction WHERE stream = ? AND partition = ?",
-            (stream_id, partition),
-        ).fetchone()
-        return 0 if row is None else int(row[0])
-
-    # -- notebook helpers ------------------------------------------------------------------
-    def write(
-        self,
-        stream_id: str,
-        values: Iterable[Any],
-        *,
-        key_fn: Callable[[Any], Any] | None = None,
-        partition: int | None = None,
-        timestamps: Iterable[int] | None = None,
-        serde: Any = None,
-        key_serde: Any = None,
-    ) -> int:
-        """Write values to a stream; returns how many were written.
-
-        Placement: ``partition`` if given, else murmur2 of the serialized key when ``key_fn`` is
-        given (a None key goes to partition 0), else round robin. Values and keys are JSON unless
-        ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
-        """
-        count = self._require_open(stream_id)
-        placed = placed_records(
-            stream_id, values, partitions=count,
-            rotation=self._round_robin.setdefault(stream_id, itertools.count()),
-            key_fn=key_fn, partition=partition, timestamps=timestamps, serde=serde, key_serde=key_serde,
-        )
-        per_partition: dict[int, list[Record]] = {}
-        for target, record in placed:
-            per_partition.setdefault(target, []).append(record)
-        for target, records in sorted(per_partition.items()):
-            # Rows of at most _WRITE_BATCH messages: a reader decodes whole rows.
-            for start in range(0, len(records), _WRITE_BATCH):
-                self.append(stream_id, target, records[start : start + _WRITE_BATCH])
-        return len(placed)
-
-    def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
-        """Append a source watermark (null task name) to one partition."""
-        self._require_open(stream_id)
-        payload = _json_encode({"timestamp": int(timestamp), "taskName": None, "version": 1})
-        self.append(stream_id, partition, [Record(MessageKind.WATERMARK, None, payload, None)])
-
-    def end_stream(self, stream_id: str) -> None:
-        """Mark a bounded stream as ended: an end-of-stream message on every partition. Ending
-        an ended stream does nothing; writing to it is an error."""
-        count = self._require_partitions(stream_id)
-        if self.is_ended(stream_id):
-            return
-        payload = _json_encode({"taskName": None, "version": 1})
-        for partition in range(count):
-            self.append(stream_id, partition, [Record(MessageKind.END_OF_STREAM, None, payload, None)])
-        db = self._db()
-        with _transaction(db):
-            db.execute("INSERT OR IGNORE INTO ended_streams VALUES (?, ?)", (stream_id, time.time()))
-
-    def is_ended(self, stream_id: str) -> bool:
-        """Whether :meth:`end_stream` ended this stream."""
-        row = self._db().execute("SELECT 1 FROM ended_streams WHERE stream = ?", (stream_id,)).fetchone()
-        return row is not None
-
-    def _require_open(self, stream_id: str) -> int:
-        count = self._require_partitions(stream_id)
-        if self.is_ended(stream_id):
-            msg = (
-                f"stream {stream_id!r} of system {self.name!r} has ended (end_stream); its readers "
-                f"stop at the end, so nothing more may be written to it"
-            )
-            raise StreamSystemError(msg)
-        return count
-
-    def read(self, stream_id: str) -> Any:
-        """Every user message of the stream as a pandas DataFrame with columns partition,
-        offset, key, value (decoded as JSON where possible) and timestamp."""
-        return self.read_frame(stream_id)
-
-    def read_frame(
-        self, stream_id: str, *, serde: Any = None, key_serde: Any = None
-    ) -> Any:
-        import pandas as pd
-
-        count = self._require_partitions(stream_id)
-        decode_value = serde.from_bytes if serde is not None else _lenient_json
-        decode_key = key_serde.from_bytes if key_serde is not None else _lenient_json
-        rows = []
-        for partition in range(count):
-            for offset, record in self.read_records(stream_id, partition, 0, 2**62):
-                if record.kind != MessageKind.USER:
-                    continue
-                key = decode_key(record.key) if record.key is not None else None
-                rows.append((partition, offset, key, decode_value(record.value), record.timestamp))
-        return pd.DataFrame(rows, columns=["partition", "offset", "key", "value", "timestamp"])
-
     def read_records(
         self, stream_id: str, partition: int, offset: int, max_messages: int
     ) -> list[tuple[int, Record]]:
@@ -762,27 +392,3 @@ class EmbeddedSystem(StreamSystem):
         for first, records in self.read_batches(stream_id, partition, offset, max_messages):
             result.extend((first + index, Record(*record)) for index, record in enumerate(records))
         return result
-
-
-def _lenient_json(data: bytes) -> Any:
-    try:
-        return _json_decode(data)
-    except msgspec.DecodeError:
-        return bytes(data)
-
-
-class _transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error): one writer at a time."""
-
-    def __init__(self, db: sqlite3.Connection):
-        self._db = db
-
-    def __enter__(self) -> sqlite3.Connection:
-        self._db.execute("BEGIN IMMEDIATE")
-        return self._db
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self._db.execute("COMMIT")
-        else:
-            self._db.execute("ROLLBACK")

@@ -23,25 +23,20 @@ While the replication factor is above 1 a note next to the Apply button says wha
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from samza_nb.coordination.job_model_calculator import assign_tasks
 from samza_nb.errors import ConfigError, SamzaNbError
 from samza_nb.grouping import (
     Balance,
-    GroupByPartition,
     GrouperMetadata,
     HostAffinityGrouper,
     Move,
-    active_task_name,
     add_standby_containers,
     assign_with_standbys,
     balance,
-    build_task_models,
     check_standby_invariants,
     grouper_names,
     min_moves,
@@ -50,13 +45,20 @@ from samza_nb.grouping import (
 )
 from samza_nb.model import (
     JobModel,
-    SystemStreamPartition,
     TaskMode,
     TaskModel,
     java_sorted,
 )
-from samza_nb.notebook.widgets._html import count, html_table, paragraph, text_table
-from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets._html import html_table, paragraph, text_table
+from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL
+from samza_nb.notebook.widgets.grouper_explorer_text import GrouperExplorerText
+from samza_nb.notebook.widgets.grouper_inputs import (
+    _locations,
+    _processors_of,
+    _task_models,
+    group,
+    tasks_of_plan,
+)
 from samza_nb.plan.execution_plan import ExecutionPlan
 
 if TYPE_CHECKING:
@@ -80,108 +82,7 @@ _MOVE_HEADERS = ["task", "from", "to", "from location", "to location"]
 _STANDBY_HEADERS = ["task", "active on", "standbys on"]
 
 
-def tasks_of_plan(plan: ExecutionPlan) -> list[TaskModel]:
-    """The tasks a job of ``plan`` runs: one per input partition, as :func:`run` groups them
-    (group-by-partition, broadcast streams joining every task)."""
-    ssps: list[SystemStreamPartition] = []
-    broadcast: list[SystemStreamPartition] = []
-    for stream_id, info in plan.streams.items():
-        if info.kind == "output":
-            continue
-        for partition in range(int(info.partitions)):
-            ssp = SystemStreamPartition(info.system_name, stream_id, partition)
-            ssps.append(ssp)
-            if info.is_broadcast:
-                broadcast.append(ssp)
-    grouped = GroupByPartition(broadcast_inputs=broadcast).group(ssps)
-    return list(build_task_models(grouped).values())
-
-
-def _task_models(tasks: int | Iterable[str | TaskModel]) -> list[TaskModel]:
-    """TaskModels from a count (``Partition 0`` …), task names or TaskModels."""
-    given: list[str | TaskModel] = (
-        [f"Partition {i}" for i in range(tasks)] if isinstance(tasks, int) else list(tasks)
-    )
-    if not given:
-        msg = "tasks is empty; the explorer needs at least one task to group"
-        raise ConfigError(msg)
-    if all(isinstance(task, TaskModel) for task in given):
-        models = [task for task in given if isinstance(task, TaskModel)]
-        names = [task.name for task in models]
-    elif all(isinstance(task, str) for task in given):
-        names = [str(task) for task in given]
-        blank = [name for name in names if not name.strip()]
-        if blank:
-            msg = f"tasks= holds a blank task name ({blank[0]!r}); give every task a name"
-            raise ConfigError(msg)
-        models = []
-    else:
-        msg = f"tasks must be a count, task names or TaskModels (not a mix), got {given!r}"
-        raise ConfigError(msg)
-    # Grouping by name would silently merge two tasks of one name into one.
-    repeated = [name for name, times in Counter(names).items() if times > 1]
-    if repeated:
-        msg = (
-            f"tasks= names task {repeated[0]!r} more than once; task names must be unique, "
-            f"got {names!r}"
-        )
-        raise ConfigError(msg)
-    return models or list(build_task_models({name: () for name in names}).values())
-
-
-def _locations(locations: Sequence[str] | str) -> list[str]:
-    """The locations cycled over the processors, checked where the user wrote them."""
-    given = [locations] if isinstance(locations, str) else list(locations)
-    if not given:
-        msg = (
-            "locations= is empty; give at least one location, or leave locations out for one "
-            "location per processor (host-<id>)"
-        )
-        raise ConfigError(msg)
-    bad = [location for location in given if not isinstance(location, str) or not location.strip()]
-    if bad:
-        msg = (
-            f"locations= holds {bad[0]!r}; every location must be a non-empty string, "
-            f"e.g. locations=['rack-a', 'rack-b']; got {locations!r}"
-        )
-        raise ConfigError(msg)
-    # As in the locations text box, surrounding spaces are not part of a location.
-    return [location.strip() for location in given]
-
-
-def group(
-    grouper: str,
-    tasks: Sequence[TaskModel],
-    previous: JobModel | None,
-    processors: Mapping[str, str],
-    config: Mapping[str, str],
-    options: Mapping[str, Any] | None = None,
-) -> JobModel:
-    """Group ``tasks`` over ``processors`` (id → location) with the history of ``previous``.
-
-    ``options`` are the grouper's options (a Job's ``grouper_options``); those the grouper
-    needs and ``options`` leave out are filled from the processors the way :func:`run` does.
-    """
-    # The coordinators compute every job model with the same function, so a preview made here
-    # is the model a job regrouped to these processors runs.
-    return assign_tasks(
-        tasks,
-        dict(processors),
-        GrouperMetadata.from_job_model(previous, processors),
-        grouper=grouper,
-        options=options,
-    )
-
-
-def _processors_of(model: JobModel) -> dict[str, str]:
-    # A container without a location gets one of its own, so location checks never merge two
-    # processors whose location nobody recorded.
-    return {
-        pid: container.location_id or f"host-{pid}" for pid, container in model.containers.items()
-    }
-
-
-class GrouperExplorer(LiveWidget):
+class GrouperExplorer(GrouperExplorerText):
     """Choose a grouper, processors, locations and replicas; see the assignment it gives.
 
     Start from a job (``GrouperExplorer(job)``; a job attached with ``%samza attach`` is
@@ -630,127 +531,6 @@ class GrouperExplorer(LiveWidget):
         )
 
     # -- drawing ---------------------------------------------------------------------------
-    def _summary_text(self) -> str:
-        tasks = len(self.current.active_tasks())
-        if self.error is not None:
-            return f"{self.grouper.value} over {len(self.draft)} processors: cannot group ({self.error})"
-        b = self.balance
-        # The lower bound is that of balanced assignments: an unbalanced one may move fewer.
-        bound = (
-            f" (any balanced assignment moves at least {self.lower_bound})" if b.is_balanced else ""
-        )
-        return (
-            f"{self.grouper.value} over {len(self.draft)} processors: {len(self.moves)} of {tasks} "
-            f"tasks move{bound}; {b.min}–{b.max} active tasks per processor "
-            f"({'balanced' if b.is_balanced else 'unbalanced'})"
-        )
-
-    def _apply_note_text(self) -> str:
-        replicas = self.replication_factor.value
-        if replicas == 1:
-            return ""
-        if self.job is not None:
-            return (
-                f"Apply sets replication factor {replicas} on the running job: its processors "
-                "run the standby tasks shown (placed the SEP's standalone way, whatever the grouper)"
-            )
-        return (
-            "Apply leaves standbys out: the job runs no standby tasks, so Apply applies the "
-            f"active tasks only; the standbys shown (replication factor {replicas}) are a preview"
-        )
-
-    def _checks_text(self) -> list[str]:
-        if self.error is not None or self.active_proposal is None:
-            return []
-        replicas = self.replication_factor.value
-        lines = (
-            [f"✗ {violation}" for violation in self.violations]
-            if self.violations
-            else [f"✓ every standby invariant holds (replication factor {replicas})"]
-        )
-        # Count groupers name containers "0" … "N-1" whatever the processor ids: say so
-        # rather than let a container that no live processor runs pass unnoticed.
-        unknown = [pid for pid in self.active_proposal.containers if pid not in self.draft]
-        if unknown:
-            lines.append(
-                f"✗ {self.grouper.value} made containers {', '.join(unknown)}, which are not "
-                f"live processors ({', '.join(java_sorted(self.draft))})"
-            )
-        return lines
-
-    def _model_rows(self) -> list[list[str]]:
-        if self.proposal is None:
-            return []
-        moved_in: dict[str, int] = {}
-        moved_out: dict[str, int] = {}
-        for move in self.moves:
-            if move.after is not None:
-                moved_in[move.after] = moved_in.get(move.after, 0) + 1
-            if move.before is not None:
-                moved_out[move.before] = moved_out.get(move.before, 0) + 1
-        rows = []
-        for pid, container in self.proposal.containers.items():
-            active = container.active_tasks()
-            rows.append(
-                [
-                    pid,
-                    container.location_id or "–",
-                    count(len(active)),
-                    count(moved_in.get(pid, 0)),
-                    count(moved_out.get(pid, 0)),
-                    ", ".join(active),
-                    ", ".join(container.standby_tasks()),
-                ]
-            )
-        killed = (
-            pid
-            for pid in self.current_processors
-            if pid not in self.draft and pid not in self.proposal.containers
-        )
-        for pid in java_sorted(killed):
-            rows.append(
-                [
-                    f"{pid} (killed)",
-                    self.current_processors[pid],
-                    "0",
-                    "0",
-                    count(moved_out.get(pid, 0)),
-                    "",
-                    "",
-                ]
-            )
-        return rows
-
-    def _move_rows(self) -> list[list[str]]:
-        def location(model: JobModel | None, pid: str | None) -> str:
-            container = None if model is None or pid is None else model.containers.get(pid)
-            return (container.location_id if container else None) or "–"
-
-        return [
-            [
-                move.task,
-                move.before or "–",
-                move.after or "–",
-                location(self.current, move.before),
-                location(self.proposal, move.after),
-            ]
-            for move in self.moves
-        ]
-
-    def _standby_rows(self) -> list[list[str]]:
-        if self.proposal is None or self.replication_factor.value == 1:
-            return []
-        standbys: dict[str, list[str]] = {}
-        for pid, container in self.proposal.containers.items():
-            for name in container.standby_tasks():
-                active = active_task_name(name)
-                place = f"{pid}@{container.location_id}" if container.location_id else pid
-                standbys.setdefault(active, []).append(place)
-        return [
-            [name, pid, ", ".join(standbys.get(name, [])) or "–"]
-            for name, pid in self.proposal.task_to_processor(mode=TaskMode.ACTIVE).items()
-        ]
-
     def _draw(self) -> None:
         colour = _ERROR if self.error is not None else "#24292f"
         self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)

@@ -1,0 +1,230 @@
+"""The operators that write to streams: send_to (output), partition_by (which ends a fused chain
+by writing to its intermediate stream) and broadcast. They encode with the stream's serde on
+the hot path and send control messages (end-of-stream, watermarks, drain) on to the stream's
+consumers (SAMZA.md §5.8)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from samza_nb.plan.keys import check_partition_key, encode_partition_key
+from samza_nb.plan.kv import KV
+from samza_nb.plan.operators import (
+    BroadcastOperatorSpec,
+    OutputOperatorSpec,
+    PartitionByOperatorSpec,
+)
+from samza_nb.plan.serdes import JsonSerde, KVSerde
+from samza_nb.runtime.control import (
+    ControlMessage,
+    DrainMessage,
+    EndOfStreamMessage,
+    WatermarkMessage,
+)
+from samza_nb.runtime.operators import OperatorImpl, Receiver, _drop, _FusedImpl
+from samza_nb.systems.base import MessageKind
+
+if TYPE_CHECKING:
+    from samza_nb.runtime.context import TaskContext
+
+__all__ = ["BroadcastImpl", "OutputImpl", "PartitionByImpl"]
+
+_json_encode = msgspec.json.Encoder().encode
+_UNSET: Final = object()
+
+
+def _serde_error(serde: Any, value: Any, error: Exception) -> Exception:
+    """The error to report when encoding ``value`` may have failed on the fast path: the
+    serde's own, which names the value."""
+    if value is not _UNSET and isinstance(error, TypeError | msgspec.EncodeError):
+        try:
+            serde.to_bytes(value)
+        except Exception as serde_error:
+            return serde_error
+    return error
+
+
+class OutputImpl(_FusedImpl):
+    """send_to(output stream): keyed messages by murmur2 of the key, others round robin."""
+
+    def __init__(self, spec: OutputOperatorSpec, context: TaskContext):
+        super().__init__(spec, context)
+        self.stream_id = spec.stream_id
+        self.writer = context.writer(spec.stream_id)
+        serde = context.stream_serde(spec.stream_id)
+        self.kv = isinstance(serde, KVSerde)
+        self.key_encode = (
+            serde.key_serde.to_bytes
+            if isinstance(serde, KVSerde)
+            else lambda key: encode_partition_key(key, spec.op_id)
+        )
+        self.value_encode = serde.value_serde.to_bytes if isinstance(serde, KVSerde) else serde.to_bytes
+        self.value_serde = serde.value_serde if isinstance(serde, KVSerde) else serde
+
+    def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
+        key_encode, value_serde = self.key_encode, self.value_serde
+        value_encode: Callable[[Any], bytes] = (
+            _json_encode if isinstance(value_serde, JsonSerde) else self.value_encode
+        )
+        writer = self.writer
+        buffers, buffer_of, place, rotation = writer.buffers, writer.buffer, writer.place, writer.rotation
+        partitions = writer.partitions
+        user = MessageKind.USER
+        passes_on = emit is not _drop
+        count = 0
+
+        def receive(message: Any) -> None:
+            nonlocal count
+            count += 1
+            value = _UNSET
+            try:
+                if isinstance(message, KV):
+                    key = message.key
+                    key_bytes = key_encode(key) if key is not None else None
+                    value = message.value
+                    value_bytes = value_encode(value)
+                    partition = place(key_bytes)
+                else:
+                    key_bytes = None
+                    value = message
+                    value_bytes = value_encode(value)
+                    partition = next(rotation) % partitions
+            except Exception as error:
+                failed(_serde_error(value_serde, value, error))
+                return
+            buffer = buffers.get(partition)
+            if buffer is None:
+                buffer = buffer_of(partition)
+            buffer.append((user, key_bytes, value_bytes, None))  # type: ignore[arg-type]
+            if passes_on:
+                emit(message)
+
+        self._counted = lambda: count
+        return receive
+
+    def _write(self, message: Any) -> None:
+        if isinstance(message, KV):
+            key = message.key
+            key_bytes = self.key_encode(key) if key is not None else None
+            self.writer.write_keyed(key_bytes, self.value_encode(message.value))
+        else:
+            self.writer.write_unkeyed(self.value_encode(message))
+
+
+_KEY_CACHE_LIMIT = 100_000
+_CACHED_KEY_TYPES = frozenset({str, int, bytes})
+
+
+class PartitionByImpl(_FusedImpl):
+    def __init__(self, spec: PartitionByOperatorSpec, context: TaskContext):
+        super().__init__(spec, context)
+        serde = spec.serde
+        assert serde is not None
+        self.key_fn = spec.key_fn
+        self.value_fn = spec.value_fn
+        self.key_encode = serde.key_serde.to_bytes
+        self.value_serde = serde.value_serde
+        self.value_encode = serde.value_serde.to_bytes
+        self.writer = context.writer(spec.stream_id)
+
+    def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
+        key_fn, value_fn = self.key_fn, self.value_fn
+        key_encode = self.key_encode
+        value_serde = self.value_serde
+        # For the JSON serde, msgspec itself; the serde is asked again only for a value that
+        # did not encode (its SerdeError names the value).
+        value_encode: Callable[[Any], bytes] = (
+            _json_encode if isinstance(value_serde, JsonSerde) else self.value_encode
+        )
+        op_id = self.op_id
+        writer = self.writer
+        buffers, buffer_of, place = writer.buffers, writer.buffer, writer.place
+        user = MessageKind.USER
+        # Keys of the stable scalar types repeat (pages, users): their bytes and partition are
+        # computed once per task epoch; other keys take the checked path every time.
+        # (bool is left out: True == 1 would share 1's entry.)
+        placed: dict[Any, tuple[bytes | None, int]] = {}
+        cached_types = _CACHED_KEY_TYPES
+        count = 0
+
+        def receive(message: Any) -> None:
+            nonlocal count
+            count += 1
+            value = _UNSET
+            try:
+                key = key_fn(message)  # type: ignore[misc]
+                value = value_fn(message) if value_fn is not None else message
+                if type(key) in cached_types:
+                    where = placed.get(key)
+                    if where is None:
+                        encoded = key_encode(key)
+                        where = (encoded, place(encoded))
+                        if len(placed) < _KEY_CACHE_LIMIT:
+                            placed[key] = where
+                else:
+                    check_partition_key(key, op_id)
+                    key_bytes = key_encode(key) if key is not None else None
+                    where = (key_bytes, place(key_bytes))
+                value_bytes = value_encode(value)
+            except Exception as error:
+                failed(_serde_error(value_serde, value, error))
+                return
+            buffer = buffers.get(where[1])
+            if buffer is None:
+                buffer = buffer_of(where[1])
+            buffer.append((user, where[0], value_bytes, None))  # type: ignore[arg-type]
+
+        self._counted = lambda: count
+        return receive
+
+    def handle_end_of_stream(self) -> list[Any]:
+        self.writer.send_to_aggregate(EndOfStreamMessage(self.context.task_name))
+        return []
+
+    def handle_watermark(self, watermark: int) -> list[Any]:
+        self.writer.send_to_aggregate(WatermarkMessage(watermark, self.context.task_name))
+        return []
+
+    def handle_drain(self) -> list[Any]:
+        self.writer.send_to_aggregate(DrainMessage(self.context.run_id, self.context.task_name))
+        return []
+
+
+class BroadcastImpl(OperatorImpl):
+    def __init__(self, spec: BroadcastOperatorSpec, context: TaskContext):
+        super().__init__(spec, context)
+        serde = spec.serde
+        self.kv = isinstance(serde, KVSerde)
+        self.serde = serde
+        self.writer = context.writer(spec.stream_id)
+
+    def on_message(self, message: Any, source: OperatorImpl | None) -> None:
+        self.messages_in += 1
+        self.call(self._write, message)
+
+    def _write(self, message: Any) -> None:
+        if isinstance(self.serde, KVSerde):
+            if not isinstance(message, KV):
+                message = KV(None, message)
+            key_bytes = (
+                self.serde.key_serde.to_bytes(message.key) if message.key is not None else None
+            )
+            self.writer.write_to(0, key_bytes, self.serde.value_serde.to_bytes(message.value))
+        else:
+            self.writer.write_to(0, None, self.serde.to_bytes(message))  # type: ignore[union-attr]
+
+    def _control(self, message: ControlMessage) -> list[Any]:
+        self.writer.send_control_to(0, message)
+        return []
+
+    def handle_end_of_stream(self) -> list[Any]:
+        return self._control(EndOfStreamMessage(self.context.task_name))
+
+    def handle_watermark(self, watermark: int) -> list[Any]:
+        return self._control(WatermarkMessage(watermark, self.context.task_name))
+
+    def handle_drain(self) -> list[Any]:
+        return self._control(DrainMessage(self.context.run_id, self.context.task_name))
