@@ -35,8 +35,25 @@ from samza_nb.systems import EmbeddedSystem  # noqa: E402
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
+def _proportional_bytes(pid: int) -> int:
+    """The process's proportional set size (its resident pages, shared ones divided among
+    their sharers); RSS where the kernel has no smaps_rollup."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    with open(f"/proc/{pid}/statm") as statm:
+        return int(statm.read().split()[1]) * _PAGE
+
+
 def _tree_rss() -> tuple[int, int]:
-    """(bytes resident in this process and all its descendants, of which Python workers)."""
+    """(bytes resident in this process and all its descendants, of which Python workers).
+
+    Proportional set size: Python workers fork from one daemon and share its pages, which
+    plain RSS would count once per worker."""
     children: dict[int, list[int]] = {}
     commands: dict[int, str] = {}
     for entry in os.listdir("/proc"):
@@ -56,12 +73,13 @@ def _tree_rss() -> tuple[int, int]:
         pid = todo.pop()
         todo.extend(children.get(pid, []))
         try:
-            with open(f"/proc/{pid}/statm") as statm:
-                rss = int(statm.read().split()[1]) * _PAGE
+            rss = _proportional_bytes(pid)
         except OSError:
             continue
         total += rss
-        if "pyspark.daemon" in commands.get(pid, "") or "pyspark/worker" in commands.get(pid, ""):
+        command = commands.get(pid, "")
+        # python -m <daemon module> (spark-submit's JVM also names the module, in a --conf)
+        if any(name in command for name in ("-m\x00pyspark.daemon", "pyspark/worker", "-m\x00samza_nb.runtime.spark_daemon")):
             workers += rss
     return total, workers
 
@@ -152,7 +170,7 @@ def main() -> None:
     print("samza_nb config: " + ", ".join(f"{k}={v}" for k, v in shown.items() if k != "job.container.count"))
     base = rows[0][2]
     print(f"{'partitions':>10} {'processors':>10} {'seconds':>8} {'events/s':>10} {'vs first':>9} "
-          f"{'peak RSS MB':>12} {'Python workers MB':>18}")
+          f"{'peak PSS MB':>12} {'Python workers MB':>18}")
     for partitions, processors, seconds, peak, workers in rows:
         print(f"{partitions:>10} {processors:>10} {seconds:8.2f} {args.events / seconds:10,.0f} "
               f"{base / seconds:9.2f} {peak / 2**20:12.0f} {workers / 2**20:18.0f}")
