@@ -24,9 +24,8 @@ import msgspec
 
 from samza_nb.model import SystemStream, SystemStreamPartition
 from samza_nb.plan.kv import KV
-from samza_nb.plan.serdes import JsonSerde, KVSerde
+from samza_nb.plan.serdes import KVSerde
 from samza_nb.plan.tables import LocalTable
-from samza_nb.runtime.batch_decode import BatchDecoder, holds_control_messages
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import TaskContext, system_of
 from samza_nb.runtime.control import (
@@ -39,6 +38,13 @@ from samza_nb.runtime.control import (
     WatermarkMessage,
     WatermarkStates,
     control_from_payload,
+)
+from samza_nb.runtime.decoding import (
+    BatchDecoder,
+    holds_control_messages,
+    message_decoder,
+    raw_decoder,
+    serde_error,
 )
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
 from samza_nb.runtime.exactly_once import TaskTransaction, task_transaction
@@ -57,9 +63,6 @@ __all__ = ["run_task_epoch"]
 
 
 _READ_CHUNK = 50_000
-_json_decode = msgspec.json.Decoder().decode
-_SCALAR_TYPES = frozenset({str, int, float, bool})
-_KEY_CACHE_LIMIT = 100_000
 
 
 class _TaskRun:
@@ -175,30 +178,6 @@ class _TaskRun:
         for impl in self.impls.values():
             impl.on_timer(a.now_ms)
 
-    def _decoder(self, stream_id: str) -> Any:
-        serde = self.plan.streams[stream_id].serde
-        if isinstance(serde, KVSerde):
-            key_decode = _fast_decode(serde.key_serde)
-            value_decode = _fast_decode(serde.value_serde)
-            # Keys repeat (pages, users): a key that decodes to an immutable scalar is decoded
-            # once per task epoch.
-            keys: dict[bytes, Any] = {}
-            scalar = _SCALAR_TYPES
-
-            def decode_kv(key: bytes | None, value: bytes) -> Any:
-                if key is None:
-                    return KV(None, value_decode(value))
-                decoded = keys.get(key, keys)
-                if decoded is keys:
-                    decoded = key_decode(key)
-                    if type(decoded) in scalar and len(keys) < _KEY_CACHE_LIMIT:
-                        keys[key] = decoded
-                return KV(decoded, value_decode(value))
-
-            return decode_kv
-        value_only = serde.from_bytes
-        return lambda key, value: value_only(value)
-
     def _read(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         if bound <= start:
             return
@@ -206,11 +185,8 @@ class _TaskRun:
         input_impl = self.inputs[stream_id]
         push = input_impl.emitter()
         serde = self.plan.streams[stream_id].serde
-        kv = isinstance(serde, KVSerde)
-        decode_kv = self._decoder(stream_id)
-        decode_value = (
-            None if kv else _json_decode if isinstance(serde, JsonSerde) else serde.from_bytes  # type: ignore[union-attr]
-        )
+        decode_kv = message_decoder(serde)
+        decode_value = None if isinstance(serde, KVSerde) else raw_decoder(serde)
         context = self.context
         key = ssp_key(stream_id, partition)
         remaining = self.a.max_messages
@@ -254,7 +230,7 @@ class _TaskRun:
                                     context.skipped += 1
                                     input_impl.skipped += 1
                                     continue
-                                error = _serde_error(serde, value, error)
+                                error = serde_error(serde, value, error)
                                 raise UserFunctionError(input_impl.op_id, error, None) from error
                             push(message)
                         else:
@@ -276,7 +252,7 @@ class _TaskRun:
     def _read_side_input(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         plan = self.plan
         system = system_of(plan, stream_id)
-        decode = self._decoder(stream_id)
+        decode = message_decoder(plan.streams[stream_id].serde)
         tables = [t for t in plan.tables.values() if any(d.stream_id == stream_id for d in t.side_inputs)]
         key = ssp_key(stream_id, partition)
         context = self.context
@@ -441,33 +417,6 @@ class _TaskRun:
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],
             samples={op_id: list(buffer) for op_id, buffer in self.samples.items() if buffer},
         )
-
-
-def _fast_decode(serde: Any) -> Any:
-    """``serde.from_bytes``; for the built-in JSON serde, msgspec's decoder itself, falling
-    back to the serde (for its error message) only when the bytes do not decode."""
-    if not isinstance(serde, JsonSerde):
-        return serde.from_bytes
-    decode = _json_decode
-
-    def json_from_bytes(data: bytes) -> Any:
-        try:
-            return decode(data)
-        except msgspec.DecodeError:
-            return serde.from_bytes(data)
-
-    return json_from_bytes
-
-
-def _serde_error(serde: Any, value: bytes, error: Exception) -> Exception:
-    """The error to report for a message that did not decode: the JSON serde's own (which
-    names the bytes) when the fast path used msgspec directly."""
-    if isinstance(error, msgspec.DecodeError) and isinstance(serde, JsonSerde):
-        try:
-            serde.from_bytes(value)
-        except Exception as serde_error:
-            return serde_error
-    return error
 
 
 def _side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any]]:

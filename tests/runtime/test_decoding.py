@@ -7,7 +7,7 @@ import pytest
 
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import JsonSerde, KVSerde
-from samza_nb.runtime.batch_decode import BatchDecoder, holds_control_messages
+from samza_nb.runtime.decoding import BatchDecoder, holds_control_messages
 from samza_nb.systems.base import MessageKind
 
 encode = msgspec.json.encode
