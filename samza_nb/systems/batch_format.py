@@ -36,14 +36,12 @@ _timestamp = operator.itemgetter(3)
 
 def encode_batch(records: Sequence[Sequence[Any]]) -> bytes:
     """The stored form of ``records`` (tuples or Records of kind, key, value, timestamp)."""
-    timestamps: list[int | None] | None = list(map(_timestamp, records))
-    if timestamps is not None and timestamps.count(None) == len(timestamps):
-        timestamps = None
+    timestamps = list(map(_timestamp, records))
     columns = (
         bytes(map(_kind, records)),
         list(map(_key, records)),
         list(map(_value, records)),
-        timestamps,
+        None if timestamps.count(None) == len(timestamps) else timestamps,
     )
     return _COLUMNS + _encode(columns)
 
