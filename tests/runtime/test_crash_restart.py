@@ -29,7 +29,7 @@ from samza_nb.runtime import run
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
 system = EmbeddedSystem("embedded", path=sys.argv[1])
-run(build_app(system, name="crashy"), {"task.max.epoch.messages": "150",
+run(build_app(system, name="crashy"), {"task.max.epoch.messages": "100",
     "spark.master": "local[2]"}, until="end-of-stream")
 """
 
@@ -50,7 +50,7 @@ def _committed_epochs(path: Path) -> int:
 def test_killed_processor_restarts_without_loss_or_double_counting(spark: object, tmp_path: Path) -> None:
     path = tmp_path / "log"
     system = EmbeddedSystem("embedded", path=path)
-    events = generate_page_views(4_000, seed=11)
+    events = generate_page_views(8_000, seed=11)
     write_page_views(system, events)
     rng = random.Random(5)
     progress = [0]
@@ -62,7 +62,8 @@ def test_killed_processor_restarts_without_loss_or_double_counting(spark: object
             stderr=subprocess.DEVNULL,
         )
         # Wait until this run has committed an epoch of its own, then kill it at a random point
-        # of a later epoch (epochs here take a few tenths of a second).
+        # of a later epoch (epochs here take one or two tenths of a second: the input is sized
+        # so that three runs cannot finish it between their first commit and the kill).
         deadline = time.monotonic() + 120
         while _committed_epochs(path) <= progress[-1] and process.poll() is None:
             assert time.monotonic() < deadline, "the job committed nothing in 120 s"
@@ -76,6 +77,6 @@ def test_killed_processor_restarts_without_loss_or_double_counting(spark: object
     from samza_nb.examples.page_views import build_app
 
     job = run(build_app(system, name="crashy"), {"task.max.epoch.messages": "150"}, until="end-of-stream")
-    assert job.metrics()["streams"]["page-views"]["in"] < 4_000  # the restart had work left
+    assert job.metrics()["streams"]["page-views"]["in"] < len(events)  # the restart had work left
     totals = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
     assert totals == expected_counts(events)
