@@ -45,13 +45,20 @@ class KafkaTransaction:
              "message.timeout.ms": int(self._timeout * 1000)}
         )
         options["transactional.id"] = transactional_id
+        options["error_cb"] = self._client_error
         self._producer: Any = Producer(options)
         self._open = False
         self._errors: list[Any] = []
+        self._fatal: Any = None
         self._run("initialise the transactional producer", lambda: self._producer.init_transactions(self._timeout))
 
     def __repr__(self) -> str:
         return f"KafkaTransaction({self.transactional_id!r}, open={self._open})"
+
+    def _client_error(self, error: Any) -> None:
+        """librdkafka's error callback: remembers the fatal one (fenced) for :meth:`_run`."""
+        if error.fatal():
+            self._fatal = error
 
     def _run(self, operation: str, call: Any) -> None:
         from confluent_kafka import KafkaException
@@ -60,10 +67,17 @@ class KafkaTransaction:
             call()
         except KafkaException as error:
             raise self._error(operation, error) from None
+        except SystemError as error:
+            # confluent-kafka 2.x: once the producer is fenced, flush() purges the queue and
+            # calls the delivery callbacks with its own exception still set, so the call ends
+            # in a SystemError instead of a KafkaException (tests/systems/test_kafka.py
+            # test_a_fenced_producer_fails_with_a_stream_error). The producer is unusable
+            # either way.
+            raise self._error(operation, self._fatal or error) from None
 
     def _error(self, operation: str, error: Any) -> StreamSystemError:
-        kafka_error = error.args[0] if error.args else None
-        fenced = kafka_error is not None and kafka_error.fatal()
+        kafka_error = error.args[0] if isinstance(error, Exception) and error.args else error
+        fenced = hasattr(kafka_error, "fatal") and kafka_error.fatal()
         detail = "this producer was fenced by a newer one with the same id; " if fenced else ""
         msg = self.system.scrub(
             f"{self.system.where}: transaction {self.transactional_id!r}: {operation} failed: "

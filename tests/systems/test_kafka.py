@@ -256,3 +256,32 @@ def test_an_epoch_in_one_transaction_and_its_retry_read_once(kafka_bootstrap: st
     assert values == [b"out-1", b"out-2", b"out-3"]
     restored = system.fetch(changelog, 1, 0, system.newest_offsets(changelog)[1], 100, producer_seq_below=3)
     assert [r.value for _f, rs in restored.batches for r in rs] == [b"state-1", b"state-2"]
+
+
+def test_a_fenced_producer_fails_with_a_stream_error(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    """A task's kept producer fenced by a newer one with its id (the task ran in another Python
+    worker since) fails its next flush with a StreamSystemError saying so, which makes
+    TaskTransaction.run retry with a new producer. confluent-kafka itself raises SystemError
+    there (its delivery callbacks run with its own exception set)."""
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "fenced"
+    system.create_stream(topic, 3)
+    kept = KafkaTransaction(system, kafka_topic_prefix + "task-1")
+    kept.begin()
+    kept.append(topic, 0, [Record(MessageKind.USER, b"k", b"first")], producer="task-1", producer_seq=1)
+    kept.commit()
+    newer = KafkaTransaction(system, kafka_topic_prefix + "task-1")
+    kept.begin()
+    for partition in range(3):
+        kept.append(topic, partition, [Record(MessageKind.USER, b"k", b"stale")], producer="task-1", producer_seq=2)
+    with pytest.raises(StreamSystemError, match=r"transaction '.*task-1'.*(flush|commit) failed: this producer was fenced"):
+        kept.flush()
+        kept.commit()
+    with pytest.raises(StreamSystemError):
+        kept.close()
+    newer.begin()
+    newer.append(topic, 1, [Record(MessageKind.USER, b"k", b"second")], producer="task-1", producer_seq=2)
+    newer.commit()
+    newer.close()
+    values, _offsets, _end = read_values(system, topic, 1, 100)
+    assert b"second" in values
