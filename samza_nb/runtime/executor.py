@@ -148,10 +148,8 @@ class SparkExecutor(Executor):
         digest, blob = self._pickle(plan)
         context = spark.sparkContext
         slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
-        # Round robin: each Spark partition gets tasks from all over the job, not a run of the
-        # largest ones; the index puts the results back in the assignments' order.
-        numbered = list(enumerate(assignments))
-        groups = [numbered[index::slices] for index in range(slices)]
+        # The index puts the results back in the assignments' order.
+        groups = balanced_groups(assignments, slices)
 
         def run_partition(items: Any) -> Any:
             worker_plan = _plan_in_worker(digest, blob)
@@ -164,6 +162,33 @@ class SparkExecutor(Executor):
         rdd = context.parallelize(groups, numSlices=slices)
         done = dict(rdd.mapPartitions(run_partition, preservesPartitioning=True).collect())
         return [done[index] for index in range(len(assignments))]
+
+
+def backlog(assignment: EpochAssignment) -> int:
+    """How many messages the task epoch may read: up to its bounds, at most ``max_messages``
+    per partition (an estimate of its work: control messages count too)."""
+    start = assignment.start_offsets
+    return sum(
+        min(max(0, bound - start.get(key, 0)), assignment.max_messages)
+        for key, bound in assignment.bounds.items()
+    )
+
+
+def balanced_groups(
+    assignments: list[EpochAssignment], slices: int
+) -> list[list[tuple[int, EpochAssignment]]]:
+    """The task epochs numbered and split into ``slices`` groups of about equal work: the
+    largest backlog first, each onto the group with the least so far (an epoch lasts as long
+    as its busiest Spark partition). Tasks with nothing to read still spread out: each counts
+    one message."""
+    groups: list[list[tuple[int, EpochAssignment]]] = [[] for _ in range(slices)]
+    loads = [0] * slices
+    sized = sorted(((backlog(a), index, a) for index, a in enumerate(assignments)), key=lambda s: (-s[0], s[1]))
+    for size, index, assignment in sized:
+        lightest = loads.index(min(loads))
+        groups[lightest].append((index, assignment))
+        loads[lightest] += size + 1
+    return groups
 
 
 def spark_partitions(config: Config, tasks: int, parallelism: int) -> int:

@@ -30,7 +30,7 @@ from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.executor import Executor
 from samza_nb.runtime.faults import reached as kill_point
-from samza_nb.runtime.retention import apply_retention
+from samza_nb.runtime.retention import BackgroundRetention
 from samza_nb.runtime.standby import StandbyProgress, apply_standby, standby_lag, standby_progress
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ class StreamProcessor:
         self._last_epoch_at = 0.0
         #: Compacts changelogs in the background when this processor owns retention.
         self.compactor = ChangelogCompactor(plan)
+        self.retention = BackgroundRetention(plan)
         #: Progress of this processor's standby tasks, by standby task name.
         self.standbys: dict[str, StandbyProgress] = {}
 
@@ -240,6 +241,7 @@ class StreamProcessor:
                 if not worked:
                     with self._cond:
                         self._cond.wait(_IDLE_SLEEP_S)
+            self.retention.join()
             self.state = "stopped" if self._stop else "finished"
         except BaseException as error:  # the processor thread must report every failure
             self.error = error
@@ -247,8 +249,17 @@ class StreamProcessor:
         finally:
             if self._monitor is not None:
                 self._monitor.stop()
+            self._retention_stopped()
             self.compactor.join()
             self.events.processor_stopped(self)
+
+    def _retention_stopped(self) -> None:
+        """Wait for a retention pass still running after the processor failed (its own
+        failure is then only logged: the processor's is the one reported)."""
+        try:
+            self.retention.join()
+        except Exception as error:
+            _log.warning("processor %s: intermediate-stream retention failed: %s", self.processor_id, error)
 
     def _one_epoch(self, model: JobModel | None, container: ContainerModel | None) -> bool:
         """Run one epoch of this processor's active tasks; False when there was nothing to do."""
@@ -292,7 +303,7 @@ class StreamProcessor:
         if self._owns_retention(self):
             all_ssps = {name: task.ssps for name, task in model.active_tasks().items()}
             committed_all = self.checkpoints.read_all()
-            apply_retention(self.plan, all_ssps, committed_all)
+            self.retention.after_epoch(all_ssps, committed_all)
             self.compactor.after_epoch(model, committed_all)
         return drain or any(
             a.bounds.get(key, 0) > a.start_offsets.get(key, 0) for a in assignments for key in a.bounds

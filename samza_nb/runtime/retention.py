@@ -5,10 +5,16 @@ past it. This needs every consumer's checkpoint, so it has exactly one owner per
 processor of the coordinator that decides job models (the embedded coordinator's first
 processor; the ZooKeeper or Azure leader's processor). It reads the checkpoints from the
 metadata store, where every processor of every process commits.
+
+The owner deletes in the background (:class:`BackgroundRetention`): deleting a few hundred
+thousand consumed messages from the embedded log takes 0.1–0.25 s, which the next epoch no
+longer waits for. Deleting below committed offsets is idempotent, so a pass that a later one
+overtakes, or that a crash cuts short, loses nothing: the next pass deletes the rest.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -21,7 +27,7 @@ from samza_nb.runtime.faults import reached as kill_point
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["apply_retention"]
+__all__ = ["BackgroundRetention", "apply_retention"]
 
 
 def apply_retention(
@@ -43,3 +49,65 @@ def apply_retention(
         if offset > 0:
             system_of(plan, stream_id).delete_before(stream_id, partition, offset)
             kill_point("in-retention")
+
+
+class BackgroundRetention:
+    """Runs :func:`apply_retention` on a thread of its own, for the newest checkpoints handed
+    to it; one pass at a time, passes asked for while one runs collapse into the newest.
+
+    A pass that fails is raised by the next :meth:`after_epoch` or :meth:`join`, so a
+    retention failure still fails the job (one epoch later), as it did in the epoch path.
+    """
+
+    def __init__(self, plan: ExecutionPlan) -> None:
+        self.plan = plan
+        self._cond = threading.Condition()
+        self._pending: tuple[dict[str, frozenset[SystemStreamPartition]], dict[str, Checkpoint]] | None = None
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def after_epoch(
+        self,
+        task_ssps: Mapping[str, Iterable[SystemStreamPartition]],
+        checkpoints: Mapping[str, Checkpoint],
+    ) -> None:
+        """Delete what ``checkpoints`` have passed, in the background."""
+        with self._cond:
+            self._raise_error()
+            self._pending = ({task: frozenset(ssps) for task, ssps in task_ssps.items()}, dict(checkpoints))
+            if not self._running:
+                self._thread = threading.Thread(
+                    target=self._work, name="samza-nb-intermediate-retention", daemon=True
+                )
+                self._running = True
+                self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                request, self._pending = self._pending, None
+                if request is None:
+                    self._running = False
+                    self._cond.notify_all()
+                    return
+            try:
+                apply_retention(self.plan, *request)
+            except BaseException as error:  # reported by the next after_epoch or join
+                with self._cond:
+                    self._error = error
+                    self._pending = None
+                    self._running = False
+                    self._cond.notify_all()
+                return
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the passes asked for so far; raise a pass's failure."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._running, timeout)
+            self._raise_error()
+
+    def _raise_error(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise error

@@ -145,6 +145,28 @@ def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> N
     assert spark_partitions(Config({"job.spark.partitions": "8"}), 5, 2) == 5
 
 
+def test_task_epochs_are_grouped_by_their_backlog_largest_first() -> None:
+    from samza_nb.runtime.epoch import EpochAssignment
+    from samza_nb.runtime.executor import backlog, balanced_groups
+
+    def assignment(task: str, start: int, bound: int) -> EpochAssignment:
+        return EpochAssignment(
+            task, "p", 1, 0, "run", "here", "/tmp", 0, [], {"s#0": start}, {"s#0": bound}, {}, {},
+            max_messages=100,
+        )
+
+    # Backlogs 100 (capped), 90, 40, 30, 0, 0: round robin would pair 100+40+0 against 90+30+0.
+    tasks = [
+        assignment("a", 0, 500), assignment("b", 10, 100), assignment("c", 0, 40),
+        assignment("d", 70, 100), assignment("e", 5, 5), assignment("f", 9, 3),
+    ]
+    assert [backlog(t) for t in tasks] == [100, 90, 40, 30, 0, 0]
+    groups = balanced_groups(tasks, 2)
+    assert [[index for index, _ in group] for group in groups] == [[0, 3, 4], [1, 2, 5]]
+    assert sorted(index for group in groups for index, _ in group) == list(range(6))
+    assert [len(group) for group in balanced_groups(tasks[4:], 2)] == [1, 1]  # idle tasks spread
+
+
 def test_a_spark_worker_pauses_the_cycle_collector_for_an_epoch_only() -> None:
     import gc
 
