@@ -54,6 +54,26 @@ def test_q5_keeps_every_auction_tied_for_the_most_bids(tmp_path: Path) -> None:
     assert result("q5", system.read("q5-out")) == expected
 
 
+def test_q7_breaks_ties_across_tasks_by_auction_then_bidder(tmp_path: Path) -> None:
+    """q7 keeps each task's best bid per window, then the best of those: a tie between bids
+    that different tasks hold still goes to the smallest auction, then the smallest bidder."""
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    placed = [  # (date_time, auction, bidder, price), round robin over two partitions
+        (100, 9, 1, 50), (200, 4, 8, 50), (300, 4, 2, 50), (400, 6, 1, 10),
+        (10_100, 5, 5, 70), (10_200, 5, 3, 70), (10_300, 2, 9, 60), (10_400, 1, 1, 20),
+    ]
+    bids = [
+        {"type": "bid", "auction": auction, "bidder": bidder, "price": price, "date_time": ts}
+        for ts, auction, bidder, price in placed
+    ]
+    write_events(system, bids, partitions=2, chunk=4)
+    run_local(build_query("q7", system, partitions=2), until="end-of-stream")
+    expected = reference("q7", bids)
+    assert result("q7", system.read("q7-out")) == expected
+    rows = sorted(json.loads(row) for row in expected)
+    assert [(row[1]["auction"], row[1]["bidder"]) for row in rows] == [(4, 2), (5, 3)]
+
+
 def _q3_events() -> list[dict[str, Any]]:
     events = generate(6_000, gap_ms=10)
     sellers = Counter(

@@ -20,8 +20,9 @@ q5  hot items: per hopping event-time window of 10 s every 2 s, the auction(s) w
     a keyed hopping window that counts them; the counts cross a second shuffle by window start
     into a tumbling window (one slide long) that keeps the maximum and who reached it.
 q7  highest bid: per 10 s event-time window, the highest bid (ties: smallest auction, then
-    bidder), fired by the watermark. All bids go to one key first (a global maximum, as in
-    Flink's q7), across one shuffle.
+    bidder), fired by the watermark. A global maximum, as in Flink's q7, computed in two
+    phases as Flink's planner does: each task's highest bid per window, then one shuffle to
+    a single key and the highest of those.
 q8  new users: the persons who opened an auction in the same 10 s event-time window as they
     registered. Persons (by id) and auctions (by seller) cross one shuffle into one keyed
     event-time window (a windowed join): each pane folds "registered here" and "sold here".
@@ -53,11 +54,6 @@ def _is_bid(event: dict[str, Any]) -> bool:
 def _to_euro(bid: dict[str, Any]) -> dict[str, Any]:
     bid["price"] = bid["price"] * 908 // 1000
     return bid
-
-
-def _higher(bid: Any, best: Any) -> Any:
-    mine = [bid.value["price"], -bid.value["auction"], -bid.value["bidder"]]
-    return mine if best is None or mine > best else best
 
 
 def _q0(app: StreamApplication, events: Any, out: Any) -> None:
@@ -132,14 +128,36 @@ def _q5(app: StreamApplication, events: Any, out: Any) -> None:
     )
 
 
+def _highest_bid(bid: Any, best: Any) -> Any:
+    mine = [bid["price"], -bid["auction"], -bid["bidder"]]
+    return mine if best is None or mine > best else best
+
+
+def _highest_of(row: Any, best: Any) -> Any:
+    mine = row.value["best"]
+    return mine if best is None or mine > best else best
+
+
 def _q7(app: StreamApplication, events: Any, out: Any) -> None:
     (
         events.filter(_is_bid)
-        .partition_by(lambda bid: 0, op_id="all-bids")
+        # Each task's highest bid per window first (Flink's local-global aggregation): one row
+        # per task and window crosses the shuffle instead of every bid.
         .window(
             Windows.tumbling(
-                WINDOW_MS, initial=lambda: None, fold=_higher,
-                event_time=lambda kv: kv.value["date_time"],
+                WINDOW_MS, initial=lambda: None, fold=_highest_bid,
+                event_time=lambda bid: bid["date_time"],
+            ),
+            op_id="highest-here",
+        )
+        .map(lambda pane: {"start": int(pane.key.pane_id), "best": pane.message})
+        .partition_by(lambda row: 0, op_id="all-windows")
+        # As in q5: a row carries its window's last millisecond as event time, so the pane
+        # that collects it closes on the watermark that follows every upstream task's rows.
+        .window(
+            Windows.tumbling(
+                WINDOW_MS, initial=lambda: None, fold=_highest_of,
+                event_time=lambda kv: kv.value["start"] + WINDOW_MS - 1,
             ),
             op_id="highest",
         )
