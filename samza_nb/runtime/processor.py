@@ -254,10 +254,10 @@ class StreamProcessor:
             self.events.processor_stopped(self)
 
     def _retention_stopped(self) -> None:
-        """Wait for a retention pass still running after the processor failed (its own
-        failure is then only logged: the processor's is the one reported)."""
+        """Wait for a retention pass still running and end its thread (after a failure of the
+        processor, the pass's own failure is only logged: the processor's is the one reported)."""
         try:
-            self.retention.join()
+            self.retention.close()
         except Exception as error:
             _log.warning("processor %s: intermediate-stream retention failed: %s", self.processor_id, error)
 

@@ -53,7 +53,8 @@ def apply_retention(
 
 class BackgroundRetention:
     """Runs :func:`apply_retention` on a thread of its own, for the newest checkpoints handed
-    to it; one pass at a time, passes asked for while one runs collapse into the newest.
+    to it; one pass at a time, passes asked for while one runs collapse into the newest. The
+    thread (and its log connection) lives until :meth:`close`.
 
     A pass that fails is raised by the next :meth:`after_epoch` or :meth:`join`, so a
     retention failure still fails the job (one epoch later), as it did in the epoch path.
@@ -63,7 +64,9 @@ class BackgroundRetention:
         self.plan = plan
         self._cond = threading.Condition()
         self._pending: tuple[dict[str, frozenset[SystemStreamPartition]], dict[str, Checkpoint]] | None = None
-        self._running = False
+        #: A pass is asked for or running.
+        self._busy = False
+        self._closing = False
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -76,19 +79,26 @@ class BackgroundRetention:
         with self._cond:
             self._raise_error()
             self._pending = ({task: frozenset(ssps) for task, ssps in task_ssps.items()}, dict(checkpoints))
-            if not self._running:
+            self._busy = True
+            self._closing = False
+            if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._work, name="samza-nb-intermediate-retention", daemon=True
                 )
-                self._running = True
                 self._thread.start()
+            self._cond.notify_all()
 
     def _work(self) -> None:
         while True:
             with self._cond:
+                while self._pending is None and not self._closing:
+                    self._busy = False
+                    self._cond.notify_all()
+                    self._cond.wait()
                 request, self._pending = self._pending, None
-                if request is None:
-                    self._running = False
+                if request is None:  # closing, nothing left to do
+                    self._busy = False
+                    self._thread = None
                     self._cond.notify_all()
                     return
             try:
@@ -96,15 +106,22 @@ class BackgroundRetention:
             except BaseException as error:  # reported by the next after_epoch or join
                 with self._cond:
                     self._error = error
-                    self._pending = None
-                    self._running = False
-                    self._cond.notify_all()
-                return
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the passes asked for so far; raise a pass's failure."""
         with self._cond:
-            self._cond.wait_for(lambda: not self._running, timeout)
+            self._cond.wait_for(lambda: not self._busy, timeout)
+            self._raise_error()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Wait for the passes asked for so far, end the thread; raise a pass's failure."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        with self._cond:
             self._raise_error()
 
     def _raise_error(self) -> None:

@@ -4,6 +4,7 @@ Run on the in-process executor."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def test_consumed_intermediate_data_is_deleted_when_the_job_ends(system: Embedde
     for partition, end in newest.items():
         assert oldest[partition] > 0, f"partition {partition}: nothing deleted (oldest 0 of {end})"
         assert end - oldest[partition] <= 210, f"partition {partition}: {end - oldest[partition]} kept"
+    # The retention thread ended with the job's processor.
+    assert [t for t in threading.enumerate() if t.name == "samza-nb-intermediate-retention"] == []
 
 
 def test_a_failing_retention_pass_fails_the_job_with_its_error(
