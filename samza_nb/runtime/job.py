@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,8 @@ from samza_nb.runtime.exactly_once import close_task_producers, open_checkpoint_
 from samza_nb.runtime.executor import get_executor
 from samza_nb.runtime.history import JobHistory
 from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
+from samza_nb.runtime.job_regrouping import JobRegrouping
 from samza_nb.runtime.job_setup import (
-    base_location,
     check_inputs,
     create_streams,
     existing_job_data,
@@ -41,7 +41,6 @@ from samza_nb.runtime.job_setup import (
     job_inputs,
     open_metadata_store,
 )
-from samza_nb.runtime.job_views import JobViews
 from samza_nb.runtime.metrics import JobMetrics
 from samza_nb.runtime.processor import StreamProcessor
 from samza_nb.runtime.status import DrainStatesView, JobStatus, ProcessorStatus
@@ -52,7 +51,7 @@ _UNTIL = ("end-of-stream", "caught-up", "forever")
 _DONE_NAMESPACE = "samza-nb-task-done-v1"
 
 
-class Job(JobViews):
+class Job(JobRegrouping):
     """A running (or finished) application. Created by :func:`run`."""
 
     def __init__(
@@ -361,118 +360,6 @@ class Job(JobViews):
         return not any(
             lag for (task, _ssp), lag in lags.items() if task in hosted and task not in self._done_tasks
         )
-
-    # -- processors and groupers -------------------------------------------------------------
-    @property
-    def job_model(self) -> JobModel:
-        """The job model the processors run now (no containers before the first one)."""
-        return self.coordinator.job_model or JobModel({}, [])
-
-    @property
-    def grouper(self) -> str:
-        """The registry name of the grouper that computed the current JobModel."""
-        return str(getattr(self.coordinator, "grouper", ""))
-
-    @property
-    def grouper_options(self) -> dict[str, Any]:
-        """The options the current grouper was given (``rebalance(grouper, **options)``)."""
-        return dict(getattr(self.coordinator, "grouper_options", {}))
-
-    @property
-    def processors(self) -> dict[str, str]:
-        """The live processors: processor id → location id (a grouper may leave one idle)."""
-        with self._lock:
-            return {pid: p.location_id for pid, p in self._processors.items() if pid not in self._leaving}
-
-    def propose(
-        self,
-        processors: Mapping[str, str] | None = None,
-        grouper: str | None = None,
-        *,
-        replication_factor: int | None = None,
-        **options: Any,
-    ) -> JobModel:
-        """The model :meth:`regroup` would apply to these processors (and grouper), unapplied."""
-        propose = getattr(self.coordinator, "propose", None)
-        if propose is None:
-            msg = f"the {self.coordinator.name} coordinator decides models itself; nothing to propose"
-            raise JobError(msg)
-        extra = {} if replication_factor is None else {"replication_factor": replication_factor}
-        return propose(dict(processors or self.processors), grouper, options if grouper else None, **extra)
-
-    @property
-    def replication_factor(self) -> int:
-        """Copies of each task's state: 1 active + standbys (``job.standbytasks.replication.factor``,
-        or what :meth:`regroup` set)."""
-        factor = getattr(self.coordinator, "replication_factor", None)
-        return int(factor) if factor is not None else self.config.get_int("job.standbytasks.replication.factor")
-
-    def regroup(
-        self,
-        processors: Mapping[str, str],
-        grouper: str | None = None,
-        *,
-        replication_factor: int | None = None,
-        **options: Any,
-    ) -> JobModel:
-        """Set the live processors (id → location) and optionally the grouper (and the standby
-        ``replication_factor``) in one step: the running job moves from its model to the new
-        one with no model in between. On failure the job keeps its processors, grouper and
-        model."""
-        if not processors:
-            msg = "regroup needs at least one processor; stop the job instead"
-            raise JobError(msg)
-        regroup = getattr(self.coordinator, "regroup", None)
-        if regroup is None:
-            msg = f"the {self.coordinator.name} coordinator regroups by itself when processors join or leave"
-            raise JobError(msg)
-        with self._lock:
-            if self.status().done:
-                msg = f"job {self.plan.app_name!r} has {self._state}; there is nothing to regroup"
-                raise JobError(msg)
-            wanted = {str(pid): str(location) for pid, location in processors.items()}
-            new = [self._add(pid, loc) for pid, loc in wanted.items() if pid not in self._processors]
-            leaving = [pid for pid in self._processors if pid not in wanted]
-            self._leaving.update(leaving)
-            try:
-                for processor in new:
-                    self._start_processor(processor)
-                extra = {} if replication_factor is None else {"replication_factor": replication_factor}
-                model = regroup(wanted, grouper, options if grouper else None, **extra)
-            except BaseException:
-                self._leaving.difference_update(leaving)
-                for processor in new:
-                    processor.request_stop()
-                    self.coordinator.detach(processor.processor_id)
-                    del self._processors[processor.processor_id]
-                raise
-            for pid in leaving:
-                self._processors.pop(pid).join()
-                self._leaving.discard(pid)
-            return model
-
-    def kill_processor(self, processor_id: str) -> JobModel:
-        """Remove a processor; its tasks move per the grouper (host affinity keeps the rest).
-        With standbys (``job.standbytasks.replication.factor`` > 1) each of its active tasks is
-        promoted onto the processor holding its standby and replays only its store's tail."""
-        with self._lock:
-            if processor_id not in self._processors:
-                msg = f"no processor {processor_id!r}; processors are {sorted(self._processors)}"
-                raise JobError(msg)
-            if len(self._processors) == 1:
-                msg = "cannot kill the last processor; stop the job instead"
-                raise JobError(msg)
-            return self.regroup({pid: loc for pid, loc in self.processors.items() if pid != processor_id})
-
-    def add_processor(self, location_id: str | None = None) -> JobModel:
-        with self._lock:
-            new_id = str(max((int(p) for p in self._processors if p.isdigit()), default=-1) + 1)
-            return self.regroup({**self.processors, new_id: location_id or base_location(self.config)})
-
-    def rebalance(self, grouper: str | None = None, **options: Any) -> JobModel:
-        """Regroup the tasks (optionally with another grouper); moved tasks continue from their
-        checkpoints. A grouper that fails leaves the running JobModel as it was."""
-        return self.regroup(self.processors, grouper, **options)
 
     # -- drain -------------------------------------------------------------------------------
     def drain(self, wait: bool = False, timeout: float | None = None) -> JobStatus:
