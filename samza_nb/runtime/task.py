@@ -14,9 +14,7 @@ returned as the result's ``error`` with the operator or store, the SSP and the o
 
 from __future__ import annotations
 
-import pickle
 import time
-import traceback
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +50,7 @@ from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.runtime.sampling import tap_operators
-from samza_nb.runtime.user_code import raising_frame
+from samza_nb.runtime.task_failure import failed_epoch
 from samza_nb.systems.base import MessageKind, Record
 from samza_nb.systems.embedded import EmbeddedSystem
 
@@ -464,48 +462,9 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
             run.flush_stores(control)
         return run.result(control, messages_out, replayed=False)
     except Exception as error:  # every failure is reported with its place
-        return _failure(run, error)
+        return failed_epoch(run.a, run.context.position, error)
     finally:
         try:
             run.close()
         except Exception:  # noqa: S110 - closing after a failure must not hide the failure
             pass
-
-
-def _failure(run: _TaskRun, error: Exception) -> EpochResult:
-    a = run.a
-    position = run.context.position
-    if isinstance(error, UserFunctionError):
-        cause: BaseException = error.error
-        what, location = f"operator {error.op_id}", error.user_location
-        op_id: str | None = error.op_id
-    else:
-        cause, location, op_id = error, None, None
-        store = getattr(error, "store", None)
-        what = f"store {store}" if store else "the task"
-    result = EpochResult(a.task_name, a.seq, a.start_offsets, a.control)
-    result.error = {
-        "op_id": op_id,
-        "what": what,
-        "task": a.task_name,
-        "ssp": position[0] if position else None,
-        "offset": position[1] if position else None,
-        "error": f"{type(cause).__name__}: {cause}",
-        "user_location": location,
-        "user_code": isinstance(error, UserFunctionError),
-        "raised_at": raising_frame(cause) if isinstance(error, UserFunctionError) else None,
-        "traceback": "".join(traceback.format_exception(cause)),
-        "cause": _pickled(cause),
-    }
-    return result
-
-
-def _pickled(error: BaseException) -> bytes | None:
-    """The exception itself when it survives pickling (it then becomes the TaskError's
-    ``__cause__`` on the driver), else None."""
-    try:
-        data = pickle.dumps(error)
-        pickle.loads(data)
-    except Exception:
-        return None
-    return data
