@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -31,6 +35,41 @@ def test_the_session_is_shared_and_configured(spark: SparkSession) -> None:
     assert conf.get("spark.python.worker.reuse") == "true"
     assert conf.get("spark.driver.host") == "127.0.0.1"
     assert conf.get("spark.python.daemon.module") == "samza_nb.runtime.spark_daemon"
+    assert conf.get("spark.python.unix.domain.socket.enabled") == "true"
+
+
+def test_python_workers_talk_to_the_executor_over_unix_sockets(spark: SparkSession) -> None:
+    def over_unix_socket(_: int) -> str:
+        import os
+
+        return os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "").lower()
+
+    assert spark.sparkContext.parallelize(range(2), 2).map(over_unix_socket).collect() == ["true", "true"]
+
+
+_SESSION_LEFT_RUNNING = """
+import os
+from samza_nb.runtime.spark import get_spark
+
+context = get_spark({"spark.master": "local[1]"}).sparkContext
+assert context.parallelize(range(3), 1).sum() == 3
+print(context._accumulatorServer.server_address, flush=True)
+# The process ends here without stopping its session.
+"""
+
+
+def test_a_process_that_never_stops_its_session_leaves_no_socket_file(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SESSION_LEFT_RUNNING],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "SAMZA_NB_SPARK_MASTER": "local[1]"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    socket_file = Path(done.stdout.strip().splitlines()[-1])
+    assert socket_file.name.endswith(".sock")
+    assert not socket_file.exists()
 
 
 def test_python_workers_fork_with_the_engine_imported(spark: SparkSession) -> None:
