@@ -19,6 +19,7 @@ import msgspec
 
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import JsonSerde, KVSerde
+from samza_nb.systems.batch_format import StoredBatch
 
 __all__ = ["BatchDecoder", "holds_control_messages", "message_decoder", "raw_decoder", "serde_error"]
 
@@ -35,6 +36,8 @@ _KEY_CACHE_LIMIT = 100_000
 
 def holds_control_messages(records: Sequence[Sequence[Any]]) -> bool:
     """Whether any record of a fetched batch is a control message (kind 0 is a user message)."""
+    if isinstance(records, StoredBatch):
+        return not records.user_messages_only()
     return any(map(_kind, records))
 
 
@@ -109,10 +112,14 @@ class BatchDecoder:
             self._decode_key = _json_decode
 
     def __call__(self, records: Sequence[Sequence[Any]]) -> list[Any]:
-        values = list(map(self._decode_value, map(_value, records)))
+        # The embedded log's batches hand over their columns: no record tuple is built.
+        columns = records if isinstance(records, StoredBatch) else None
+        values = list(
+            map(self._decode_value, columns.values if columns is not None else map(_value, records))
+        )
         if not self._kv:
             return values
-        keys = self._keys(list(map(_key, records)))
+        keys = self._keys(columns.keys if columns is not None else list(map(_key, records)))
         return list(map(_new_tuple, repeat(KV), zip(keys, values, strict=True)))
 
     def _keys(self, raw: list[bytes | None]) -> list[Any]:

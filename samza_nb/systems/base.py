@@ -63,7 +63,7 @@ class Fetched(NamedTuple):
     past any gap (markers, compacted-away records) the system skipped on the way to ``bound``.
     """
 
-    batches: list[tuple[int, list[Record]]]
+    batches: list[tuple[int, Sequence[Record]]]
     next_offset: int
 
     @property

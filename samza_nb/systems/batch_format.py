@@ -10,13 +10,15 @@ samza_nb before the columns existed (one msgpack array per record) are still rea
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 
-__all__ = ["StoredRecord", "decode_batch", "encode_batch"]
+from samza_nb.errors import StreamSystemError
+
+__all__ = ["StoredBatch", "StoredRecord", "decode_batch", "encode_batch"]
 
 #: (kind, key, value, timestamp), as the log hands records to its readers.
 StoredRecord = tuple[int, bytes | None, bytes, int | None]
@@ -36,6 +38,8 @@ _timestamp = operator.itemgetter(3)
 
 def encode_batch(records: Sequence[Sequence[Any]]) -> bytes:
     """The stored form of ``records`` (tuples or Records of kind, key, value, timestamp)."""
+    if isinstance(records, StoredBatch):
+        return _COLUMNS + _encode((records.kinds, records.keys, records.values, records.timestamps))
     timestamps = list(map(_timestamp, records))
     columns = (
         bytes(map(_kind, records)),
@@ -46,11 +50,93 @@ def encode_batch(records: Sequence[Sequence[Any]]) -> bytes:
     return _COLUMNS + _encode(columns)
 
 
-def decode_batch(payload: bytes) -> list[StoredRecord]:
-    """The records of a stored batch, in order."""
+def decode_batch(payload: bytes) -> Sequence[StoredRecord]:
+    """The records of a stored batch, in order (a :class:`StoredBatch` for rows by columns)."""
     if payload[:1] != _COLUMNS:
         return _decode_rows(payload)
     kinds, keys, values, timestamps = _decode_columns(memoryview(payload)[1:])
-    if timestamps is None:
-        return list(zip(kinds, keys, values, repeat(None, len(values)), strict=True))
-    return list(zip(kinds, keys, values, timestamps, strict=True))
+    if not len(kinds) == len(keys) == len(values) or (
+        timestamps is not None and len(timestamps) != len(values)
+    ):
+        shown = "no" if timestamps is None else len(timestamps)
+        message = (
+            f"a stored batch is corrupt: its columns differ in length ({len(kinds)} kinds, "
+            f"{len(keys)} keys, {len(values)} values, {shown} timestamps)"
+        )
+        raise StreamSystemError(message)
+    return StoredBatch(kinds, keys, values, timestamps)
+
+
+class StoredBatch(Sequence[StoredRecord]):
+    """The records of a batch kept as the columns they were stored in.
+
+    It reads as a sequence of (kind, key, value, timestamp) tuples, built only when a reader
+    asks for them: a task epoch's fast path takes the columns themselves (the values to decode,
+    whether any kind is a control message), which spares a tuple per record (about 120 ns of
+    the 190 ns a record costs to decode, 25K-record batches).
+    """
+
+    __slots__ = ("kinds", "keys", "values", "timestamps")
+
+    def __init__(
+        self,
+        kinds: bytes,
+        keys: list[bytes | None],
+        values: list[bytes],
+        timestamps: list[int | None] | None,
+    ) -> None:
+        self.kinds = kinds
+        self.keys = keys
+        self.values = values
+        self.timestamps = timestamps
+
+    def user_messages_only(self) -> bool:
+        """Whether every record is a user message (kind 0): no control message among them."""
+        return self.kinds.count(0) == len(self.kinds)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Iterator[StoredRecord]:
+        timestamps = self.timestamps
+        return zip(
+            self.kinds,
+            self.keys,
+            self.values,
+            repeat(None, len(self.values)) if timestamps is None else timestamps,
+            strict=True,
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> StoredRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> StoredBatch: ...
+
+    def __getitem__(self, index: int | slice) -> StoredRecord | StoredBatch:
+        timestamps = self.timestamps
+        if isinstance(index, slice):
+            return StoredBatch(
+                self.kinds[index],
+                self.keys[index],
+                self.values[index],
+                None if timestamps is None else timestamps[index],
+            )
+        return (
+            self.kinds[index],
+            self.keys[index],
+            self.values[index],
+            None if timestamps is None else timestamps[index],
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredBatch | list | tuple):
+            return len(self) == len(other) and all(
+                mine == tuple(theirs) for mine, theirs in zip(self, other, strict=True)
+            )
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredBatch({list(self)!r})"

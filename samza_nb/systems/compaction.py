@@ -13,7 +13,7 @@ offset of each record it kept; readers skip the holes (:func:`compacted_runs`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -46,7 +46,7 @@ class CompactionResult:
 
 
 def compacted_runs(
-    offsets: list[int], records: list[RawRecord], start: int, end: int
+    offsets: list[int], records: Sequence[RawRecord], start: int, end: int
 ) -> list[tuple[int, list[RawRecord]]]:
     """The records of a compacted row with offsets in ``[start, end)``, as runs of
     consecutive offsets ((first offset, records) each, as every reader expects batches).

@@ -36,7 +36,7 @@ from typing import Any
 from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
-from samza_nb.systems.batch_format import decode_batch, encode_batch
+from samza_nb.systems.batch_format import StoredBatch, decode_batch, encode_batch
 from samza_nb.systems.compaction import compacted_runs, decode_offsets
 from samza_nb.systems.embedded_notebook import EmbeddedNotebookIO
 from samza_nb.systems.embedded_retention import EmbeddedRetention, producer_name
@@ -57,14 +57,17 @@ class _DecodedBatch:
     def __init__(self) -> None:
         self._local = threading.local()
 
-    def get(self, stream_id: str, partition: int, first: int, payload: bytes) -> list[Any]:
+    def get(self, stream_id: str, partition: int, first: int, payload: bytes) -> Sequence[Any]:
         key = (stream_id, partition, first)
         cached = getattr(self._local, "entry", None)
         if cached is not None and cached[0] == key and cached[1] == payload:
-            return list(cached[2])
-        records = decode_batch(payload)
-        self._local.entry = (key, payload, records)
-        return list(records)
+            records = cached[2]
+        else:
+            records = decode_batch(payload)
+            self._local.entry = (key, payload, records)
+        # A batch by columns is never changed in place (slicing copies); older rows decode to
+        # a list, handed out as a copy.
+        return records if isinstance(records, StoredBatch) else list(records)
 
 
 def default_data_dir() -> Path:
@@ -303,7 +306,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         max_messages: int,
         *,
         producer_seq_below: int | None = None,
-    ) -> list[tuple[int, list[tuple[int, bytes | None, bytes, int | None]]]]:
+    ) -> list[tuple[int, Sequence[tuple[int, bytes | None, bytes, int | None]]]]:
         """Stored batches covering [offset, offset + max_messages), trimmed to that range;
         each as (offset of its first record, records). The runtime's fast read path.
 
@@ -321,7 +324,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         max_messages: int,
         *,
         producer_seq_below: int | None = None,
-    ) -> tuple[list[tuple[int, list[tuple[int, bytes | None, bytes, int | None]]]], int | None]:
+    ) -> tuple[list[tuple[int, Sequence[tuple[int, bytes | None, bytes, int | None]]]], int | None]:
         """:meth:`read_batches` plus the end of the offsets the rows read cover (None when no
         row was read): compacted rows have holes, so the records alone do not say it."""
         end = offset + max_messages
@@ -334,7 +337,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
             query += " AND (producer_seq IS NULL OR producer_seq < ?)"
             arguments += (producer_seq_below,)
         rows = self._db().execute(query + " ORDER BY first_offset", arguments).fetchall()
-        batches: list[tuple[int, list[tuple[int, bytes | None, bytes, int | None]]]] = []
+        batches: list[tuple[int, Sequence[tuple[int, bytes | None, bytes, int | None]]]] = []
         covered: int | None = None
         decoded = self._decoded
         for first, count, payload, offsets in rows:

@@ -595,7 +595,7 @@ class KafkaSystem(StreamSystem):
                     "retention); reading from %d",
                     self.where, offset, stream_id, partition, oldest, oldest,
                 )
-        batches: list[tuple[int, list[Record]]] = []
+        batches: list[tuple[int, Sequence[Record]]] = []
         tracker: DedupTracker | None = None
         with clients.lock:
             existing = clients.trackers.get(key)
