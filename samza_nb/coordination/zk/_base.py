@@ -89,8 +89,9 @@ class ZkCoordinatorBase(AgreedModelCoordinator):
         self._primed = False
         self._expired = False  # this processor's work was stopped for a newer model
         self._standbys_moved = False  # the newest model read changes only this one's standbys
-        #: (active version, this processor's version) → whether the two give it the same work.
-        self._same_actives: dict[tuple[str, str], bool] = {}
+        #: (active version, this processor's version) → the first version between them that
+        #: moved this processor's work, or None (its commits go on).
+        self._moves: dict[tuple[str, str], str | None] = {}
         self._working = False  # the listener runs a model handed over by on_new_job_model
         self._settled: set[str] = set()
         self._stopped = False

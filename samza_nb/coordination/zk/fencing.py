@@ -51,6 +51,25 @@ class ZkCommitFencing(ZkCoordinatorBase):
         tx.check(self.keys.processor(node), 0)
         self._fence_model_version(tx)
 
+    def _first_move(self, running: JobModel, version: int, active: int) -> str | None:
+        """The first model published after ``version`` up to ``active`` that does not give
+        this processor the location and active tasks it has in ``running`` (None: none).
+
+        Every one, not only the active one: a processor frozen past its session loses its
+        tasks in the next model and, once it rejoined, gets them back by host affinity in
+        the one after. Comparing only the ends would let its stale epoch commit over the work
+        another processor did on those tasks in between. A model cleaned up since counts as
+        a move (it is far older than the active one)."""
+        mine = active_work(running, self.processor_id)
+        for between in range(version + 1, active + 1):
+            try:
+                model = self._versions.read(str(between))
+            except CoordinationError:
+                return str(between)
+            if active_work(model, self.processor_id) != mine:
+                return str(between)
+        return None
+
     def _fence_model_version(self, tx: Any) -> None:
         """Add the check that no job model moving this processor's active tasks was activated
         since the model it works on (issue #14: commits checked against the model version).
@@ -60,9 +79,9 @@ class ZkCommitFencing(ZkCoordinatorBase):
         version only after the leader wrote it as active, so their commits in between would
         be refused, and a processor whose tasks did move starts on DONE, possibly before the
         leader wrote the new version as active. So a commit is allowed when the active
-        version is not newer than this processor's model, or when the active model gives this
-        processor the same location and active tasks (standby moves included); otherwise it is
-        refused here. The transaction then checks the active version node's stat version as
+        version is not newer than this processor's model, or when every model published since
+        gives this processor the same location and active tasks (standby moves included);
+        otherwise it is refused here. The transaction then checks the active version node's stat version as
         read, so an activation between this read and the commit fails the write (the store
         builds the transaction once more, and this check reads the new active version).
         """
@@ -80,19 +99,14 @@ class ZkCommitFencing(ZkCoordinatorBase):
             )
             raise JobLeaseError(msg)
         if active and active.isdigit() and version.isdigit() and int(active) > int(version):
-            same = self._same_actives.get((active, version))
-            if same is None:
-                try:
-                    newer = active_work(self._versions.read(active), self.processor_id)
-                except CoordinationError:  # cleaned up: far newer than this processor's model
-                    newer = None
-                same = newer is not None and newer == active_work(running, self.processor_id)
-                self._same_actives[(active, version)] = same
-            if not same:
+            if (active, version) not in self._moves:
+                self._moves[(active, version)] = self._first_move(running, int(version), int(active))
+            moved = self._moves[(active, version)]
+            if moved is not None:
                 msg = (
                     f"processor {self.processor_id!r} works on job model version {version}, but "
-                    f"version {active} moving its tasks is active under {self.keys.root}: its "
-                    "commits are fenced"
+                    f"version {moved} moved its tasks (version {active} is active under "
+                    f"{self.keys.root}): its commits are fenced"
                 )
                 raise JobLeaseError(msg)
         tx.check(self.keys.active_job_model_version, found[1].version)

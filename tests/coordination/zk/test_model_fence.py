@@ -1,7 +1,8 @@
 """Commits of a ZooKeeper processor are checked against its live session and the job model it
 works on (issue #14): once a model that moves its active tasks is activated, a processor still
 on its old model commits nothing; a newer model that leaves its tasks where they are does not
-fence it (processors whose assignment did not change keep working through a rebalance)."""
+fence it (processors whose assignment did not change keep working through a rebalance); a
+model that moves them away and a later one that gives them back still fence it."""
 
 from __future__ import annotations
 
@@ -53,8 +54,17 @@ def test_commits_are_fenced_once_a_model_moving_the_processors_tasks_is_active(
             moved = model.replace(containers={"p9": model.containers["p1"].replace(processor_id="p9")})
             versions.write(str(version + 2), moved)
             versions.set_active(str(version + 2))
-            with pytest.raises(JobLeaseError, match=rf"version {version + 2} moving its tasks"):
+            with pytest.raises(JobLeaseError, match=rf"version {version + 2} moved its tasks"):
                 checkpoints.put_all({"Partition 0": b"4"}, guard=coordinator.fence)
+            assert checkpoints.get("Partition 0") == b"3"
+
+            # A still newer model gives p1's tasks back (host affinity, once a processor frozen
+            # past its session rejoined): p1, still on its old model, stays fenced, as p9 may
+            # have worked on its tasks meanwhile.
+            versions.write(str(version + 3), model)
+            versions.set_active(str(version + 3))
+            with pytest.raises(JobLeaseError, match=rf"version {version + 2} moved its tasks"):
+                checkpoints.put_all({"Partition 0": b"5"}, guard=coordinator.fence)
             assert checkpoints.get("Partition 0") == b"3"
     finally:
         coordinator.stop()
