@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import InputOperatorSpec, OperatorSpec
 from samza_nb.runtime.control import LONG_MAX, WATERMARK_NOT_EXIST
+from samza_nb.runtime.fusion import CompiledChain, chain_from, compile_chain
 
 if TYPE_CHECKING:
     from samza_nb.runtime.context import TaskContext
@@ -110,7 +111,13 @@ class OperatorImpl:
         self.dropped = 0
         self._emitter: Receiver | None = None
         self._receiver: Receiver | None = None
-        self._counted: Callable[[], int] | None = None
+        self._chain: CompiledChain | None = None
+        #: Whether ``job.show`` samples what this operator receives (runtime/sampling.py):
+        #: a tapped operator starts a compiled chain of its own and takes no batches.
+        self.tapped = False
+        #: This epoch's message counters of the closures and compiled chains this operator
+        #: runs in (its :meth:`count` adds them up).
+        self._counters: list[Callable[[], int]] = []
 
     # -- messages --------------------------------------------------------------------------
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
@@ -145,6 +152,18 @@ class OperatorImpl:
     def emit(self, message: Any) -> None:
         self.emitter()(message)
 
+    def batch_emitter(self) -> CompiledChain | None:
+        """The compiled chain that receives everything this operator emits, when it hands
+        its messages to exactly one (the task then pushes a decoded batch in one call)."""
+        if self.tapped or len(self.next_ops) != 1:
+            return None
+        following = self.next_ops[0]
+        if not isinstance(following, _FusedImpl) or following.step is None or following.tapped:
+            return None
+        if len(following.prev_ops) != 1:
+            return None
+        return following.chain()
+
     def emit_all(self, messages: Iterable[Any]) -> None:
         emit = self.emitter()
         for message in messages:
@@ -152,8 +171,7 @@ class OperatorImpl:
 
     def count(self) -> int:
         """Messages this operator received in this task epoch."""
-        counted = self._counted
-        return self.messages_in + (counted() if counted is not None else 0)
+        return self.messages_in + sum(counter() for counter in self._counters)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)``; a failure raises UserFunctionError, or returns SKIPPED (and counts
@@ -245,7 +263,11 @@ class InputImpl(OperatorImpl):
 
 
 class _FusedImpl(OperatorImpl):
-    """A stateless operator: one closure per task epoch (see the module docstring)."""
+    """A stateless operator: one closure per task epoch, or, for an operator with a ``step``
+    (map, filter, flat_map, sink), a place in a compiled chain (runtime/fusion.py)."""
+
+    #: The operator's step in a compiled chain; None for operators that build a closure.
+    step: str | None = None
 
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.receiver(source)(message)
@@ -253,8 +275,27 @@ class _FusedImpl(OperatorImpl):
     def receiver(self, source: OperatorImpl | None) -> Receiver:
         receive = self._receiver
         if receive is None:
-            receive = self._receiver = self._fuse(self.emitter(), self.failed)
+            if self.step is not None:
+                receive = self._receiver = self.chain().receive
+            else:
+                receive = self._receiver = self._fuse(self.emitter(), self.failed)
         return receive
+
+    def chain(self) -> CompiledChain:
+        """The compiled chain that starts at this operator (built once per task epoch)."""
+        compiled = self._chain
+        if compiled is None:
+            ops = chain_from(self)
+            last = ops[-1]
+            emit = last.emitter() if last.next_ops else None  # type: ignore[attr-defined]
+            compiled = self._chain = compile_chain(ops, emit)
+            for position, op in enumerate(ops):
+                op._counters.append(compiled.counter(position))  # type: ignore[attr-defined]
+        return compiled
+
+    def step_function(self) -> Callable[[Any], Any]:
+        """The user function this operator's step calls."""
+        return self.spec.fn  # type: ignore[attr-defined]
 
     def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
         raise NotImplementedError

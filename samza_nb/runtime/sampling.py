@@ -46,7 +46,9 @@ def _tap(impl: OperatorImpl, buffer: deque[str]) -> None:
     """Messages reach an operator through the receiver its upstream operators build (the fused
     hot path bypasses ``on_message``); an input operator gets its messages from the task, which
     pushes them to its emitter. Wrap whichever one this operator's messages go through (before
-    the task wires anything, so the wrapper is what gets built in)."""
+    the task wires anything, so the wrapper is what gets built in). A tapped operator is
+    never inside someone else's compiled chain, nor fed batches past its wrapper."""
+    impl.tapped = True
     if impl.prev_ops:
         build = impl.receiver
 

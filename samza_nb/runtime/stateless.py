@@ -1,97 +1,32 @@
-"""The fused stateless operators: map, flat_map, filter and sink (runtime/operators.py explains
-the fusing). Each builds, once per task epoch, a closure that calls the user function and then
-the next receiver directly."""
+"""The stateless operators: map, flat_map, filter and sink. Each is a step of a compiled chain
+(runtime/fusion.py holds what each step does and how a chain of them runs as one function)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from samza_nb.runtime.operators import Receiver, _FusedImpl
+from samza_nb.runtime.operators import _FusedImpl
 
 __all__ = ["FilterImpl", "FlatMapImpl", "MapImpl", "SinkImpl"]
 
 
 class MapImpl(_FusedImpl):
-    def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
-        fn = self.spec.fn  # type: ignore[attr-defined]
-        impl = self
-        count = 0
+    """One message out per message in; None drops the message (Samza's rule), counted."""
 
-        def receive(message: Any) -> None:
-            nonlocal count
-            count += 1
-            try:
-                result = fn(message)
-            except Exception as error:
-                failed(error)
-                return
-            # A map returning None drops the message (Samza's rule), counted.
-            if result is not None:
-                emit(result)
-            else:
-                impl.dropped += 1
-
-        self._counted = lambda: count
-        return receive
+    step = "map"
 
 
 class FlatMapImpl(_FusedImpl):
-    def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
-        fn = self.spec.fn  # type: ignore[attr-defined]
-        impl = self
-        count = 0
+    """Every item of the returned iterable goes on; None drops the message, counted."""
 
-        def receive(message: Any) -> None:
-            nonlocal count
-            count += 1
-            try:
-                results = fn(message)
-            except Exception as error:
-                failed(error)
-                return
-            if results is not None:
-                for result in results:
-                    emit(result)
-            else:
-                impl.dropped += 1
-
-        self._counted = lambda: count
-        return receive
+    step = "flat_map"
 
 
 class FilterImpl(_FusedImpl):
-    def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
-        fn = self.spec.fn  # type: ignore[attr-defined]
-        count = 0
+    """The message goes on when the predicate is true."""
 
-        def receive(message: Any) -> None:
-            nonlocal count
-            count += 1
-            try:
-                keep = fn(message)
-            except Exception as error:
-                failed(error)
-                return
-            if keep:
-                emit(message)
-
-        self._counted = lambda: count
-        return receive
+    step = "filter"
 
 
 class SinkImpl(_FusedImpl):
-    def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
-        fn = self.spec.fn  # type: ignore[attr-defined]
-        count = 0
+    """The user function receives the message; nothing goes on."""
 
-        def receive(message: Any) -> None:
-            nonlocal count
-            count += 1
-            try:
-                fn(message)
-            except Exception as error:
-                failed(error)
-
-        self._counted = lambda: count
-        return receive
+    step = "sink"

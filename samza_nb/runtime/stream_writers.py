@@ -102,7 +102,7 @@ class OutputImpl(_FusedImpl):
             if passes_on:
                 emit(message)
 
-        self._counted = lambda: count
+        self._counters.append(lambda: count)
         return receive
 
     def _write(self, message: Any) -> None:
@@ -177,7 +177,7 @@ class PartitionByImpl(_FusedImpl):
                 buffer = buffer_of(where[1])
             buffer.append((user, where[0], value_bytes, None))  # type: ignore[arg-type]
 
-        self._counted = lambda: count
+        self._counters.append(lambda: count)
         return receive
 
     def handle_end_of_stream(self) -> list[Any]:

@@ -182,6 +182,8 @@ class _TaskRun:
         system = system_of(self.plan, stream_id)
         input_impl = self.inputs[stream_id]
         push = input_impl.emitter()
+        # A decoded batch goes into the input's compiled chain in one call when it has one.
+        chain = input_impl.batch_emitter()
         serde = self.plan.streams[stream_id].serde
         decode_kv = message_decoder(serde)
         decode_value = None if isinstance(serde, KVSerde) else raw_decoder(serde)
@@ -201,13 +203,20 @@ class _TaskRun:
                     except Exception:  # decoded again one by one below, to skip or name it
                         messages = None
                     if messages is not None:
-                        index = -1
-                        try:
-                            for index, message in enumerate(messages):  # noqa: B007
-                                push(message)
-                        except BaseException:
-                            context.position = (key, first + max(index, 0))
-                            raise
+                        if chain is not None:
+                            try:
+                                chain.run(messages)
+                            except BaseException:
+                                context.position = (key, first + max(chain.entered() - 1, 0))
+                                raise
+                        else:
+                            index = -1
+                            try:
+                                for index, message in enumerate(messages):  # noqa: B007
+                                    push(message)
+                            except BaseException:
+                                context.position = (key, first + max(index, 0))
+                                raise
                         count += len(records)
                         continue
                 # The hot loop: the position is computed only when something fails or a

@@ -224,7 +224,7 @@ class WindowImpl(OperatorImpl):
             if checks:
                 check(store_key, pane, now)
 
-        self._counted = lambda: count
+        self._counters.append(lambda: count)
         return receive
 
     def _fuse_event_time(self) -> Callable[[Any], None]:
@@ -289,7 +289,7 @@ class WindowImpl(OperatorImpl):
             if checks:
                 check(store_key, pane, now)
 
-        self._counted = lambda: count
+        self._counters.append(lambda: count)
         return receive
 
     def _fuse_hopping(self) -> Callable[[Any], None]:
@@ -363,7 +363,7 @@ class WindowImpl(OperatorImpl):
                     check(store_key, pane, now)
                 window_ts -= slide
 
-        self._counted = lambda: count
+        self._counters.append(lambda: count)
         return receive
 
     def handle_watermark(self, watermark: int) -> list[Any]:
