@@ -9,7 +9,7 @@ exactly the same messages at the same time and produces exactly the same outputs
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,13 +157,15 @@ class CheckpointStore:
         plan = EpochPlan.from_json(raw)
         return plan if plan.seq == seq else None
 
-    def write_plan(self, task: str, plan: EpochPlan) -> None:
+    def write_plans(self, plans: Mapping[str, EpochPlan]) -> None:
+        """Persist the plans of several tasks' next epochs in one transaction."""
+        entries = {task: plan.to_json() for task, plan in plans.items()}
         if self._guard is not None:
             # Fenced like a commit: a processor whose session died while it planned must not
             # replace the plan its task's new owner runs (and then write outputs under its own).
-            self._plans.put_all({task: plan.to_json()}, guard=self._guard)
+            self._plans.put_all(entries, guard=self._guard)
         else:
-            self._plans.put(task, plan.to_json())
+            self._plans.put_all(entries)
 
     def flush(self) -> None:
         self._checkpoints.flush()

@@ -1,6 +1,6 @@
 """The per-epoch work of one processor on the driver side: plan, commit, lag.
 
-Before an epoch, :meth:`EpochDriver.assignment` fixes what each task reads (its start offsets
+Before an epoch, :meth:`EpochDriver.assignments` fixes what each task reads (its start offsets
 from the committed checkpoint, bounds from the newest offsets, a message limit) and persists
 that as an :class:`EpochPlan`, so a retried epoch reads exactly the same messages at the same
 processing time. After the epoch, :meth:`EpochDriver.commit` writes every task's checkpoint
@@ -107,18 +107,32 @@ class EpochDriver:
         self.samples: dict[str, int] = {}
         self.offsets = OffsetPolicy(plan)
 
-    def assignment(
+    def assignments(
         self,
-        task: TaskModel,
+        tasks: Iterable[TaskModel],
         location_id: str,
         *,
         now_ms: int,
         newest: Mapping[str, int],
         drain: bool,
         counts: dict[str, int],
-    ) -> EpochAssignment:
-        """The next epoch of ``task``: the pending plan of an epoch that did not commit, else a
-        new plan (persisted before the epoch runs)."""
+    ) -> list[EpochAssignment]:
+        """The next epoch of each of ``tasks``: the pending plan of an epoch that did not
+        commit, else a new plan. The new plans are persisted before the epoch runs, all in one
+        metadata-store transaction (one synced write per epoch, not one per task)."""
+        planned = [self._plan(task, now_ms=now_ms, newest=newest, drain=drain) for task in tasks]
+        new_plans = {task.name: plan for task, plan, _, is_new in planned if is_new}
+        if new_plans:
+            self.checkpoints.write_plans(new_plans)
+        return [
+            self._assignment(task, plan, start_offsets, location_id, counts)
+            for task, plan, start_offsets, _ in planned
+        ]
+
+    def _plan(
+        self, task: TaskModel, *, now_ms: int, newest: Mapping[str, int], drain: bool
+    ) -> tuple[TaskModel, EpochPlan, dict[str, int], bool]:
+        """(task, its plan, its start offsets, whether the plan is new)."""
         checkpoint = self.checkpoints.read(task.name)
         ssps = sorted((ssp.stream, ssp.partition) for ssp in task.ssps)
         start_offsets = {}
@@ -130,9 +144,19 @@ class EpochDriver:
             )
             moved = moved or reset
         plan = None if moved else self.checkpoints.pending_plan(task.name, checkpoint.seq)
-        if plan is None:
-            plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)
-            self.checkpoints.write_plan(task.name, plan)
+        if plan is not None:
+            return task, plan, start_offsets, False
+        return task, self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain), start_offsets, True
+
+    def _assignment(
+        self,
+        task: TaskModel,
+        plan: EpochPlan,
+        start_offsets: dict[str, int],
+        location_id: str,
+        counts: dict[str, int],
+    ) -> EpochAssignment:
+        checkpoint = self.checkpoints.read(task.name)
         return EpochAssignment(
             task_name=task.name,
             producer=f"{self.producer}/{task.name}@{plan.plan_id}",
@@ -142,7 +166,7 @@ class EpochDriver:
             location_id=location_id,
             store_root=self.store_root,
             changelog_partition=task.changelog_partition,
-            ssps=ssps,
+            ssps=sorted((ssp.stream, ssp.partition) for ssp in task.ssps),
             start_offsets=start_offsets,
             bounds=plan.bounds,
             control=checkpoint.control,

@@ -286,12 +286,9 @@ class StreamProcessor:
         now = self._clock()
         location = container.location_id or self.location_id
         drain = self.drain_requested
-        assignments = [
-            self.driver.assignment(
-                task, location, now_ms=now, newest=newest, drain=drain, counts=self._counts
-            )
-            for task in tasks
-        ]
+        assignments = self.driver.assignments(
+            tasks, location, now_ms=now, newest=newest, drain=drain, counts=self._counts
+        )
         results = self.executor.run_epoch(self.plan, assignments)
         kill_point("after-flush-before-commit")
         committed, failure = self.driver.commit(results)

@@ -146,11 +146,17 @@ def private_azurite(folder: Path) -> Iterator[ServiceInfo]:
         home.root.mkdir(parents=True, exist_ok=True)
         (home.root / "npm").symlink_to(shared)
     service = Azurite(home)
-    info = service.start(timeout=120)
+    # Its own, even where the suite's Azurite is configured as an external account.
+    external = os.environ.pop(service.external_variable, None) if service.external_variable else None
     try:
-        yield info
+        info = service.start(timeout=120)
+        try:
+            yield info
+        finally:
+            service.stop()
     finally:
-        service.stop()
+        if external is not None:
+            os.environ[service.external_variable] = external
 
 
 def test_unreachable_storage_fails_the_coordinator_after_bounded_retries(
