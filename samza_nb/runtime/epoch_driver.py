@@ -13,7 +13,7 @@ from __future__ import annotations
 import pickle
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from samza_nb.coordination.lease import JobLease
 from samza_nb.errors import StreamNotFoundError, TaskError
@@ -80,6 +80,18 @@ def ssp_lags(
     return lags
 
 
+class _Planned(NamedTuple):
+    """A task's next epoch as planned: the checkpoint it starts from and its plan (``new``:
+    made now, to be persisted before the epoch runs; else the pending plan it replays)."""
+
+    task: TaskModel
+    checkpoint: Checkpoint
+    ssps: list[tuple[str, int]]
+    start_offsets: dict[str, int]
+    plan: EpochPlan
+    new: bool
+
+
 class EpochDriver:
     """Plans and commits the epochs of the tasks of one processor."""
 
@@ -121,18 +133,12 @@ class EpochDriver:
         commit, else a new plan. The new plans are persisted before the epoch runs, all in one
         metadata-store transaction (one synced write per epoch, not one per task)."""
         planned = [self._plan(task, now_ms=now_ms, newest=newest, drain=drain) for task in tasks]
-        new_plans = {task.name: plan for task, plan, _, is_new in planned if is_new}
+        new_plans = {p.task.name: p.plan for p in planned if p.new}
         if new_plans:
             self.checkpoints.write_plans(new_plans)
-        return [
-            self._assignment(task, plan, start_offsets, location_id, counts)
-            for task, plan, start_offsets, _ in planned
-        ]
+        return [self._assignment(p, location_id, counts) for p in planned]
 
-    def _plan(
-        self, task: TaskModel, *, now_ms: int, newest: Mapping[str, int], drain: bool
-    ) -> tuple[TaskModel, EpochPlan, dict[str, int], bool]:
-        """(task, its plan, its start offsets, whether the plan is new)."""
+    def _plan(self, task: TaskModel, *, now_ms: int, newest: Mapping[str, int], drain: bool) -> _Planned:
         checkpoint = self.checkpoints.read(task.name)
         ssps = sorted((ssp.stream, ssp.partition) for ssp in task.ssps)
         start_offsets = {}
@@ -145,18 +151,12 @@ class EpochDriver:
             moved = moved or reset
         plan = None if moved else self.checkpoints.pending_plan(task.name, checkpoint.seq)
         if plan is not None:
-            return task, plan, start_offsets, False
-        return task, self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain), start_offsets, True
+            return _Planned(task, checkpoint, ssps, start_offsets, plan, new=False)
+        plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)
+        return _Planned(task, checkpoint, ssps, start_offsets, plan, new=True)
 
-    def _assignment(
-        self,
-        task: TaskModel,
-        plan: EpochPlan,
-        start_offsets: dict[str, int],
-        location_id: str,
-        counts: dict[str, int],
-    ) -> EpochAssignment:
-        checkpoint = self.checkpoints.read(task.name)
+    def _assignment(self, planned: _Planned, location_id: str, counts: dict[str, int]) -> EpochAssignment:
+        task, checkpoint, plan = planned.task, planned.checkpoint, planned.plan
         return EpochAssignment(
             task_name=task.name,
             producer=f"{self.producer}/{task.name}@{plan.plan_id}",
@@ -166,8 +166,8 @@ class EpochDriver:
             location_id=location_id,
             store_root=self.store_root,
             changelog_partition=task.changelog_partition,
-            ssps=sorted((ssp.stream, ssp.partition) for ssp in task.ssps),
-            start_offsets=start_offsets,
+            ssps=planned.ssps,
+            start_offsets=planned.start_offsets,
             bounds=plan.bounds,
             control=checkpoint.control,
             producer_counts=counts,

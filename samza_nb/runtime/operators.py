@@ -4,7 +4,7 @@ Every task hosts the whole DAG. An implementation receives a message with ``on_m
 pushes results to its next operators. Control propagation follows §5.8: an operator reacts to
 end-of-stream or drain only when all of its input streams have ended or drained, and passes the
 minimum output watermark of its upstream operators on (operators of branches this task does not
-consume count as +inf). The fused stateless operators live in runtime/stateless.py, the stream
+consume count as +inf). The stateless operators live in runtime/stateless.py, the stream
 writers (send_to, partition_by, broadcast) in runtime/stream_writers.py, windows in
 runtime/windows.py, joins and tables in runtime/joins.py.
 
@@ -14,12 +14,13 @@ on the fused hot path, inside a ``try`` around that call alone): a failure becom
 the message dropped (:data:`SKIPPED`).
 
 The hot path: an upstream operator hands each message to a *receiver*, one plain callable per
-edge, built once per task epoch (:meth:`OperatorImpl.receiver`). The stateless operators (map,
-flat_map, filter, sink, send_to, partition_by) build a closure that calls the user function and
-then the next receiver directly, so a chain of them runs as nested calls with no method lookup,
-no per-message bookkeeping object and no extra frames (CPython's ``try`` costs nothing until
-it raises). A chain is never fused across a shuffle: partition_by ends it by writing to its
-intermediate stream.
+edge, built once per task epoch (:meth:`OperatorImpl.receiver`). A chain of map, flat_map,
+filter and sink operators is compiled into one generated function (runtime/fusion.py), so a
+message passes it in one frame, and the task hands a decoded batch to it in one call
+(:meth:`OperatorImpl.batch_emitter`). send_to and partition_by build a closure that calls the
+user function and then the next receiver directly: no method lookup, no per-message
+bookkeeping object (CPython's ``try`` costs nothing until it raises). A chain is never fused
+across a shuffle: partition_by ends it by writing to its intermediate stream.
 """
 
 from __future__ import annotations
