@@ -113,8 +113,8 @@ class SparkExecutor(Executor):
         self._spark = spark
         self._lock = threading.Lock()
         self._pickled: weakref.WeakKeyDictionary[Any, tuple[str, bytes]] = weakref.WeakKeyDictionary()
-        #: (the SparkContext, partitions) -> an RDD of that many one-element partitions.
-        self._slots: dict[tuple[int, int], Any] = {}
+        #: Partitions -> an RDD of that many one-element partitions (of the session's context).
+        self._slots: dict[int, Any] = {}
 
     def start(self) -> None:
         self.session()
@@ -168,11 +168,10 @@ class SparkExecutor(Executor):
         travel in its job's function (a few KB), so no epoch ships data through
         ``parallelize`` (a temporary file and a JVM read each time: about 10 ms of a 35 ms
         job here)."""
-        key = (id(context), slices)
         with self._lock:
-            rdd = self._slots.get(key)
+            rdd = self._slots.get(slices)
             if rdd is None or rdd.context is not context:
-                rdd = self._slots[key] = context.parallelize(range(slices), slices)
+                rdd = self._slots[slices] = context.parallelize(range(slices), slices)
             return rdd
 
 

@@ -15,7 +15,7 @@ returned as the result's ``error`` with the operator or store, the SSP and the o
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -184,6 +184,7 @@ class _TaskRun:
         push = input_impl.emitter()
         # A decoded batch goes into the input's compiled chain in one call when it has one.
         chain = input_impl.batch_emitter()
+        run_batch, entered = (chain.run, chain.entered) if chain is not None else _one_by_one(push)
         serde = self.plan.streams[stream_id].serde
         decode_kv = message_decoder(serde)
         decode_value = None if isinstance(serde, KVSerde) else raw_decoder(serde)
@@ -203,20 +204,11 @@ class _TaskRun:
                     except Exception:  # decoded again one by one below, to skip or name it
                         messages = None
                     if messages is not None:
-                        if chain is not None:
-                            try:
-                                chain.run(messages)
-                            except BaseException:
-                                context.position = (key, first + max(chain.entered() - 1, 0))
-                                raise
-                        else:
-                            index = -1
-                            try:
-                                for index, message in enumerate(messages):  # noqa: B007
-                                    push(message)
-                            except BaseException:
-                                context.position = (key, first + max(index, 0))
-                                raise
+                        try:
+                            run_batch(messages)
+                        except BaseException:
+                            context.position = (key, first + max(entered() - 1, 0))
+                            raise
                         count += len(records)
                         continue
                 # The hot loop: the position is computed only when something fails or a
@@ -424,6 +416,22 @@ class _TaskRun:
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],
             samples={op_id: list(buffer) for op_id, buffer in self.samples.items() if buffer},
         )
+
+
+def _one_by_one(push: Callable[[Any], None]) -> tuple[Callable[[list[Any]], None], Callable[[], int]]:
+    """A batch pushed message by message (an input without a compiled chain after it), with
+    how many messages of the last batch were pushed, as a compiled chain's ``run`` and
+    ``entered``."""
+    pushed = 0
+
+    def run(messages: list[Any]) -> None:
+        nonlocal pushed
+        pushed = 0
+        for message in messages:
+            pushed += 1
+            push(message)
+
+    return run, lambda: pushed
 
 
 def _side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any]]:

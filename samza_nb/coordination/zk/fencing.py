@@ -81,9 +81,10 @@ class ZkCommitFencing(ZkCoordinatorBase):
         leader wrote the new version as active. So a commit is allowed when the active
         version is not newer than this processor's model, or when every model published since
         gives this processor the same location and active tasks (standby moves included);
-        otherwise it is refused here. The transaction then checks the active version node's stat version as
-        read, so an activation between this read and the commit fails the write (the store
-        builds the transaction once more, and this check reads the new active version).
+        otherwise it is refused here. The transaction then checks the active version node's
+        stat version as read, so an activation between this read and the commit fails the
+        write (the store builds the transaction once more, and this check reads the new
+        active version).
         """
         assert self._zk is not None
         with self._changed:
