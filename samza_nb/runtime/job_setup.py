@@ -10,7 +10,7 @@ from pathlib import Path
 from samza_nb.config import Config
 from samza_nb.coordination import get_location_id_provider
 from samza_nb.coordination.job_model_calculator import JobInputs
-from samza_nb.errors import ConfigError, StreamNotFoundError
+from samza_nb.errors import ConfigError, PlanError, StreamNotFoundError
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.registry import get_metadata_store
 from samza_nb.model import SystemStreamPartition
@@ -30,30 +30,78 @@ __all__ = [
 
 
 def check_inputs(plan: ExecutionPlan) -> None:
-    """A missing input is found before the job writes anything (the usual first-run mistake)."""
+    """A missing input, or one whose partitions differ from its descriptor's ``partitions=``,
+    is found before the job writes anything (the usual first-run mistakes)."""
     for stream_id, info in plan.streams.items():
-        if info.kind in ("input", "side_input") and info.system.partition_count(stream_id) is None:
+        if info.kind not in ("input", "side_input"):
+            continue
+        actual = info.system.partition_count(stream_id)
+        if actual is None:
             msg = (
                 f"input stream {stream_id!r} does not exist in system {info.system.name!r}; "
                 f"create it with {info.system.name}.create_stream({stream_id!r}, partitions=N) "
                 f"and write to it"
             )
             raise StreamNotFoundError(msg)
+        if actual != info.partitions:
+            consequence = (
+                "wait forever for partitions that do not exist"
+                if actual < info.partitions
+                else f"never read partition {info.partitions}"
+                if actual == info.partitions + 1
+                else f"never read partitions {info.partitions} to {actual - 1}"
+            )
+            msg = (
+                f"input stream {stream_id!r} of system {info.system.name!r} has {actual} "
+                f"partitions, but its descriptor says partitions={info.partitions}: the job "
+                f"would {consequence}; drop partitions= (the stream's own count is used) or "
+                f"pass partitions={actual}"
+            )
+            raise PlanError(msg)
 
 
 def create_streams(plan: ExecutionPlan) -> None:
     """Outputs and intermediate streams with their planned partition counts; a compacted
-    changelog per store, one partition per task, in the default system."""
+    changelog per store, one partition per task, in the default system. A stream that exists
+    must have the planned count: an output's descriptor may not contradict its stream, and an
+    intermediate stream or changelog made by an earlier run with another count needs a reset."""
     for stream_id, info in plan.streams.items():
-        if info.kind not in ("input", "side_input") and info.system.partition_count(stream_id) is None:
+        if info.kind in ("input", "side_input"):
+            continue
+        actual = info.system.partition_count(stream_id)
+        if actual is None:
             system_of(plan, stream_id).create_stream(stream_id, int(info.partitions))
+        elif actual != info.partitions:
+            if info.kind == "output":
+                msg = (
+                    f"output stream {stream_id!r} of system {info.system.name!r} has {actual} "
+                    f"partitions, but its descriptor says partitions={info.partitions}: drop "
+                    f"partitions= (the stream's own count is used) or pass partitions={actual}"
+                )
+                raise PlanError(msg)
+            what = f"intermediate stream {stream_id!r}"
+            raise PlanError(_made_by_earlier_run(plan, what, actual, info.partitions))
     system = default_system_of(plan)
     if system is None:
         return
     for store in plan.store_names:
         stream_id = plan.changelog_stream_id(store)
-        if system.partition_count(stream_id) is None:
+        actual = system.partition_count(stream_id)
+        if actual is None:
             system.create_stream(stream_id, plan.task_count, compacted=True)
+        elif actual != plan.task_count:
+            what = f"changelog {stream_id!r} of store {store!r}"
+            raise PlanError(_made_by_earlier_run(plan, what, actual, plan.task_count))
+
+
+def _made_by_earlier_run(plan: ExecutionPlan, what: str, actual: int, planned: int) -> str:
+    return (
+        f"{what} has {actual} partitions, made by an earlier run of job "
+        f"{plan.app_name!r} (id {plan.job_id!r}), but this plan needs {planned} (the inputs' "
+        f"partitions or job.intermediate.stream.partitions changed): run it with the settings "
+        f"it was made with, or start the job over with `samza-nb reset MODULE:APP --yes` "
+        f"(reset_job(app.plan()) from samza_nb.runtime.reset in Python; inputs and outputs stay)"
+    )
 
 
 def existing_job_data(plan: ExecutionPlan, store_root: Path) -> list[str]:

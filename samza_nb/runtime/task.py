@@ -334,8 +334,12 @@ class _TaskRun:
         }
 
     def write_outputs(self, transaction: TaskTransaction | None = None) -> dict[str, int]:
+        """Append the epoch's buffered outputs: through ``transaction`` (exactly-once), else
+        each embedded log's batches in one of its transactions (a failing write leaves none of
+        the epoch's batches behind) and other systems' batch by batch."""
         a = self.a
         out: dict[str, int] = {}
+        embedded: dict[int, tuple[EmbeddedSystem, list[tuple[str, int, Any]]]] = {}
         for stream_id, writer in sorted(self.context.writers.items()):
             system = system_of(self.plan, stream_id)
             plain = not isinstance(system, EmbeddedSystem)
@@ -345,11 +349,15 @@ class _TaskRun:
                         records = [Record(*record) for record in records]
                     if transaction is not None:
                         transaction.append(stream_id, partition, records, a.seq)
-                        continue
-                    system.append(
-                        stream_id, partition, records, producer=a.producer, producer_seq=a.seq
-                    )
+                    elif isinstance(system, EmbeddedSystem):
+                        embedded.setdefault(id(system), (system, []))[1].append((stream_id, partition, records))
+                    else:
+                        system.append(
+                            stream_id, partition, records, producer=a.producer, producer_seq=a.seq
+                        )
             out[stream_id] = writer.count
+        for system, batches in embedded.values():
+            system.append_all(batches, producer=a.producer, producer_seq=a.seq)
         return out
 
     def flush_stores(self, control: dict[str, Any]) -> None:

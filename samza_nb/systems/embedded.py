@@ -244,48 +244,89 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         ``controls`` are the indexes of its control messages in the batch."""
         db = self._db()
         with transaction(db):
-            row = db.execute(
-                "SELECT next_offset FROM partitions WHERE stream = ? AND partition = ?",
-                (stream_id, partition),
-            ).fetchone()
-            if row is None:
-                self._require_partitions(stream_id)
-                msg = f"stream {stream_id!r} has no partition {partition}"
-                raise StreamSystemError(msg)
-            if producer is not None:
-                duplicate = db.execute(
-                    "SELECT 1 FROM batches WHERE stream = ? AND partition = ? AND producer = ? "
-                    "AND producer_seq = ?",
-                    (stream_id, partition, producer, producer_seq),
-                ).fetchone()
-                if duplicate is not None:
-                    return False
-                # The batch may be gone: a processor killed after appending an epoch's
-                # intermediate batches leaves its plan pending; before its tasks fail over,
-                # their consumers read those batches, commit, and retention deletes them. The
-                # new owner replays the plan, and without this refusal the repeat would be
-                # read again, counted twice (test_zookeeper_processes.py, crashed epoch).
-                retired = db.execute(
-                    "SELECT max_seq FROM retired_producers WHERE stream = ? AND partition = ? AND name = ?",
-                    (stream_id, partition, producer_name(producer)),
-                ).fetchone()
-                if retired is not None and producer_seq is not None and producer_seq <= retired[0]:
-                    return False
-            first = int(row[0])
-            db.execute(
-                "INSERT INTO batches (stream, partition, first_offset, count, payload, producer, "
-                "producer_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (stream_id, partition, first, count, payload, producer, producer_seq),
-            )
-            db.execute(
-                "UPDATE partitions SET next_offset = ? WHERE stream = ? AND partition = ?",
-                (first + count, stream_id, partition),
-            )
-            if controls:
-                db.executemany(
-                    "INSERT OR IGNORE INTO control_offsets (stream, partition, offset) VALUES (?, ?, ?)",
-                    [(stream_id, partition, first + index) for index in controls],
+            return self._insert(db, stream_id, partition, payload, count, producer, producer_seq, controls)
+
+    def append_all(
+        self,
+        batches: Sequence[tuple[str, int, Sequence[Record]]],
+        *,
+        producer: str,
+        producer_seq: int,
+    ) -> None:
+        """Append a task epoch's batches, ``(stream, partition, records)`` each, in one
+        transaction: all of them become visible, or none (a partition that does not exist
+        fails the whole epoch's writes, not the ones after it). A batch the producer already
+        appended at ``producer_seq`` is skipped, as :meth:`append` does."""
+        encoded = []
+        for stream_id, partition, records in batches:
+            if records:
+                controls = (
+                    [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
+                    if any(map(_kind, records))
+                    else []
                 )
+                encoded.append((stream_id, partition, encode_batch(records), len(records), controls))
+        if not encoded:
+            return
+        db = self._db()
+        with transaction(db):
+            for stream_id, partition, payload, count, controls in encoded:
+                self._insert(db, stream_id, partition, payload, count, producer, producer_seq, controls)
+
+    def _insert(
+        self,
+        db: sqlite3.Connection,
+        stream_id: str,
+        partition: int,
+        payload: bytes,
+        count: int,
+        producer: str | None,
+        producer_seq: int | None,
+        controls: Sequence[int],
+    ) -> bool:
+        """One batch, inside the caller's transaction; False when it is a producer's repeat."""
+        row = db.execute(
+            "SELECT next_offset FROM partitions WHERE stream = ? AND partition = ?",
+            (stream_id, partition),
+        ).fetchone()
+        if row is None:
+            self._require_partitions(stream_id)
+            msg = f"stream {stream_id!r} of system {self.name!r} has no partition {partition}"
+            raise StreamSystemError(msg)
+        if producer is not None:
+            duplicate = db.execute(
+                "SELECT 1 FROM batches WHERE stream = ? AND partition = ? AND producer = ? "
+                "AND producer_seq = ?",
+                (stream_id, partition, producer, producer_seq),
+            ).fetchone()
+            if duplicate is not None:
+                return False
+            # The batch may be gone: a processor killed after appending an epoch's
+            # intermediate batches leaves its plan pending; before its tasks fail over,
+            # their consumers read those batches, commit, and retention deletes them. The
+            # new owner replays the plan, and without this refusal the repeat would be
+            # read again, counted twice (test_zookeeper_processes.py, crashed epoch).
+            retired = db.execute(
+                "SELECT max_seq FROM retired_producers WHERE stream = ? AND partition = ? AND name = ?",
+                (stream_id, partition, producer_name(producer)),
+            ).fetchone()
+            if retired is not None and producer_seq is not None and producer_seq <= retired[0]:
+                return False
+        first = int(row[0])
+        db.execute(
+            "INSERT INTO batches (stream, partition, first_offset, count, payload, producer, "
+            "producer_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (stream_id, partition, first, count, payload, producer, producer_seq),
+        )
+        db.execute(
+            "UPDATE partitions SET next_offset = ? WHERE stream = ? AND partition = ?",
+            (first + count, stream_id, partition),
+        )
+        if controls:
+            db.executemany(
+                "INSERT OR IGNORE INTO control_offsets (stream, partition, offset) VALUES (?, ?, ?)",
+                [(stream_id, partition, first + index) for index in controls],
+            )
         return True
 
     def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:

@@ -216,3 +216,59 @@ def test_a_job_waiting_on_a_quiet_input_runs_no_epochs(spark: Any, system: Embed
     assert job.epoch == epochs  # quiet again: no more epochs
     assert job.stop().state == "stopped"
     assert sorted(job.collect("quiet-out")["value"]) == [2, 4, 6]
+
+
+def test_partition_counts_that_contradict_the_streams_are_refused_before_anything_runs(
+    system: EmbeddedSystem,
+) -> None:
+    from samza_nb.errors import PlanError
+    from samza_nb.runtime import job_home
+
+    system.create_stream("in", 2)
+    system.write("in", [{"i": i} for i in range(6)])
+    system.end_stream("in")
+    system.create_stream("out", 3)
+
+    def app_with(inputs: int | None, outputs: int | None) -> StreamApplication:
+        app = StreamApplication("counts-checked")
+        app.input(system.input("in", partitions=inputs)).send_to(app.output(system.output("out", partitions=outputs)))
+        return app
+
+    # More input partitions than the stream has: the job would wait for them forever.
+    with pytest.raises(PlanError, match=r"input stream 'in' .* has 2 partitions, but its descriptor says partitions=7: .*wait forever"):
+        run(app_with(7, None), executor="local")
+    # Fewer: partition 1 would never be read.
+    with pytest.raises(PlanError, match=r"partitions=1: the job would never read partition 1;"):
+        run(app_with(1, None), executor="local")
+    assert not job_home(app_with(1, None).plan()).exists()
+    # An output whose descriptor contradicts its stream: refused before any epoch wrote to it.
+    with pytest.raises(PlanError, match=r"output stream 'out' .* has 3 partitions, but its descriptor says partitions=5"):
+        run(app_with(None, 5), executor="local")
+    assert system.newest_offsets("out") == {0: 0, 1: 0, 2: 0}
+    run(app_with(None, None), executor="local")
+    assert sorted(value["i"] for value in system.read("out")["value"]) == list(range(6))
+
+
+def test_an_intermediate_stream_made_with_another_partition_count_asks_for_a_reset(
+    system: EmbeddedSystem,
+) -> None:
+    from samza_nb.errors import PlanError
+    from samza_nb.runtime.reset import reset_job
+
+    system.create_stream("in", 2)
+    system.write("in", [{"k": i % 7, "v": i} for i in range(50)])
+    system.end_stream("in")
+
+    def app() -> StreamApplication:
+        app = StreamApplication("regrouped")
+        (app.input(system.input("in")).partition_by(lambda m: m["k"], op_id="by-k")
+         .map(lambda kv: KV(kv.key, kv.value["v"])).send_to(app.output(system.output("out", partitions=2))))
+        return app
+
+    run(app(), {"job.intermediate.stream.partitions": "2"}, executor="local")
+    four = {"job.intermediate.stream.partitions": "4"}
+    with pytest.raises(PlanError, match=r"intermediate stream 'regrouped-1-partition_by-by-k' has 2 partitions, made by an earlier run .* needs 4 .*samza-nb reset"):
+        run(app(), four, executor="local")
+    reset_job(app().plan(four))
+    run(app(), four, executor="local")
+    assert system.partition_count("regrouped-1-partition_by-by-k") == 4

@@ -69,6 +69,27 @@ def test_idempotent_appends_and_retention(tmp_path: Path) -> None:
     assert [offset for offset, _ in system.read_records("s", 0, 0, 100)] == [3, 4, 5]
 
 
+def test_an_epochs_batches_become_visible_together_or_not_at_all(tmp_path: Path) -> None:
+    # A task epoch's outputs go to several partitions in one transaction: a failing batch
+    # (here a partition that does not exist) leaves none of them behind, so a retry with
+    # other records (the user fixed the code) is not taken for a repeat of the first attempt.
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("out", 2)
+    first = [Record(MessageKind.USER, None, b"1", None)]
+    with pytest.raises(StreamSystemError, match=r"stream 'out' of system 'embedded' has no partition 2"):
+        system.append_all(
+            [("out", 0, first), ("out", 1, first), ("out", 2, first)], producer="job/t", producer_seq=0
+        )
+    assert system.newest_offsets("out") == {0: 0, 1: 0}
+    fixed = [Record(MessageKind.USER, None, b"2", None)]
+    system.append_all([("out", 0, fixed), ("out", 1, fixed)], producer="job/t", producer_seq=0)
+    assert [record.value for _, record in system.read_records("out", 0, 0, 10)] == [b"2"]
+    assert [record.value for _, record in system.read_records("out", 1, 0, 10)] == [b"2"]
+    # A repeat of the committed attempt (a crash before the checkpoint) is still dropped whole.
+    system.append_all([("out", 0, first), ("out", 1, first)], producer="job/t", producer_seq=0)
+    assert system.newest_offsets("out") == {0: 1, 1: 1}
+
+
 def test_a_deleted_batch_still_refuses_a_late_repeat_of_its_epoch(tmp_path: Path) -> None:
     # A frozen processor resumes and appends an epoch its task's new owner replayed and whose
     # batches retention already deleted (every consumer committed past them): refused.
