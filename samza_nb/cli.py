@@ -284,11 +284,30 @@ def _metadata_store_of(args: argparse.Namespace) -> Any:
     return EmbeddedMetadataStore(path)
 
 
+def _require_a_running_job(store: Any) -> None:
+    """A job on the embedded coordinator runs while a process holds its job home's lease; a
+    drain notification written when none does would stop its next run (a restart keeps the
+    run id) at once, so it is refused. (Jobs on ZooKeeper or Azure are not probed here.)"""
+    from samza_nb.coordination.embedded_lease import EmbeddedJobLease
+    from samza_nb.metadata import EmbeddedMetadataStore
+
+    if not isinstance(store, EmbeddedMetadataStore):
+        return
+    home = store.path.parent
+    if EmbeddedJobLease(home, store).holder() is None:
+        msg = (
+            f"no run of the job in {str(home)!r} is running (no process holds its job home), so "
+            f"there is nothing to drain; a drain notification now would stop its next run at once"
+        )
+        raise DrainError(msg)
+
+
 def _drain(args: argparse.Namespace) -> int:
     from samza_nb.drain import read_drain_notifications, read_run_id, write_drain_notification
 
     store = _metadata_store_of(args)
     try:
+        _require_a_running_job(store)
         run_id = args.run_id or read_run_id(store)
         notification_uuid = write_drain_notification(store, run_id)
         print(f"drain requested for run {run_id} (notification {notification_uuid})")

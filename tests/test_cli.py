@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from samza_nb.cli import main
+from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.drain import read_drain_notifications, read_run_id
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
 from samza_nb.metadata import EmbeddedMetadataStore
@@ -101,6 +102,12 @@ def test_run_counts_every_page_view(
     store = EmbeddedMetadataStore(samza_home / "embedded" / "jobs" / "page-views-1" / "metadata.sqlite3")
     assert read_run_id(store) == "cli-run"
     store.close()
+    # The job has finished: a drain is refused, and no notification waits for its next run.
+    assert main(["drain", QUICKSTART, "--wait"]) == 1
+    assert "is running (no process holds its job home), so there is nothing to drain" in capsys.readouterr().err
+    store = EmbeddedMetadataStore(samza_home / "embedded" / "jobs" / "page-views-1" / "metadata.sqlite3")
+    assert read_drain_notifications(store) == []
+    store.close()
 
 
 @pytest.mark.spark
@@ -120,7 +127,7 @@ def test_drain_stops_a_running_job_from_another_command(
     runner.start()
     job_home = samza_home / "embedded" / "jobs" / "page-views-1"
     deadline = time.monotonic() + 120
-    while not (job_home / "metadata.sqlite3").exists() and time.monotonic() < deadline:
+    while not _running(job_home) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert main(["drain", "--job-home", str(job_home), "--wait", "--timeout", "120"]) == 0
     runner.join(60)
@@ -134,6 +141,17 @@ def test_drain_stops_a_running_job_from_another_command(
     store = EmbeddedMetadataStore(job_home / "metadata.sqlite3")
     assert read_drain_notifications(store) == []
     store.close()
+
+
+def _running(job_home: Path) -> bool:
+    """Whether a run holds the job home (the lease is taken right after its store is made)."""
+    if not (job_home / "metadata.sqlite3").exists():
+        return False
+    store = EmbeddedMetadataStore(job_home / "metadata.sqlite3")
+    try:
+        return EmbeddedJobLease(job_home, store).holder() is not None
+    finally:
+        store.close()
 
 
 def test_drain_without_a_job_is_a_clear_error(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -194,7 +194,7 @@ class EmbeddedJobLease(JobLease):
             waited = time.monotonic() - began
             if waited >= limit:
                 holder = self._read_holder(fd)
-                how = f"after waiting {waited:.1f} s" if wait else "(pass wait=True to queue)"
+                how = f"after waiting {waited:.1f} s" if wait else "(to queue behind it: run(..., lease_wait=True) in Python, samza-nb run --wait in a shell)"
                 msg = (
                     f"job home {str(self.job_home)!r} is in use by {holder}; only one run of a "
                     f"job may run at a time {how}"

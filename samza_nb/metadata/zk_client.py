@@ -9,7 +9,10 @@ pass through as kazoo's own exceptions so callers can act on them.
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -37,6 +40,35 @@ T = TypeVar("T")
 #: Answers that carry meaning for the caller; they are never retried or wrapped.
 _MEANINGFUL = (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError)
 _RETRYABLE = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError, SessionExpiredError)
+
+
+class _RepeatsQuieted(logging.Filter):
+    """Lets each distinct kazoo message through once a minute: an unreachable server makes
+    kazoo log "Connection dropped" at every reconnect try (several a second), which would
+    flood a notebook cell or a processor's log while the bounded calls are still trying."""
+
+    def __init__(self, every: float = 60.0) -> None:
+        super().__init__()
+        self.every = every
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        now = time.monotonic()
+        with self._lock:
+            if len(self._last) > 1_000:
+                self._last.clear()
+            last = self._last.get(text)
+            if last is not None and now - last < self.every:
+                return False
+            self._last[text] = now
+            return True
+
+
+#: The logger of every ZkClient's kazoo session (kazoo's own, ``kazoo.client``, is left alone).
+_kazoo_log = logging.getLogger("samza_nb.zookeeper")
+_kazoo_log.addFilter(_RepeatsQuieted())
 
 
 def describe_connect(connect: str) -> str:
@@ -106,6 +138,7 @@ class ZkClient:
             # The session reconnects until it expires; calls (recipes included) are bounded.
             connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0},
             command_retry={"max_tries": self.max_tries, "delay": 0.1, "backoff": 2, "max_delay": 2.0},
+            logger=_kazoo_log,
         )
         try:
             self.kazoo.start(timeout=connection_timeout)

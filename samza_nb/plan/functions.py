@@ -27,5 +27,17 @@ def kv_key(message: Any) -> Any:
     >>> from samza_nb.plan.kv import KV
     >>> kv_key(KV("page-1", 3))
     'page-1'
+
+    A message without a ``key`` has nothing to join on: a TypeError that says what to pass.
     """
-    return message.key
+    try:
+        return message.key
+    except AttributeError:
+        pass
+    msg = (
+        f"a join keys messages by message.key (KV messages, as after partition_by), but this "
+        f"message is a {type(message).__name__}: pass key_fn= / other_key_fn= to join (key_fn= "
+        f"to join_table), key the stream with partition_by, or read the input with "
+        f"serde=serdes.kv(...)"
+    )
+    raise TypeError(msg)

@@ -99,7 +99,9 @@ class EmbeddedNotebookIO(StreamSystem):
         if self.is_ended(stream_id):
             msg = (
                 f"stream {stream_id!r} of system {self.name!r} has ended (end_stream); its readers "
-                f"stop at the end, so nothing more may be written to it"
+                f"stop at the end, so nothing more may be written to it. To write it again from "
+                f"the start, delete it first ({self.name}.delete_stream({stream_id!r}); reset the "
+                f"jobs that read it), or give the system a folder of its own (path=...)"
             )
             raise StreamSystemError(msg)
         return count

@@ -138,7 +138,9 @@ def test_missing_chroot_is_a_clear_error(zk_connect: str) -> None:
         ZkMetadataStore(f"{hosts}/no-such-chroot-x", "/base", session_timeout=6)
 
 
-def test_unreachable_service_names_the_connect_string_without_secrets() -> None:
+def test_unreachable_service_names_the_connect_string_without_secrets(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -151,6 +153,10 @@ def test_unreachable_service_names_the_connect_string_without_secrets() -> None:
     assert "unreachable" in str(caught.value)
     assert "pw" not in str(caught.value)
     assert time.monotonic() - started < 10
+    # kazoo retried several times; its "Connection dropped" line is logged once, not per try.
+    dropped = [r for r in caplog.records if "Connection dropped" in r.getMessage()]
+    assert len(dropped) <= 1
+    assert not any("pw" in r.getMessage() for r in caplog.records)
 
 
 def test_calls_after_the_service_went_away_fail_after_bounded_retries(zk_connect: str) -> None:

@@ -90,3 +90,22 @@ def test_keep_must_be_latest_or_all(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     with pytest.raises(PlanError, match="pairs.*keep must be 'latest' or 'all'"):
         _app(system, "bad", 1_000, keep="every")
+
+
+def test_a_join_of_unkeyed_messages_without_key_functions_says_what_to_pass(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from samza_nb.errors import TaskError
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    for side in ("left", "right"):
+        system.create_stream(side, 2)
+        system.write(side, _messages(side[0], 4), key_fn=lambda m: m["k"])
+        system.end_stream(side)
+    app = StreamApplication("unkeyed", job_id="1")
+    left, right = app.input(system.input("left")), app.input(system.input("right"))
+    left.join(right, lambda a, b: [a, b], ttl=timedelta(minutes=1), op_id="pairs").send_to(
+        app.output(system.output("unkeyed-pairs", partitions=2))
+    )
+    with pytest.raises(TaskError, match=r"operator unkeyed-1-join-pairs .*this message is a dict: pass key_fn= / other_key_fn=.*serdes\.kv"):
+        run_local(app, until="end-of-stream")

@@ -15,11 +15,18 @@ from samza_nb.notebook.magics.attach_schemes import AttachTarget
 
 __all__ = ["open_zookeeper"]
 
+#: How long ``%samza attach`` waits for a ZooKeeper session unless the config says otherwise.
+_ATTACH_CONNECT_MS = 10_000
+
 
 def open_zookeeper(target: AttachTarget, config: Config) -> AttachedJob:
     """The :class:`AttachedJob` of ``config``'s job at ``target.address`` (``host:port/chroot``)."""
     connect = target.address
-    config = config.with_overrides({"job.coordinator.zk.connect": connect})
+    overrides = {"job.coordinator.zk.connect": connect}
+    if "job.coordinator.zk.connection.timeout.ms" not in config:
+        # An observer waits less than a processor for a server that is not there.
+        overrides["job.coordinator.zk.connection.timeout.ms"] = str(_ATTACH_CONNECT_MS)
+    config = config.with_overrides(overrides)
     observer = ZkJobObserver(connect, config)
     try:
         metadata = get_metadata_store("zookeeper", config, connect=connect)
