@@ -8,7 +8,7 @@ Kafka's murmur2 of the serialized key when a ``key_fn`` is given (a None key goe
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -56,6 +56,12 @@ def placed_records(
     counter (kept by the system across writes)."""
     if partition is not None and not 0 <= partition < partitions:
         msg = f"stream {stream_id!r} has partitions 0..{partitions - 1}, not {partition}"
+        raise StreamSystemError(msg)
+    if isinstance(values, (str, bytes, bytearray, Mapping)) or not isinstance(values, Iterable):
+        msg = (
+            f"write to stream {stream_id!r} takes an iterable of messages, got "
+            f"{type(values).__name__} {values!r:.60}; to write one message, pass [message]"
+        )
         raise StreamSystemError(msg)
     encode_value = serde.to_bytes if serde is not None else _json_encode
     encode_key = key_serde.to_bytes if key_serde is not None else _json_encode

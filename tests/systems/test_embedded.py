@@ -191,3 +191,13 @@ def test_bad_writes_name_the_stream_and_leave_it_readable(tmp_path: Path) -> Non
         system.write("clicks", [3])
     assert sorted(system.read("clicks")["timestamp"]) == [10, 20]
     assert system.newest_offsets("clicks") == {0: 2, 1: 2}  # one message and one end marker each
+
+
+def test_write_takes_an_iterable_of_messages_not_one_message(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path)
+    system.create_stream("s", 1)
+    for one in ("hello", b"raw", {"page": "home"}, 5):
+        with pytest.raises(StreamSystemError, match=r"write to stream 's' takes an iterable of messages.*pass \[message\]"):
+            system.write("s", one)  # type: ignore[arg-type]
+    assert system.newest_offsets("s") == {0: 0}
+    assert system.write("s", ["hello"]) == 1
