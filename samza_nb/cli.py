@@ -14,6 +14,7 @@ and exit 1; bugs keep their traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -221,7 +222,9 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument(
         "--wait", action="store_true", help="queue behind a run of the same job instead of failing"
     )
-    parser.add_argument("--wait-timeout", type=float, default=None, help="seconds --wait may take")
+    parser.add_argument(
+        "--wait-timeout", type=_non_negative_seconds, default=None, help="seconds --wait may take"
+    )
     parser.add_argument(
         "--executor", choices=["spark", "local"], default="spark",
         help="where task epochs run: spark (default) or local (in this process, for debugging)",
@@ -342,7 +345,7 @@ def add_drain_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("--job-home", metavar="DIR", help="the job's folder (holds metadata.sqlite3)")
     parser.add_argument("--run-id", help="the run to drain (default: the job's current run id)")
     parser.add_argument("--wait", action="store_true", help="wait until the job has drained and stopped")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds --wait may take")
+    parser.add_argument("--timeout", type=_non_negative_seconds, default=300.0, help="seconds --wait may take")
     parser.set_defaults(handler=_drain)
 
 
@@ -393,6 +396,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _non_negative_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also refuses nan
+        msg = f"expected a number of seconds >= 0, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return seconds
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``samza-nb``; returns the process exit code."""
     args = build_parser().parse_args(argv)
@@ -403,6 +417,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `samza-nb plan ... | head`: the reader left; no traceback. Python would report the
+        # pipe again when it flushes stdout at exit, so stdout goes to /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return code
 
 

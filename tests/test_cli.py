@@ -184,3 +184,11 @@ def test_quickstart_on_the_standalone_cluster_restores_nothing_in_steady_state(
     assert epochs >= 4  # several epochs of window state carried from one to the next
     assert "store restores from changelogs: 0 (0 records)" in result.stdout
     assert _totals(system) == expected_counts(events)
+
+
+def test_negative_wait_timeouts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["run", QUICKSTART, "--wait", "--wait-timeout", "-1"], ["drain", QUICKSTART, "--timeout", "nan"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+        assert "expected a number of seconds >= 0" in capsys.readouterr().err

@@ -413,6 +413,9 @@ def run(
     ``lease_wait`` (then up to ``lease_timeout`` seconds).
     """
     _check_until(until)
+    if not callable(getattr(app, "plan", None)):
+        msg = f"run() takes a StreamApplication, got {type(app).__name__} {app!r:.60}"
+        raise ConfigError(msg)
     job = Job(
         app,
         Config.of(config),

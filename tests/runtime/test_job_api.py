@@ -74,6 +74,8 @@ def test_bad_run_arguments_are_config_errors(system: EmbeddedSystem) -> None:
         run(build_app(system), until="sometime")
     with pytest.raises(ConfigError, match="processors must be a positive int"):
         run(build_app(system), processors=0)
+    with pytest.raises(ConfigError, match="run\\(\\) takes a StreamApplication, got str 'page-views'"):
+        run("page-views")
 
 
 def test_add_processor_at_a_new_location_moves_tasks_and_loses_nothing(spark: Any, system: EmbeddedSystem) -> None:
