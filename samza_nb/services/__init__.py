@@ -102,10 +102,14 @@ def _locked(home: ServicesHome, *, wait: bool = True) -> Iterator[bool]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _write_env_file(home: ServicesHome) -> None:
-    """Rewrite the env file from what is up now; remove it when nothing is."""
+def _write_env_file(home: ServicesHome, stopped: Iterable[str] = ()) -> None:
+    """Rewrite the env file from what is up now; remove it when nothing is. ``stopped`` were
+    just stopped here: their address may linger in this shell's environment (a sourced env
+    file) without being a real service of the user's."""
     entries: dict[str, str] = {}
-    for kind in SERVICES.values():
+    for name, kind in SERVICES.items():
+        if name in stopped:
+            continue
         info = kind(home).status()
         if info.is_up:
             entries.update(info.env)
@@ -185,7 +189,7 @@ def down(
                 ran = service.stop()
                 stopped.append(ServiceInfo(name, "stopped" if ran else "not running"))
         finally:
-            _write_env_file(home)
+            _write_env_file(home, stopped=[info.name for info in stopped if info.state != "external"])
     return list(reversed(stopped))
 
 

@@ -186,7 +186,13 @@ class Service(ABC):
         )
 
     def external_value(self) -> str | None:
-        return environment(self.external_variable) if self.external_variable else None
+        """The user's own service (its variable set in the environment), or None. A value this
+        services folder wrote itself (a shell that sourced the env file) is not external: the
+        service is still ours to report on and to stop."""
+        value = environment(self.external_variable) if self.external_variable else None
+        if value is not None and (self._read_state() or {}).get("env", {}).get(self.external_variable) == value:
+            return None
+        return value
 
     def external_env(self) -> dict[str, str] | None:
         """Env-file entries of the real service the user configured, or None."""

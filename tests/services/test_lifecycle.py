@@ -42,7 +42,7 @@ def _records(info: services.ServiceInfo, home: Path) -> list[ProcessRecord]:
     return [ProcessRecord.from_json(item) for item in state["processes"]]
 
 
-def test_up_twice_is_one_service_and_down_leaves_nothing(tmp_path: Path) -> None:
+def test_up_twice_is_one_service_and_down_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (first,) = services.up(["kafka"], services_dir=tmp_path)
     records = _records(first, tmp_path)
     (second,) = services.up(["kafka"], services_dir=tmp_path)
@@ -53,12 +53,17 @@ def test_up_twice_is_one_service_and_down_leaves_nothing(tmp_path: Path) -> None
     env = services.read_service_env(tmp_path / "services.env")
     assert env["SAMZA_NB_KAFKA_BOOTSTRAP"] == first.address
     assert [info.state for info in services.status(["kafka"], services_dir=tmp_path)] == ["running"]
+    # A shell that sourced the env file (as docs/services.md says) still sees and stops its own
+    # broker: the address it wrote is not a "real service instead".
+    monkeypatch.setenv("SAMZA_NB_KAFKA_BOOTSTRAP", first.address)
+    assert [info.state for info in services.status(["kafka"], services_dir=tmp_path)] == ["running"]
 
     stopped = {info.name: info.state for info in services.down(services_dir=tmp_path)}
     assert stopped["kafka"] == "stopped" and stopped["zookeeper"] == "not running"
     assert not any(is_alive(record) for record in records)
     assert all(group_members(record.pgid) == [] for record in records)
     assert not (tmp_path / "services.env").exists()
+    monkeypatch.delenv("SAMZA_NB_KAFKA_BOOTSTRAP")  # the env file it came from is gone
     assert services.status(["kafka"], services_dir=tmp_path)[0].state == "stopped"
 
 
