@@ -13,6 +13,7 @@ import logging
 import re
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -99,6 +100,24 @@ def _split_auth(hosts: str) -> tuple[str | None, str]:
     return auth, rest
 
 
+def _bad_hosts(hosts: str) -> str | None:
+    """What is wrong with ``host:port[,host:port]``, or None.
+
+    >>> _bad_hosts("zk1:2181,zk2")
+    >>> _bad_hosts("foo:bar")
+    "port 'bar' of 'foo:bar' is not a number from 1 to 65535"
+    """
+    for entry in hosts.split(","):
+        host, colon, port = entry.strip().rpartition(":")
+        if not colon:
+            host, port = entry.strip(), "2181"
+        if not host:
+            return f"{entry.strip()!r} names no host"
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            return f"port {port!r} of {entry.strip()!r} is not a number from 1 to 65535"
+    return None
+
+
 class ZkClient:
     """One ZooKeeper session (started on construction) with bounded, retried calls.
 
@@ -131,6 +150,13 @@ class ZkClient:
         self.call_timeout = float(call_timeout or max(session_timeout, 1.0))
         hosts, self.chroot = split_connect(connect)
         auth, hosts = _split_auth(hosts)
+        problem = _bad_hosts(hosts)
+        if problem:
+            msg = (
+                f"ZooKeeper connect string {self.description!r} (job.coordinator.zk.connect): "
+                f"{problem}; write host:port[,host:port][/chroot]"
+            )
+            raise error(msg)
         self.kazoo = KazooClient(
             hosts=hosts + self.chroot,
             timeout=self.session_timeout,
@@ -141,7 +167,10 @@ class ZkClient:
             logger=_kazoo_log,
         )
         try:
-            self.kazoo.start(timeout=connection_timeout)
+            with warnings.catch_warnings():
+                # kazoo warns of a missing chroot on stderr; the error below says what to do.
+                warnings.filterwarnings("ignore", message="No chroot path exists")
+                self.kazoo.start(timeout=connection_timeout)
         except (KazooTimeoutError, KazooException) as exc:
             self._stop_quietly()
             msg = (
@@ -153,7 +182,9 @@ class ZkClient:
             self._stop_quietly()
             msg = (
                 f"ZooKeeper {self.description}: the chroot {self.chroot!r} does not exist on "
-                f"{hosts}; create it first (for example zkCli.sh create {self.chroot} '')"
+                f"{hosts}; create it first, for example with kazoo: python -c \"from "
+                f"kazoo.client import KazooClient as K; k = K('{hosts}'); k.start(); "
+                f"k.ensure_path('{self.chroot}'); k.stop()\""
             )
             raise error(msg)
         self._closed = False

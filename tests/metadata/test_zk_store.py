@@ -198,3 +198,10 @@ def test_put_all_with_a_failing_guard_writes_nothing(store: ZkMetadataStore) -> 
     assert store.get("k") == b"new"
     with pytest.raises(MetadataStoreError, match="do not fit in one fenced transaction"):
         store.put_all({"huge": os.urandom(1_200_000)}, guard=lambda tx: None)
+
+
+@pytest.mark.parametrize("connect", ["foo:bar/x", "127.0.0.1:99999", ":2181/jobs", "bob:pw@h:x"])
+def test_a_malformed_connect_string_names_the_key_not_a_traceback(connect: str) -> None:
+    with pytest.raises(MetadataStoreError, match=r"\(job\.coordinator\.zk\.connect\): .*write host:port") as caught:
+        ZkMetadataStore(connect, "/base", connection_timeout=1)
+    assert "pw" not in str(caught.value)
