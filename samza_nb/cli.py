@@ -367,8 +367,10 @@ def add_reset_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="start a job over: delete its job home, intermediate streams and changelogs",
         description=(
             "Delete everything a job keeps between runs (its job home with checkpoints and "
-            "stores, its intermediate streams and store changelogs), so its next run reads its "
-            "inputs from the start. Refused while the job runs. Without --yes it only lists."
+            "stores, its intermediate streams and store changelogs, and on ZooKeeper or Azure "
+            "its records in that metadata store), so its next run reads its inputs from the "
+            "start. Refused while the job runs (on ZooKeeper or Azure: while any of its "
+            "processors is live). Without --yes it only lists."
         ),
     )
     _add_app_arguments(parser)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from samza_nb.coordination.lease import JobLease
-from samza_nb.errors import StreamNotFoundError, TaskError
+from samza_nb.errors import CheckpointError, StreamNotFoundError, TaskError
 from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
 from samza_nb.runtime.context import system_of
@@ -78,6 +78,29 @@ def ssp_lags(
             key = ssp_key(ssp.stream, ssp.partition)
             lags[(task, ssp)] = max(0, newest.get(key, 0) - checkpoint.offsets.get(key, 0))
     return lags
+
+
+def _ended_ssps(checkpoint: Checkpoint, task: TaskModel) -> set[str]:
+    """SSP keys of ``task`` whose end of stream its checkpoint recorded."""
+    eos = checkpoint.control.get("eos", {}) if checkpoint.control else {}
+    return {
+        ssp_key(ssp.stream, ssp.partition)
+        for ssp in task.ssps
+        if (eos.get(str(ssp)) or {}).get("done")
+    }
+
+
+def _stale_end_of_stream(
+    plan: ExecutionPlan, task: str, key: str, checkpointed: int, newest: Mapping[str, int]
+) -> str:
+    """Why a job cannot start over a stream that ended past where the stream now ends."""
+    return (
+        f"task {task!r}: {key} ended at offset {checkpointed} when the job last ran, but the "
+        f"stream now ends at {newest.get(key, 0)}: it was recreated since, and the job's "
+        f"checkpoints and state belong to the old one (reading on would drop the new messages "
+        f"as after the end of stream); start the job over with `samza-nb reset "
+        f"MODULE:APP --yes` (reset_job(app.plan()) in Python), then run it again"
+    )
 
 
 class _Planned(NamedTuple):
@@ -143,11 +166,13 @@ class EpochDriver:
         ssps = sorted((ssp.stream, ssp.partition) for ssp in task.ssps)
         start_offsets = {}
         moved = False  # a reset or an out-of-range checkpoint: a pending plan no longer applies
+        ended = _ended_ssps(checkpoint, task)
         for stream_id, partition in ssps:
             key = ssp_key(stream_id, partition)
-            start_offsets[key], reset = self.offsets.start(
-                stream_id, partition, checkpoint.offsets.get(key), newest
-            )
+            checkpointed = checkpoint.offsets.get(key)
+            start_offsets[key], reset = self.offsets.start(stream_id, partition, checkpointed, newest)
+            if reset and checkpointed is not None and start_offsets[key] < checkpointed and key in ended:
+                raise CheckpointError(_stale_end_of_stream(self.plan, task.name, key, checkpointed, newest))
             moved = moved or reset
         plan = None if moved else self.checkpoints.pending_plan(task.name, checkpoint.seq)
         if plan is not None:

@@ -1,15 +1,22 @@
 """Starting a job over: delete what it keeps between runs (``samza-nb reset``).
 
 A job keeps its job home (metadata store, stores, lease and incarnation files), its
-intermediate streams, its store changelogs and, under exactly-once, its checkpoint topic. Reset deletes them all, under the job's lease,
-so a running job is never reset under its feet; the job's inputs and outputs stay.
+intermediate streams, its store changelogs, under exactly-once its checkpoint topic and, when it
+is coordinated through ZooKeeper or Azure, its records in that service's metadata store
+(checkpoints, run id, task assignments). Reset deletes them all; the job's inputs and outputs
+stay. A running job is never reset under its feet: on the embedded coordinator reset takes the
+job home's lease, on ZooKeeper or Azure it refuses while any processor of the job is live.
 """
 
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
+from samza_nb.config import Config
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
+from samza_nb.errors import JobLeaseError
+from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.runtime.context import default_system_of, system_of
 from samza_nb.runtime.exactly_once import checkpoint_system, checkpoint_topic, exactly_once
@@ -20,8 +27,9 @@ __all__ = ["reset_job"]
 
 
 def reset_job(plan: ExecutionPlan, *, dry_run: bool = False) -> list[str]:
-    """Delete the job's home, intermediate streams and changelogs; returns what was (or, with
-    ``dry_run``, would be) deleted. Raises JobLeaseError while the job runs."""
+    """Delete the job's home, intermediate streams, changelogs and (ZooKeeper, Azure) its
+    records in the coordinator's metadata store; returns what was (or, with ``dry_run``, would
+    be) deleted. Raises JobLeaseError while the job runs."""
     home = job_home(plan)
     doomed = []
     streams = [(system_of(plan, sid), sid) for sid, info in plan.streams.items() if info.kind == "intermediate"]
@@ -32,18 +40,72 @@ def reset_job(plan: ExecutionPlan, *, dry_run: bool = False) -> list[str]:
         streams.append((checkpoint_system(plan), checkpoint_topic(plan)))
     existing = [(owner, sid) for owner, sid in streams if owner.partition_count(sid) is not None]
     doomed += [f"stream {sid!r} of system {owner.name!r}" for owner, sid in existing]
-    if home.exists():
-        doomed.append(f"job home {str(home)!r}")
-    if dry_run or not doomed:
-        return doomed
-    store = open_metadata_store(plan.config, home)
-    lease = EmbeddedJobLease(home, store, label="samza-nb reset")
-    lease.acquire()
+    store = open_metadata_store(plan.config, home) if _remote_store(plan.config) or home.exists() else None
     try:
-        for owner, sid in existing:
-            owner.delete_stream(sid)
+        remote = [] if store is None or isinstance(store, EmbeddedMetadataStore) else sorted(store.all())
+        if remote:
+            doomed.append(f"{len(remote)} records of the job in {store!r}")
+        if home.exists():
+            doomed.append(f"job home {str(home)!r}")
+        if dry_run or not doomed:
+            return doomed
+        if store is None:
+            store = open_metadata_store(plan.config, home)
+        # The embedded coordinator's processors hold the job home's lease; a distributed job's
+        # are registered with its coordinator instead.
+        embedded = (plan.config.get_str("job.coordinator.factory") or "embedded") == "embedded"
+        lease = EmbeddedJobLease(home, store, label="samza-nb reset") if embedded else None
+        if lease is None:
+            _refuse_if_live(plan)
+        else:
+            lease.acquire()
+        try:
+            for owner, sid in existing:
+                owner.delete_stream(sid)
+            for key in remote:
+                store.delete(key)
+            store.flush()
+        finally:
+            if lease is not None:
+                lease.release()
     finally:
-        lease.release()
-        store.close()
+        if store is not None:
+            store.close()
     shutil.rmtree(home, ignore_errors=True)
     return doomed
+
+
+def _remote_store(config: Config) -> bool:
+    """Whether the job's metadata store is a service's (ZooKeeper, Azure), not its job home's."""
+    factory = config.get_str("metadata.store.factory")
+    if "metadata.store.factory" not in config:
+        factory = config.get_str("job.coordinator.factory")
+    return (factory or "embedded") != "embedded"
+
+
+def _refuse_if_live(plan: ExecutionPlan) -> None:
+    """A job coordinated through ZooKeeper or Azure takes no job-home lease: it runs while any
+    of its processors is registered live with the coordinator."""
+    coordinator = plan.config.get_str("job.coordinator.factory") or "embedded"
+    observer: Any
+    if coordinator == "zookeeper":
+        from samza_nb.coordination.zk.observer import ZkJobObserver
+
+        observer = ZkJobObserver(plan.config.get_str("job.coordinator.zk.connect") or "", plan.config)
+    elif coordinator == "azure":
+        from samza_nb.coordination.azure.observer import AzureJobObserver
+
+        observer = AzureJobObserver(plan.config)
+    else:
+        return
+    try:
+        observed = observer.observe()
+    finally:
+        observer.close()
+    live = [processor.processor_id for processor in observed.processors]
+    if live:
+        msg = (
+            f"job {plan.app_name!r} (id {plan.job_id!r}) is running: processors {live} are live "
+            f"in {observed.where}; drain or stop it before resetting it"
+        )
+        raise JobLeaseError(msg, holder=", ".join(live))

@@ -180,7 +180,8 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         db = self._db()
         with transaction(db):
             for table in (
-                "streams", "partitions", "batches", "control_offsets", "compaction", "retired_producers"
+                "streams", "partitions", "batches", "control_offsets", "compaction",
+                "retired_producers", "ended_streams",
             ):
                 db.execute(f"DELETE FROM {table} WHERE stream = ?", (stream_id,))  # noqa: S608
 

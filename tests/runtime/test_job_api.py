@@ -274,3 +274,34 @@ def test_an_intermediate_stream_made_with_another_partition_count_asks_for_a_res
     reset_job(app().plan(four))
     run(app(), four, executor="local")
     assert system.partition_count("regrouped-1-partition_by-by-k") == 4
+
+
+def test_a_recreated_input_behind_an_ended_checkpoint_is_refused_until_the_job_is_reset(
+    system: EmbeddedSystem,
+) -> None:
+    # The job's checkpoints say the input ended at offset 21 (20 messages and the end of
+    # stream); the stream was deleted and written again with 5 messages. Reading on would drop all 5 as after the end of stream
+    # (a remote metadata store outlives a new job home the same way): refused, naming reset.
+    from samza_nb.errors import CheckpointError
+    from samza_nb.runtime.reset import reset_job
+
+    def fill(count: int) -> None:
+        system.create_stream("in", 1)
+        system.write("in", [{"i": i} for i in range(count)])
+        system.end_stream("in")
+
+    def app() -> StreamApplication:
+        app = StreamApplication("recreated")
+        app.input(system.input("in")).send_to(app.output(system.output("out", partitions=1)))
+        return app
+
+    fill(20)
+    run(app(), executor="local")
+    system.delete_stream("in")
+    fill(5)
+    with pytest.raises(CheckpointError, match=r"in#0 ended at offset 21 when the job last ran, but the stream now ends at 6: it was recreated"):
+        run(app(), executor="local")
+    assert len(system.read("out")) == 20
+    reset_job(app().plan())
+    run(app(), executor="local")
+    assert len(system.read("out")) == 25
