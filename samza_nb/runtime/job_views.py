@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.coordination.job_model_calculator import unassigned_standbys
-from samza_nb.errors import JobError, TaskError
+from samza_nb.errors import JobError, SamzaNbError, TaskError
 from samza_nb.grouping.standby import active_task_name
 from samza_nb.model import JobModel, SystemStreamPartition, TaskMode
 from samza_nb.plan.serdes import KVSerde
@@ -27,7 +27,7 @@ from samza_nb.runtime.status import JobStatus, ProcessorStatus
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
-    from samza_nb.runtime.checkpoints import CheckpointStore
+    from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore
     from samza_nb.runtime.epoch import EpochResult
     from samza_nb.runtime.epoch_driver import EpochDriver
     from samza_nb.runtime.executor import Executor
@@ -54,6 +54,8 @@ class JobViews:
     _executor: Executor
     _samples: dict[str, deque[str]]
     _timeline: JobHistory
+    #: The embedded job-home lease; None for a processor process of a distributed job.
+    lease: Any
 
     @property
     def job_model(self) -> JobModel:
@@ -74,14 +76,31 @@ class JobViews:
     def _producer_counts(self) -> dict[str, int]:
         return producer_counts(self.plan, self._task_ssps())
 
+    def _known_checkpoints(self) -> dict[str, Checkpoint]:
+        """Every task's checkpoint as far as this process knows: its own tasks' (the freshest)
+        and, in a processor process of a distributed job, the other processes' as committed
+        in the shared metadata store (else their lag would count everything they read)."""
+        cached = self.checkpoints.cached()
+        if self.lease is not None:  # one process hosts every processor of the job
+            return cached
+        model = self.job_model
+        mine = {task for pid, container in model.containers.items() if pid in self._processors for task in container.tasks}
+        try:
+            stored = self.checkpoints.read_all()
+        except SamzaNbError:  # the store is away: this process's own view only
+            return cached
+        return {**{task: cp for task, cp in stored.items() if task not in mine}, **{
+            task: cp for task, cp in cached.items() if task in mine or task not in stored
+        }}
+
     def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
-        return ssp_lags(self._task_ssps(), self.checkpoints.cached(), newest_offsets(self.plan))
+        return ssp_lags(self._task_ssps(), self._known_checkpoints(), newest_offsets(self.plan))
 
     def _message_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
         """Per (task, SSP): the messages not read yet, control messages (watermarks,
         end-of-stream, drain) left out, so 2,000 events read by nobody show a lag of 2,000."""
-        lags = self._ssp_lags()
-        cached = self.checkpoints.cached()
+        cached = self._known_checkpoints()
+        lags = ssp_lags(self._task_ssps(), cached, newest_offsets(self.plan))
         for (task, ssp), lag in lags.items():
             if lag:
                 checkpoint = cached.get(task)
@@ -94,7 +113,7 @@ class JobViews:
     def status(self) -> JobStatus:
         model = self.job_model
         lag_by_task: dict[str, int] = {}
-        cached = self.checkpoints.cached()
+        cached = self._known_checkpoints()
         newest = newest_offsets(self.plan)
         partitions = []
         for (task, ssp), lag in sorted(self._message_lags().items(),
