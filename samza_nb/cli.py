@@ -287,38 +287,49 @@ def _metadata_store_of(args: argparse.Namespace) -> Any:
     return EmbeddedMetadataStore(path)
 
 
-def _require_a_running_job(store: Any) -> None:
-    """A job on the embedded coordinator runs while a process holds its job home's lease; a
-    drain notification written when none does would stop its next run (a restart keeps the
-    run id) at once, so it is refused. (Jobs on ZooKeeper or Azure are not probed here.)"""
+def _running_processors(plan: Any, store: Any) -> list[str] | None:
+    """Who runs the job now: for the embedded coordinator the job home's lease holder, for
+    ZooKeeper or Azure the processors registered live there; None when nothing tells."""
     from samza_nb.coordination.embedded_lease import EmbeddedJobLease
+    from samza_nb.coordination.liveness import live_processors
     from samza_nb.metadata import EmbeddedMetadataStore
+    from samza_nb.runtime import job_home
 
-    if not isinstance(store, EmbeddedMetadataStore):
-        return
-    home = store.path.parent
-    if EmbeddedJobLease(home, store).holder() is None:
-        msg = (
-            f"no run of the job in {str(home)!r} is running (no process holds its job home), so "
-            f"there is nothing to drain; a drain notification now would stop its next run at once"
-        )
-        raise DrainError(msg)
+    live = None if plan is None else live_processors(plan.config)
+    if live is not None:
+        return live.ids
+    if isinstance(store, EmbeddedMetadataStore):
+        home = store.path.parent
+    elif plan is not None:
+        home = job_home(plan)
+    else:
+        return None
+    holder = EmbeddedJobLease(home, store).holder()
+    return [] if holder is None else [holder]
 
 
 def _drain(args: argparse.Namespace) -> int:
     from samza_nb.drain import read_drain_notifications, read_run_id, write_drain_notification
 
     store = _metadata_store_of(args)
+    plan = _application(args).plan(_config(args)) if args.app and not args.job_home else None
     try:
-        _require_a_running_job(store)
+        if _running_processors(plan, store) == []:
+            # A notification now would stop the job's next run at once (a restart after a
+            # stop or a crash keeps the run id).
+            msg = "the job is not running (no processor of it is live), so there is nothing to drain"
+            raise DrainError(msg)
         run_id = args.run_id or read_run_id(store)
         notification_uuid = write_drain_notification(store, run_id)
         print(f"drain requested for run {run_id} (notification {notification_uuid})")
         if not args.wait:
             return 0
-        # The job removes its run's notifications once every processor has stopped.
+        # The job removes its run's notifications once its tasks have drained; with several
+        # processor processes, the last of them may still be stopping: wait for it too.
         deadline = time.monotonic() + args.timeout
-        while any(n.uuid == notification_uuid for n in read_drain_notifications(store)):
+        while any(n.uuid == notification_uuid for n in read_drain_notifications(store)) or (
+            _running_processors(plan, store) or []
+        ):
             if time.monotonic() > deadline:
                 msg = f"run {run_id} has not finished draining after {args.timeout:.0f} s; is it running?"
                 raise DrainError(msg)

@@ -104,7 +104,7 @@ def test_run_counts_every_page_view(
     store.close()
     # The job has finished: a drain is refused, and no notification waits for its next run.
     assert main(["drain", QUICKSTART, "--wait"]) == 1
-    assert "is running (no process holds its job home), so there is nothing to drain" in capsys.readouterr().err
+    assert "the job is not running (no processor of it is live), so there is nothing to drain" in capsys.readouterr().err
     store = EmbeddedMetadataStore(samza_home / "embedded" / "jobs" / "page-views-1" / "metadata.sqlite3")
     assert read_drain_notifications(store) == []
     store.close()

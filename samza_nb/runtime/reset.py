@@ -11,10 +11,10 @@ job home's lease, on ZooKeeper or Azure it refuses while any processor of the jo
 from __future__ import annotations
 
 import shutil
-from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
+from samza_nb.coordination.liveness import live_processors
 from samza_nb.errors import JobLeaseError
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.plan.execution_plan import ExecutionPlan
@@ -86,26 +86,10 @@ def _remote_store(config: Config) -> bool:
 def _refuse_if_live(plan: ExecutionPlan) -> None:
     """A job coordinated through ZooKeeper or Azure takes no job-home lease: it runs while any
     of its processors is registered live with the coordinator."""
-    coordinator = plan.config.get_str("job.coordinator.factory") or "embedded"
-    observer: Any
-    if coordinator == "zookeeper":
-        from samza_nb.coordination.zk.observer import ZkJobObserver
-
-        observer = ZkJobObserver(plan.config.get_str("job.coordinator.zk.connect") or "", plan.config)
-    elif coordinator == "azure":
-        from samza_nb.coordination.azure.observer import AzureJobObserver
-
-        observer = AzureJobObserver(plan.config)
-    else:
-        return
-    try:
-        observed = observer.observe()
-    finally:
-        observer.close()
-    live = [processor.processor_id for processor in observed.processors]
-    if live:
+    live = live_processors(plan.config)
+    if live is not None and live.ids:
         msg = (
-            f"job {plan.app_name!r} (id {plan.job_id!r}) is running: processors {live} are live "
-            f"in {observed.where}; drain or stop it before resetting it"
+            f"job {plan.app_name!r} (id {plan.job_id!r}) is running: processors {live.ids} are "
+            f"live in {live.where}; drain or stop it before resetting it"
         )
-        raise JobLeaseError(msg, holder=", ".join(live))
+        raise JobLeaseError(msg, holder=", ".join(live.ids))

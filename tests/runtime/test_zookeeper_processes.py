@@ -198,9 +198,14 @@ def test_samza_nb_drain_stops_every_processor_process(zk_connect: str, tmp_path:
             argv += ["--set", f"{key}={value}"]
         drain = subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=180, check=False)
         assert drain.returncode == 0, drain.stderr.decode()[-2000:]
+        # `drain --wait` returned once no processor was live: each is past its last epoch
+        # and only has its process to end.
         for process in processes:
-            output, _ = process.communicate(timeout=120)
+            output, _ = process.communicate(timeout=20)
             assert process.returncode == 0 and b"job drained" in output, output.decode()[-2000:]
+        # Nothing runs now: a second drain is refused (its notification would stop the next run).
+        again = subprocess.run([a for a in argv if a != "--wait"], cwd=tmp_path, capture_output=True, timeout=120, check=False)
+        assert again.returncode == 1 and b"the job is not running" in again.stderr, again.stderr.decode()[-2000:]
     finally:
         for process in processes:
             if process.poll() is None:
