@@ -348,18 +348,12 @@ class Job(JobRegrouping):
                 self._release()
 
     def _caught_up(self) -> bool:
-        """Whether this process's tasks have read everything there is (other processes'
-        tasks are theirs to judge)."""
-        hosted = {
-            task
-            for pid, container in self.job_model.containers.items()
-            if pid in self._processors
-            for task in container.tasks
-        }
+        """Whether every task of the job has read everything there is: this process's tasks
+        by its own checkpoints, other processes' by what they committed to the shared store.
+        A survivor whose peer died with unread input waits until a new model gives it the
+        peer's tasks and it has read them too (it would otherwise say "finished" over them)."""
         lags = self._ssp_lags()
-        return not any(
-            lag for (task, _ssp), lag in lags.items() if task in hosted and task not in self._done_tasks
-        )
+        return not any(lag for (task, _ssp), lag in lags.items() if task not in self._done_tasks)
 
     # -- drain -------------------------------------------------------------------------------
     def drain(self, wait: bool = False, timeout: float | None = None) -> JobStatus:

@@ -45,6 +45,7 @@ def _processor(
     location: str,
     extra: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
+    until: str = "end-of-stream",
 ) -> subprocess.Popen[bytes]:
     settings = {
         **(extra or {}),
@@ -57,7 +58,7 @@ def _processor(
         "task.max.epoch.messages": "40",
         "task.epoch.min.interval.ms": "200",
     }
-    argv = [sys.executable, "-m", "samza_nb.cli", "run", "zkjob:app", "--executor", "local"]
+    argv = [sys.executable, "-m", "samza_nb.cli", "run", "zkjob:app", "--executor", "local", "--until", until]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
     return subprocess.Popen(
@@ -212,6 +213,34 @@ def test_samza_nb_drain_stops_every_processor_process(zk_connect: str, tmp_path:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(30)
     assert _totals(system) == expected_counts(events)
+
+
+def test_caught_up_waits_for_the_tasks_of_a_processor_that_died(zk_connect: str, tmp_path: Path) -> None:
+    # An open input and --until caught-up: the survivor's own tasks catch up long before the
+    # dead processor's session expires. "Finished" must wait for the new model and for the
+    # dead one's partitions to be read too.
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    events = generate_page_views(4_000, seed=23)
+    write_page_views(system, events, end=False)
+    (tmp_path / "zkjob.py").write_text(_MODULE.format(path=str(log)))
+    survivor = _processor(tmp_path, zk_connect, "p1", "host-a", until="caught-up")
+    doomed = _processor(tmp_path, zk_connect, "p2", "host-b", until="caught-up")
+    try:
+        deadline = time.monotonic() + 120
+        while _committed(zk_connect) < 6:
+            assert time.monotonic() < deadline, "the processors committed nothing in 120 s"
+            time.sleep(0.1)
+        os.killpg(doomed.pid, signal.SIGKILL)
+        assert doomed.wait(30) == -signal.SIGKILL
+        output, _ = survivor.communicate(timeout=240)
+        assert survivor.returncode == 0 and b"job finished" in output, output.decode()[-3000:]
+    finally:
+        for process in (survivor, doomed):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+    assert _input_read(zk_connect) == len(events), output.decode()[-2000:]
 
 
 _STANDBY_MODULE = """
