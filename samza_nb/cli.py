@@ -171,7 +171,8 @@ def _run(args: argparse.Namespace) -> int:
         lease_wait=args.wait,
         lease_timeout=args.wait_timeout,
     )
-    print(f"run id {job.run_id}; metadata store {job.home}")
+    store = job.metadata if job.lease is None else job.home  # a service's store, or the job home's
+    print(f"run id {job.run_id}; metadata store {store}")
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops the job the same way Ctrl-C does: after the current epoch commits.
         signal.signal(signal.SIGTERM, lambda *_: job.stop())

@@ -142,6 +142,13 @@ def initial_processors(config: Config, count: int | None, *, single: bool = Fals
     LocationIdProvider. ``single``: a processor process of a distributed coordinator, one
     processor whose id (unless configured) is unique among the group's processes."""
     if single:
+        if count not in (None, 1):
+            msg = (
+                f"processors={count!r}: a process of a job on {config.get_str('job.coordinator.factory')} "
+                f"hosts one processor; start one process per processor (each with its own "
+                f"processor.id)"
+            )
+            raise ConfigError(msg)
         ids = config.get_list("processor.id")
         pid = ids[0] if ids else f"{socket.gethostname()}-{os.getpid()}"
         configured = config.get_list("processor.locations")

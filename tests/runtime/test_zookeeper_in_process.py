@@ -111,3 +111,16 @@ def test_each_processor_process_reports_the_lag_of_every_task_from_the_shared_ch
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_processor_process_of_a_distributed_job_refuses_processors_n(tmp_path: Path, zk_connect: str) -> None:
+    from samza_nb.errors import ConfigError
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("in", 1)
+    app = StreamApplication("many-zk")
+    app.input(system.input("in")).send_to(app.output(system.output("out", partitions=1)))
+    config = {"job.coordinator.factory": "zookeeper", "job.coordinator.zk.connect": zk_connect,
+              "job.home": str(tmp_path / "home")}
+    with pytest.raises(ConfigError, match=r"processors=2: a process of a job on zookeeper hosts one processor"):
+        run(app, config, processors=2, executor="local")
