@@ -194,13 +194,16 @@ class ZkClient:
 
     # -- bounded calls -------------------------------------------------------------------------
     def call(self, what: str, attempt: Callable[[], T]) -> T:
-        """Run ``attempt`` with the retry policy; ``what`` names the operation in errors."""
+        """Run ``attempt`` with the retry policy; ``what`` names the operation in errors. Its
+        tries end after twice the call timeout in all (else a service gone away would hold a
+        caller for ``max_tries`` full timeouts: minutes, past the session timeout)."""
         retry = KazooRetry(
             max_tries=self.max_tries,
             delay=0.1,
             backoff=2,
             max_delay=2.0,
             ignore_expire=True,
+            deadline=2 * self.call_timeout,
         )
 
         def once() -> T:
@@ -215,8 +218,9 @@ class ZkClient:
             raise
         except RetryFailedError as exc:
             msg = (
-                f"ZooKeeper {self.description}: {what} failed after {self.max_tries} tries "
-                "(the service is unreachable or the session is lost)"
+                f"ZooKeeper {self.description}: {what} failed after at most {self.max_tries} "
+                f"tries in {2 * self.call_timeout:g} s (the service is unreachable or the "
+                f"session is lost)"
             )
             raise self.error(msg) from exc
         except (KazooException, *_RETRYABLE) as exc:
