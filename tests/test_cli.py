@@ -67,6 +67,16 @@ def test_a_bad_application_name_is_one_clear_line(
     assert "\n" not in err
 
 
+def test_an_application_whose_module_imports_a_missing_package_says_so(
+    samza_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "needs_a_package.py").write_text("import no_such_package_here\napp = None\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["plan", "needs_a_package:app"]) == 1
+    assert "its module 'needs_a_package' imports 'no_such_package_here', which is not installed" in capsys.readouterr().err
+
+
 def test_a_config_file_with_an_unknown_key_names_it(
     samza_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -50,7 +50,14 @@ def load_application(spec: str) -> StreamApplication:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
-        msg = f"application {spec!r}: no module named {error.name!r} (is it on PYTHONPATH?)"
+        missing = error.name or ""
+        if module_name == missing or module_name.startswith(missing + "."):
+            msg = f"application {spec!r}: no module named {missing!r} (is it on PYTHONPATH?)"
+        else:  # the application's module was found; something it imports was not
+            msg = (
+                f"application {spec!r}: its module {module_name!r} imports {missing!r}, which "
+                f"is not installed here ({error})"
+            )
         raise ConfigError(msg) from error
     value: Any = module
     for part in attribute.split("."):
