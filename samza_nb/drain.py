@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from samza_nb.errors import DrainError
+from samza_nb.errors import DrainError, SamzaNbError
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 
 __all__ = [
@@ -208,6 +208,9 @@ class DrainMonitor:
         while not self._stopped.is_set():
             try:
                 found = should_drain(self._store, self.run_id)
+            except SamzaNbError as error:  # a store away: say so in a line, the next poll retries
+                _log.warning("DrainMonitor poll failed: %s", error)
+                found = False
             except Exception:  # a flaky store must not kill the monitor; the next poll retries
                 _log.exception("DrainMonitor poll failed")
                 found = False
