@@ -154,6 +154,20 @@ def _progress_line(job: Job, started: float) -> str:
     return line
 
 
+def _print_task_moves(job: Job, before: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Print which tasks this process's processors run whenever a new job model changes them
+    (a peer joined or died, a rebalance); returns what they run now."""
+    mine = job.processors
+    now = {pid: sorted(container.tasks) for pid, container in job.job_model.containers.items() if pid in mine}
+    for pid, tasks in sorted(now.items()):
+        if before.get(pid) != tasks:
+            gained = sorted(set(tasks) - set(before.get(pid, [])))
+            lost = sorted(set(before.get(pid, [])) - set(tasks))
+            change = "" if not before else f" (took {gained or 'none'}, gave up {lost or 'none'})"
+            print(f"processor {pid} runs {len(tasks)} tasks: {', '.join(tasks) or 'none'}{change}", flush=True)
+    return now
+
+
 def _run(args: argparse.Namespace) -> int:
     from samza_nb.runtime import run
 
@@ -178,9 +192,11 @@ def _run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, lambda *_: job.stop())
     started = time.perf_counter()
     last_epoch = -1
+    hosted: dict[str, list[str]] = {}
     try:
         while not job.status().done:
             time.sleep(args.progress_interval)
+            hosted = _print_task_moves(job, hosted)
             if job.epoch != last_epoch:
                 last_epoch = job.epoch
                 print(_progress_line(job, started), flush=True)

@@ -105,6 +105,8 @@ def test_two_processor_processes_survive_the_death_of_one(zk_connect: str, tmp_p
         output, _ = survivor.communicate(timeout=240)
         assert survivor.returncode == 0, output.decode()[-3000:]
         assert b"job finished" in output
+        # It said when it took over the dead processor's tasks.
+        assert b"processor p1 runs 4 tasks: " in output and b"(took ['" in output, output.decode()[-3000:]
     finally:
         for process in (survivor, doomed):
             if process.poll() is None:
