@@ -132,6 +132,9 @@ class JobRegrouping(JobViews):
             if processor_id not in self._processors:
                 msg = f"no processor {processor_id!r}; processors are {sorted(self._processors)}"
                 raise JobError(msg)
+            if self.status().done:
+                msg = f"job {self.plan.app_name!r} has {self._state}; there is nothing to regroup"
+                raise JobError(msg)
             if len(self._processors) == 1:
                 msg = "cannot kill the last processor; stop the job instead"
                 raise JobError(msg)

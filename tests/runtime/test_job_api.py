@@ -305,3 +305,10 @@ def test_a_recreated_input_behind_an_ended_checkpoint_is_refused_until_the_job_i
     reset_job(app().plan())
     run(app(), executor="local")
     assert len(system.read("out")) == 25
+
+
+def test_killing_a_processor_of_a_finished_job_says_the_job_finished(system: EmbeddedSystem) -> None:
+    write_page_views(system, generate_page_views(20))
+    job = run(build_app(system, name="ended"), executor="local")
+    with pytest.raises(JobError, match=r"job 'ended' has finished; there is nothing to regroup"):
+        job.kill_processor("0")
