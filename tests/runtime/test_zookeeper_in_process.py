@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from samza_nb.api import StreamApplication
-from samza_nb.errors import JobLeaseError
+from samza_nb.errors import ConfigError, JobLeaseError
 from samza_nb.metadata.registry import get_metadata_store
 from samza_nb.runtime import run
 from samza_nb.runtime.reset import reset_job
@@ -22,49 +22,63 @@ from samza_nb.systems import EmbeddedSystem
 pytestmark = pytest.mark.services
 
 
-def test_reset_refuses_a_live_processor_then_clears_the_jobs_records_in_zookeeper(
-    tmp_path: Path, zk_connect: str
-) -> None:
+def _ended_input(tmp_path: Path, partitions: int, messages: int) -> EmbeddedSystem:
+    """A log with the input ``in`` (ended) and the output ``out`` (2 partitions)."""
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    system.create_stream("in", 2)
-    system.write("in", [{"i": i} for i in range(20)])
+    system.create_stream("in", partitions)
+    system.write("in", [{"i": i} for i in range(messages)])
     system.end_stream("in")
-    config = {
+    system.create_stream("out", 2)
+    return system
+
+
+def _copy(system: EmbeddedSystem, name: str) -> StreamApplication:
+    """``in`` copied to ``out``."""
+    app = StreamApplication(name)
+    app.input(system.input("in")).send_to(app.output(system.output("out")))
+    return app
+
+
+def _on_zookeeper(zk_connect: str, home: Path, pid: str, **extra: str) -> dict[str, str]:
+    return {
         "job.coordinator.factory": "zookeeper",
         "job.coordinator.zk.connect": zk_connect,
         "job.coordinator.zk.session.timeout.ms": "4000",
-        "job.debounce.time.ms": "200",
-        "processor.id": "p1",
-        "job.home": str(tmp_path / "home"),
+        "job.debounce.time.ms": "300",
+        "processor.id": pid,
+        "job.home": str(home),
+        **extra,
     }
 
-    def app() -> StreamApplication:
-        app = StreamApplication("reset-zk")
-        app.input(system.input("in")).send_to(app.output(system.output("out", partitions=2)))
-        return app
 
-    run(app(), config, executor="local")
+def test_reset_refuses_a_live_processor_then_clears_the_jobs_records_in_zookeeper(
+    tmp_path: Path, zk_connect: str
+) -> None:
+    system = _ended_input(tmp_path, partitions=2, messages=20)
+    config = _on_zookeeper(zk_connect, tmp_path / "home", "p1")
+    run(_copy(system, "reset-zk"), config, executor="local")
     assert len(system.read("out")) == 20
 
-    job = run(app(), config, executor="local", background=True, until="forever")
+    job = run(_copy(system, "reset-zk"), config, executor="local", background=True, until="forever")
     try:
         deadline = time.monotonic() + 60
         while job.epoch < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         with pytest.raises(JobLeaseError, match=r"job 'reset-zk' \(id '1'\) is running: processors \['p1'\] are live"):
-            reset_job(app().plan(config))
+            reset_job(_copy(system, "reset-zk").plan(config))
     finally:
         job.stop()
     assert system.partition_count("out") == 2  # nothing was deleted
 
-    removed = reset_job(app().plan(config))
+    plan = _copy(system, "reset-zk").plan(config)
+    removed = reset_job(plan)
     assert any("records of the job in ZkMetadataStore" in line for line in removed)
-    store = get_metadata_store("zookeeper", app().plan(config).config)
+    store = get_metadata_store("zookeeper", plan.config)
     try:
         assert store.all() == {}
     finally:
         store.close()
-    run(app(), config, executor="local")
+    run(_copy(system, "reset-zk"), config, executor="local")
     assert len(system.read("out")) == 40  # read from the start again
 
 
@@ -74,53 +88,34 @@ def test_each_processor_process_reports_the_lag_of_every_task_from_the_shared_ch
     # Two processors of one job (here two Jobs in one process, as two processes would be):
     # each reads half the tasks, and each one's status counts the other half's lag from what
     # the other committed in ZooKeeper, not as if nothing had been read there.
-    system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    system.create_stream("in", 4)
-    system.write("in", [{"i": i} for i in range(400)])
-    system.end_stream("in")
-    system.create_stream("out", 2)  # the leader creates it too, once its first model is out
-
-    def app() -> StreamApplication:
-        app = StreamApplication("lag-zk")
-        app.input(system.input("in")).send_to(app.output(system.output("out", partitions=2)))
-        return app
-
-    def config(pid: str) -> dict[str, str]:
-        return {
-            "job.coordinator.factory": "zookeeper",
-            "job.coordinator.zk.connect": zk_connect,
-            "job.coordinator.zk.session.timeout.ms": "4000",
-            "job.debounce.time.ms": "300",
-            "processor.id": pid,
-            "job.home": str(tmp_path / pid),
-            "task.max.epoch.messages": "20",
-        }
-
-    first = run(app(), config("p1"), executor="local", background=True, until="forever")
-    second = run(app(), config("p2"), executor="local", background=True, until="forever")
+    system = _ended_input(tmp_path, partitions=4, messages=400)
+    jobs = {
+        pid: run(
+            _copy(system, "lag-zk"),
+            _on_zookeeper(zk_connect, tmp_path / pid, pid, **{"task.max.epoch.messages": "20"}),
+            executor="local",
+            background=True,
+            until="forever",
+        )
+        for pid in ("p1", "p2")
+    }
     try:
         deadline = time.monotonic() + 90
         while len(system.read("out")) < 400 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(system.read("out")) == 400
-        hosted = {pid: set(job.job_model.containers[pid].tasks) for pid, job in (("p1", first), ("p2", second))}
+        hosted = {pid: set(job.job_model.containers[pid].tasks) for pid, job in jobs.items()}
         assert hosted["p1"] and hosted["p2"], hosted  # both hold tasks
-        for job in (first, second):
+        for job in jobs.values():
             lags = {task: info["lag"] for task, info in job.status().tasks.items()}
             assert lags == dict.fromkeys(lags, 0), lags
     finally:
-        first.stop()
-        second.stop()
+        for job in jobs.values():
+            job.stop()
 
 
 def test_a_processor_process_of_a_distributed_job_refuses_processors_n(tmp_path: Path, zk_connect: str) -> None:
-    from samza_nb.errors import ConfigError
-
-    system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    system.create_stream("in", 1)
-    app = StreamApplication("many-zk")
-    app.input(system.input("in")).send_to(app.output(system.output("out", partitions=1)))
-    config = {"job.coordinator.factory": "zookeeper", "job.coordinator.zk.connect": zk_connect,
-              "job.home": str(tmp_path / "home")}
+    system = _ended_input(tmp_path, partitions=1, messages=0)
+    config = _on_zookeeper(zk_connect, tmp_path / "home", "p1")
     with pytest.raises(ConfigError, match=r"processors=2: a process of a job on zookeeper hosts one processor"):
-        run(app, config, processors=2, executor="local")
+        run(_copy(system, "many-zk"), config, processors=2, executor="local")
