@@ -104,6 +104,7 @@ class JobRegrouping(JobViews):
                 msg = f"job {self.plan.app_name!r} has {self._state}; there is nothing to regroup"
                 raise JobError(msg)
             wanted = {str(pid): str(location) for pid, location in processors.items()}
+            self._check_processors(wanted)
             new = [self._add(pid, loc) for pid, loc in wanted.items() if pid not in self._processors]
             leaving = [pid for pid in self._processors if pid not in wanted]
             self._leaving.update(leaving)
@@ -123,6 +124,21 @@ class JobRegrouping(JobViews):
                 self._processors.pop(pid).join()
                 self._leaving.discard(pid)
             return model
+
+    def _check_processors(self, wanted: Mapping[str, str]) -> None:
+        """Processor ids and locations are plain names, and a running processor stays where it
+        runs (its stores are there): moving one is removing it and adding another."""
+        for pid, location in wanted.items():
+            if not pid or pid != pid.strip() or not location or location != location.strip():
+                msg = f"regroup: processor {pid!r} at {location!r}: ids and locations are non-empty names without surrounding spaces"
+                raise JobError(msg)
+            running = self._processors.get(pid)
+            if running is not None and running.location_id != location:
+                msg = (
+                    f"regroup: processor {pid!r} runs at {running.location_id!r}, not {location!r}; "
+                    f"a processor does not move: remove it and add one at {location!r} under a new id"
+                )
+                raise JobError(msg)
 
     def kill_processor(self, processor_id: str) -> JobModel:
         """Remove a processor; its tasks move per the grouper (host affinity keeps the rest).

@@ -120,6 +120,11 @@ def test_rebalance_with_an_unknown_grouper_lists_the_known_ones(spark: Any, syst
     with pytest.raises(Exception, match="did you mean"):
         job.regroup({"9": "host-z"}, grouper="host-afinity")
     assert job.job_model is regrouped and set(job.processors) == {"0", "2", "3"}
+    with pytest.raises(JobError, match=r"processor '0 ' at 'host-b': ids and locations are non-empty names"):
+        job.regroup({**job.processors, "0 ": "host-b"})
+    with pytest.raises(JobError, match=r"processor '2' runs at 'host-x', not 'host-q'; a processor does not move"):
+        job.regroup({**job.processors, "2": "host-q"})
+    assert job.job_model is regrouped and set(job.processors) == {"0", "2", "3"}
     with pytest.raises(JobError, match="no processor '7'"):
         job.kill_processor("7")
     job.stop()
