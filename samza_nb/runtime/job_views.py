@@ -96,10 +96,13 @@ class JobViews:
     def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
         return ssp_lags(self._task_ssps(), self._known_checkpoints(), newest_offsets(self.plan))
 
-    def _message_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
+    def _message_lags(
+        self, known: dict[str, Checkpoint] | None = None
+    ) -> dict[tuple[str, SystemStreamPartition], int]:
         """Per (task, SSP): the messages not read yet, control messages (watermarks,
-        end-of-stream, drain) left out, so 2,000 events read by nobody show a lag of 2,000."""
-        cached = self._known_checkpoints()
+        end-of-stream, drain) left out, so 2,000 events read by nobody show a lag of 2,000.
+        ``known``: the checkpoints when the caller already read them."""
+        cached = self._known_checkpoints() if known is None else known
         lags = ssp_lags(self._task_ssps(), cached, newest_offsets(self.plan))
         for (task, ssp), lag in lags.items():
             if lag:
@@ -116,7 +119,7 @@ class JobViews:
         cached = self._known_checkpoints()
         newest = newest_offsets(self.plan)
         partitions = []
-        for (task, ssp), lag in sorted(self._message_lags().items(),
+        for (task, ssp), lag in sorted(self._message_lags(cached).items(),
                                        key=lambda item: (item[0][1].stream, item[0][1].partition)):
             lag_by_task[task] = lag_by_task.get(task, 0) + lag
             if self.plan.streams[ssp.stream].kind != "input":
