@@ -90,9 +90,7 @@ def _ended_ssps(checkpoint: Checkpoint, task: TaskModel) -> set[str]:
     }
 
 
-def _stale_end_of_stream(
-    plan: ExecutionPlan, task: str, key: str, checkpointed: int, newest: Mapping[str, int]
-) -> str:
+def _stale_end_of_stream(task: str, key: str, checkpointed: int, newest: Mapping[str, int]) -> str:
     """Why a job cannot start over a stream that ended past where the stream now ends."""
     return (
         f"task {task!r}: {key} ended at offset {checkpointed} when the job last ran, but the "
@@ -172,7 +170,7 @@ class EpochDriver:
             checkpointed = checkpoint.offsets.get(key)
             start_offsets[key], reset = self.offsets.start(stream_id, partition, checkpointed, newest)
             if reset and checkpointed is not None and start_offsets[key] < checkpointed and key in ended:
-                raise CheckpointError(_stale_end_of_stream(self.plan, task.name, key, checkpointed, newest))
+                raise CheckpointError(_stale_end_of_stream(task.name, key, checkpointed, newest))
             moved = moved or reset
         plan = None if moved else self.checkpoints.pending_plan(task.name, checkpoint.seq)
         if plan is not None:
