@@ -25,6 +25,7 @@ __all__ = [
     "create_streams",
     "initial_processors",
     "job_inputs",
+    "metadata_store_name",
     "open_metadata_store",
 ]
 
@@ -173,7 +174,7 @@ def base_location(config: Config) -> str:
     return str(get_location_id_provider(provider, config).location_id())
 
 
-def open_metadata_store(config: Config, home: Path) -> MetadataStore:
+def metadata_store_name(config: Config) -> str:
     """``metadata.store.factory``: embedded in the job home by default, ZooKeeper (Azure) by
     default for a job coordinated through ZooKeeper (Azure): every processor process must see
     the same."""
@@ -181,7 +182,12 @@ def open_metadata_store(config: Config, home: Path) -> MetadataStore:
     coordinator = config.get_str("job.coordinator.factory")
     if "metadata.store.factory" not in config and coordinator in ("zookeeper", "azure"):
         name = coordinator  # the distributed coordinator's own service
-    name = name or "embedded"
+    return name or "embedded"
+
+
+def open_metadata_store(config: Config, home: Path) -> MetadataStore:
+    """The job's metadata store (see :func:`metadata_store_name`)."""
+    name = metadata_store_name(config)
     if name == "embedded":
         return get_metadata_store(name, config, path=metadata_store_path(home))
     return get_metadata_store(name, config)

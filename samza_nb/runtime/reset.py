@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 
-from samza_nb.config import Config
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.coordination.liveness import live_processors
 from samza_nb.errors import JobLeaseError
@@ -21,7 +20,7 @@ from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.runtime.context import default_system_of, system_of
 from samza_nb.runtime.exactly_once import checkpoint_system, checkpoint_topic, exactly_once
 from samza_nb.runtime.home import job_home
-from samza_nb.runtime.job_setup import open_metadata_store
+from samza_nb.runtime.job_setup import metadata_store_name, open_metadata_store
 
 __all__ = ["reset_job"]
 
@@ -40,7 +39,7 @@ def reset_job(plan: ExecutionPlan, *, dry_run: bool = False) -> list[str]:
         streams.append((checkpoint_system(plan), checkpoint_topic(plan)))
     existing = [(owner, sid) for owner, sid in streams if owner.partition_count(sid) is not None]
     doomed += [f"stream {sid!r} of system {owner.name!r}" for owner, sid in existing]
-    store = open_metadata_store(plan.config, home) if _remote_store(plan.config) or home.exists() else None
+    store = open_metadata_store(plan.config, home) if metadata_store_name(plan.config) != "embedded" or home.exists() else None
     try:
         remote = [] if store is None or isinstance(store, EmbeddedMetadataStore) else sorted(store.all())
         if remote:
@@ -73,14 +72,6 @@ def reset_job(plan: ExecutionPlan, *, dry_run: bool = False) -> list[str]:
             store.close()
     shutil.rmtree(home, ignore_errors=True)
     return doomed
-
-
-def _remote_store(config: Config) -> bool:
-    """Whether the job's metadata store is a service's (ZooKeeper, Azure), not its job home's."""
-    factory = config.get_str("metadata.store.factory")
-    if "metadata.store.factory" not in config:
-        factory = config.get_str("job.coordinator.factory")
-    return (factory or "embedded") != "embedded"
 
 
 def _refuse_if_live(plan: ExecutionPlan) -> None:

@@ -48,6 +48,14 @@ __all__ = ["EmbeddedSystem", "default_data_dir"]
 _kind = operator.itemgetter(0)
 
 
+def _control_indexes(records: Sequence[Record]) -> list[int]:
+    """Where a batch's control messages are; most batches hold user messages only, and one
+    pass in C finds that out."""
+    if not any(map(_kind, records)):
+        return []
+    return [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
+
+
 class _DecodedBatch:
     """The last batch this system decoded (per thread), kept for the next read of the same
     row: a task reads a large batch in several fetches. A hit needs the same row and the same
@@ -219,15 +227,9 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
             return True
         # Records are tuples (plain or Record): msgspec encodes both as arrays, in one call.
         payload = encode_batch(records)
-        # Most batches hold user messages only: one pass in C finds out.
-        controls = (
-            [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
-            if any(map(_kind, records))
-            else []
-        )
         return self.append_encoded(
             stream_id, partition, payload, len(records), producer=producer,
-            producer_seq=producer_seq, controls=controls,
+            producer_seq=producer_seq, controls=_control_indexes(records),
         )
 
     def append_encoded(
@@ -261,11 +263,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         encoded = []
         for stream_id, partition, records in batches:
             if records:
-                controls = (
-                    [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
-                    if any(map(_kind, records))
-                    else []
-                )
+                controls = _control_indexes(records)
                 encoded.append((stream_id, partition, encode_batch(records), len(records), controls))
         if not encoded:
             return
