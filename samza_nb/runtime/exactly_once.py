@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from samza_nb.errors import ConfigError, StreamSystemError
@@ -272,7 +273,7 @@ class TaskTransaction:
             raise StreamSystemError(msg)
         return self._transaction
 
-    def append(self, stream_id: str, partition: int, records: list[Record], producer_seq: int) -> None:
+    def append(self, stream_id: str, partition: int, records: Sequence[Record], producer_seq: int) -> None:
         self._committed().append(
             stream_id, partition, records, producer=self.assignment.producer, producer_seq=producer_seq
         )

@@ -25,7 +25,6 @@ from samza_nb.runtime.control import (
     WatermarkMessage,
 )
 from samza_nb.runtime.operators import OperatorImpl, Receiver, _drop, _FusedImpl
-from samza_nb.systems.base import MessageKind
 
 if TYPE_CHECKING:
     from samza_nb.runtime.context import TaskContext
@@ -72,7 +71,6 @@ class OutputImpl(_FusedImpl):
         writer = self.writer
         buffers, buffer_of, place, rotation = writer.buffers, writer.buffer, writer.place, writer.rotation
         partitions = writer.partitions
-        user = MessageKind.USER
         passes_on = emit is not _drop
         count = 0
 
@@ -98,7 +96,8 @@ class OutputImpl(_FusedImpl):
             buffer = buffers.get(partition)
             if buffer is None:
                 buffer = buffer_of(partition)
-            buffer.append((user, key_bytes, value_bytes, None))  # type: ignore[arg-type]
+            buffer.keys.append(key_bytes)
+            buffer.values.append(value_bytes)
             if passes_on:
                 emit(message)
 
@@ -141,14 +140,19 @@ class PartitionByImpl(_FusedImpl):
         )
         op_id = self.op_id
         writer = self.writer
-        buffers, buffer_of, place = writer.buffers, writer.buffer, writer.place
-        user = MessageKind.USER
-        # Keys of the stable scalar types repeat (pages, users): their bytes and partition are
-        # computed once per task epoch; other keys take the checked path every time.
-        # (bool is left out: True == 1 would share 1's entry.)
-        placed: dict[Any, tuple[bytes | None, int]] = {}
+        buffer_of, place = writer.buffer, writer.place
+        # Keys of the stable scalar types repeat (pages, users): their bytes and the appends
+        # of their partition's key and value columns are looked up once per task epoch; other
+        # keys take the checked path every time. (bool is left out: True == 1 would share 1's
+        # entry.)
+        Placed = tuple[bytes | None, Callable[[bytes | None], None], Callable[[bytes], None]]
+        placed: dict[Any, Placed] = {}
         cached_types = _CACHED_KEY_TYPES
         count = 0
+
+        def place_key(key_bytes: bytes | None) -> Placed:
+            buffer = buffer_of(place(key_bytes))
+            return key_bytes, buffer.keys.append, buffer.values.append
 
         def receive(message: Any) -> None:
             nonlocal count
@@ -160,22 +164,18 @@ class PartitionByImpl(_FusedImpl):
                 if type(key) in cached_types:
                     where = placed.get(key)
                     if where is None:
-                        encoded = key_encode(key)
-                        where = (encoded, place(encoded))
+                        where = place_key(key_encode(key))
                         if len(placed) < _KEY_CACHE_LIMIT:
                             placed[key] = where
                 else:
                     check_partition_key(key, op_id)
-                    key_bytes = key_encode(key) if key is not None else None
-                    where = (key_bytes, place(key_bytes))
+                    where = place_key(key_encode(key) if key is not None else None)
                 value_bytes = value_encode(value)
             except Exception as error:
                 failed(_serde_error(value_serde, value, error))
                 return
-            buffer = buffers.get(where[1])
-            if buffer is None:
-                buffer = buffer_of(where[1])
-            buffer.append((user, where[0], value_bytes, None))  # type: ignore[arg-type]
+            where[1](where[0])
+            where[2](value_bytes)
 
         self._counters.append(lambda: count)
         return receive

@@ -15,7 +15,7 @@ returned as the result's ``error`` with the operator or store, the SSP and the o
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -343,9 +343,10 @@ class _TaskRun:
         for stream_id, writer in sorted(self.context.writers.items()):
             system = system_of(self.plan, stream_id)
             plain = not isinstance(system, EmbeddedSystem)
-            for partition, records in sorted(writer.buffers.items()):
-                if records:
-                    if plain:  # the writer buffers plain tuples; other systems get Records
+            for partition, buffer in sorted(writer.buffers.items()):
+                if buffer:
+                    records: Sequence[Any] = buffer.records()
+                    if plain:  # the embedded log takes the columns; other systems get Records
                         records = [Record(*record) for record in records]
                     if transaction is not None:
                         transaction.append(stream_id, partition, records, a.seq)
@@ -396,6 +397,10 @@ class _TaskRun:
     def close(self) -> None:
         for store in self.context.stores.values():
             store.close()
+        # The operators' closures and the context refer to each other; the buffered records
+        # go now rather than when the cycle collector finds them.
+        for writer in self.context.writers.values():
+            writer.clear()
 
     def result(self, control: dict[str, Any], messages_out: dict[str, int], replayed: bool) -> EpochResult:
         context = self.context

@@ -51,6 +51,11 @@ _kind = operator.itemgetter(0)
 def _control_indexes(records: Sequence[Record]) -> list[int]:
     """Where a batch's control messages are; most batches hold user messages only, and one
     pass in C finds that out."""
+    if isinstance(records, StoredBatch):
+        kinds = records.kinds
+        if kinds.count(0) == len(kinds):
+            return []
+        return [index for index, kind in enumerate(kinds) if kind != MessageKind.USER]
     if not any(map(_kind, records)):
         return []
     return [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
