@@ -35,7 +35,7 @@ from typing import Any
 
 from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
-from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
+from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
 from samza_nb.systems.batch_format import StoredBatch, decode_batch, encode_batch
 from samza_nb.systems.compaction import compacted_runs, decode_offsets
 from samza_nb.systems.embedded_notebook import EmbeddedNotebookIO
@@ -163,6 +163,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         return count
 
     def create_stream(self, stream_id: str, partitions: int, *, compacted: bool = False) -> bool:
+        validate_stream_id(stream_id)  # the ids an application's input() and output() accept
         if not isinstance(partitions, int) or partitions <= 0:
             msg = f"create_stream({stream_id!r}): partitions must be a positive int, got {partitions!r}"
             raise StreamSystemError(msg)

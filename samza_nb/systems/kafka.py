@@ -30,7 +30,7 @@ import msgspec
 from samza_nb.config import Config
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.kafka_settings import KafkaClientConfig, broker_api_versions, is_secret_option
-from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
+from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
 from samza_nb.systems.kafka_reader import (
     DedupTracker,
     consume_range,
@@ -317,6 +317,7 @@ class KafkaSystem(StreamSystem):
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
 
+        validate_stream_id(stream_id)  # the ids an application's input() and output() accept
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0:
             msg = f"create_stream({stream_id!r}): partitions must be a positive int, got {partitions!r}"
             raise StreamSystemError(msg)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from samza_nb.errors import StreamNotFoundError, StreamSystemError
+from samza_nb.errors import ConfigError, StreamNotFoundError, StreamSystemError
 from samza_nb.systems import (
     EmbeddedSystem,
     KafkaSystem,
@@ -85,6 +85,16 @@ def test_create_list_and_partition_count_mismatch(named: Named) -> None:
     system.delete_stream(stream)
     assert stream not in system.list_streams()
     assert system.partition_count(stream) is None
+
+
+@pytest.mark.parametrize("bad", ["", "two words", "a/b", "caf\u00e9"])
+def test_create_stream_refuses_an_id_that_input_and_output_refuse(named: Named, bad: str) -> None:
+    system, name = named
+    stream = bad if bad == "" else name(bad)
+    before = set(system.list_streams())
+    with pytest.raises(ConfigError, match="must be non-empty and match"):
+        system.create_stream(stream, 1)
+    assert set(system.list_streams()) == before
 
 
 def test_missing_stream_is_named_and_not_created(named: Named) -> None:
