@@ -34,6 +34,13 @@ _BOLD_RED = "\x1b[1;31m"
 _RESET = "\x1b[0m"
 
 
+def _colours(shell: Any) -> tuple[str, str, str]:
+    """(red, bold red, reset) in the shell's colour scheme: none under ``--colors=NoColor``."""
+    if str(getattr(shell, "colors", "")).lower() == "nocolor":
+        return "", "", ""
+    return _RED, _BOLD_RED, _RESET
+
+
 def _cause(error: TaskError) -> str:
     """``Type: message`` of what the user's code raised."""
     cause = error.__cause__
@@ -61,9 +68,11 @@ def _raised_at(error: TaskError) -> tuple[str, str] | None:
     return describe(filename, lineno), line
 
 
-def task_error_text(error: TaskError) -> list[str]:
-    """The short block as lines of text (ANSI colours), for error outputs and terminals."""
-    lines = [f"{_BOLD_RED}TaskError{_RESET} in {_where(error)}", f"{_RED}{_cause(error)}{_RESET}"]
+def task_error_text(error: TaskError, *, colour: bool = True) -> list[str]:
+    """The short block as lines of text (ANSI colours unless ``colour`` is False), for error
+    outputs and terminals."""
+    red, bold, reset = (_RED, _BOLD_RED, _RESET) if colour else ("", "", "")
+    lines = [f"{bold}TaskError{reset} in {_where(error)}", f"{red}{_cause(error)}{reset}"]
     raised = _raised_at(error)
     if raised is not None:
         place, line = raised
@@ -126,12 +135,11 @@ def _structured(
         if isinstance(value, TaskError) and value.worker_traceback:
             stb = [*stb, "", "The task's traceback:", value.worker_traceback]
         return stb
+    red, bold, reset = _colours(shell)
     if not isinstance(value, TaskError):
-        return [f"{_BOLD_RED}KeyboardInterrupt{_RESET}: {value}"]
+        return [f"{bold}KeyboardInterrupt{reset}: {value}"]
     from IPython.display import display
 
-    display(
-        {"text/html": task_error_html(value), "text/plain": "\n".join(task_error_text(value))},
-        raw=True,
-    )
-    return [f"{_BOLD_RED}TaskError{_RESET}: the job failed in {_where(value)} (details above)"]
+    plain = "\n".join(task_error_text(value, colour=bool(red)))
+    display({"text/html": task_error_html(value), "text/plain": plain}, raw=True)
+    return [f"{bold}TaskError{reset}: the job failed in {_where(value)} (details above)"]

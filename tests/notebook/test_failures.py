@@ -96,3 +96,25 @@ def test_a_batch_run_gets_the_full_traceback_and_the_tasks(
     assert "Traceback" in text and "The task's traceback:" in text
     assert "ZeroDivisionError: three cannot be halved here" in text
     assert not any("samza-task-error" in o.data.get("text/html", "") for o in captured.outputs)
+
+
+def test_the_short_block_follows_the_shells_colour_scheme(
+    shell: InteractiveShell, magics: SamzaMagics
+) -> None:
+    magics.short_errors = True
+    before = shell.colors
+    shell.colors = "nocolor"  # what --colors=NoColor sets
+    try:
+        with capture_output() as captured:
+            result = shell.run_cell("job = run_local(app)")
+    finally:
+        shell.colors = before
+    assert isinstance(result.error_in_exec, TaskError)
+    assert "TaskError: the job failed in operator halving-1-map-1" in captured.stdout
+    assert "\x1b[" not in captured.stdout
+    plain = captured.outputs[-1].data["text/plain"]
+    assert plain.startswith("TaskError in operator halving-1-map-1")
+    assert "\x1b[" not in plain
+    with capture_output() as coloured:
+        shell.run_cell("job = run_local(app)")
+    assert "\x1b[1;31mTaskError" in coloured.stdout
