@@ -284,15 +284,13 @@ def _metadata_store_of(args: argparse.Namespace) -> Any:
     is reached from here as from the job's processes)."""
     from samza_nb.metadata import EmbeddedMetadataStore
     from samza_nb.runtime import job_home, metadata_store_path
-    from samza_nb.runtime.job_setup import open_metadata_store
+    from samza_nb.runtime.job_setup import metadata_store_name, open_metadata_store
 
     if args.job_home:
         path = metadata_store_path(Path(args.job_home))
     elif args.app:
         plan = _application(args).plan(_config(args))
-        if plan.config.get_str("metadata.store.factory") not in (None, "", "embedded") or (
-            plan.config.get_str("job.coordinator.factory") not in (None, "", "embedded")
-        ):
+        if metadata_store_name(plan.config) != "embedded":
             return open_metadata_store(plan.config, job_home(plan))
         path = metadata_store_path(plan)
     else:
