@@ -94,6 +94,22 @@ def describe_error(error: BaseException) -> str:
     return redact(f"{type(error).__name__}{f' ({code})' if code else ''}: {text}")
 
 
+def _check_parses(connect: str, source: str) -> None:
+    """Refuse a connection string the Azure SDK cannot read, naming where it came from (the
+    SDK's own error, deep in the first client call, names neither the setting nor the job)."""
+    from azure.storage.blob import BlobServiceClient
+
+    try:
+        BlobServiceClient.from_connection_string(connect)
+    except ValueError as error:
+        msg = (
+            f"the Azure connection string from {source} does not parse ({redact(str(error))}); "
+            "expected DefaultEndpointsProtocol=...;AccountName=...;AccountKey=...;"
+            "BlobEndpoint=...;TableEndpoint=... (see docs/azure.md)"
+        )
+        raise ConfigError(msg) from None
+
+
 @dataclass(frozen=True)
 class AzureAccount:
     """A storage account and the client options of a job. ``repr`` never shows the key."""
@@ -115,6 +131,11 @@ class AzureAccount:
                 f"file given with --config) or ${CONNECT_VARIABLE}"
             )
             raise ConfigError(msg)
+        source = (
+            "the connection string given" if connect
+            else CONNECT_KEY if cfg.get_str(CONNECT_KEY) else f"${CONNECT_VARIABLE}"
+        )
+        _check_parses(value, source)
         return cls(
             value,
             retry_attempts=cfg.get_int("azure.storage.retry.attempts"),

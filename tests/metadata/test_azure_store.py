@@ -147,6 +147,25 @@ def test_no_connection_string_is_a_config_error(monkeypatch: pytest.MonkeyPatch)
         get_metadata_store("azure", {"app.name": "x"})
 
 
+@pytest.mark.parametrize("source", ["config", "environment"])
+def test_a_malformed_connection_string_names_its_setting_and_not_its_secret(
+    monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    malformed = "AccountKey=SecretABC123;AccountName"
+    config = {"app.name": "x"}
+    if source == "config":
+        monkeypatch.delenv("SAMZA_NB_AZURE_CONNECTION_STRING", raising=False)
+        config["azure.storage.connect"] = malformed
+        setting = "azure.storage.connect"
+    else:
+        monkeypatch.setenv("SAMZA_NB_AZURE_CONNECTION_STRING", malformed)
+        setting = "$SAMZA_NB_AZURE_CONNECTION_STRING"
+    with pytest.raises(ConfigError) as refused:
+        get_metadata_store("azure", config)
+    assert f"from {setting} does not parse" in str(refused.value)
+    assert "SecretABC123" not in str(refused.value)
+
+
 def test_an_unreachable_account_fails_after_bounded_retries_without_the_key() -> None:
     secret = "AccountKey=c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"
     connect = f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;{secret};BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;"
