@@ -151,6 +151,9 @@ def _progress_line(job: Job, started: float) -> str:
         behind = sum(s["lag_records"] for s in standbys.values())
         epochs = max(s["lag_epochs"] for s in standbys.values())
         line += f"  standbys {len(standbys)} behind {behind:,} records / {epochs} epochs"
+    unplaced = metrics.get("unassigned_standbys", 0)
+    if unplaced:  # e.g. a failover left fewer locations than the replication factor needs
+        line += f"  standbys unassigned {unplaced} (too few locations)"
     return line
 
 

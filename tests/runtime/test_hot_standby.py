@@ -195,3 +195,19 @@ def _caught_up_inputs(job: Any, newest: int) -> bool:
         for key, offset in job.checkpoints.read(task).offsets.items()
         if key.startswith("events#")
     ) == newest
+
+
+def test_the_progress_line_says_when_a_failover_left_standbys_without_a_place(system: EmbeddedSystem) -> None:
+    from samza_nb.cli import _progress_line
+
+    events = generate_events(1_000, users=300)
+    job = _start(system, events, 2, "host-a,host-b")
+    try:
+        _wait(lambda: _caught_up(job, 1_000), "tasks and standbys caught up")
+        assert "unassigned" not in _progress_line(job, time.perf_counter())
+        job.kill_processor(next(iter(_actives(job.job_model))))
+        # One location left: the survivor runs every task, and no standby has a place.
+        assert job.status().unassigned_standbys == 4
+        assert "standbys unassigned 4 (too few locations)" in _progress_line(job, time.perf_counter())
+    finally:
+        job.stop()
