@@ -196,6 +196,27 @@ class Job(JobRegrouping):
     def start(self, background: bool) -> Job:
         self._state = "running"
         self._timeline.begin()
+        try:
+            self._starting()
+        except KeyboardInterrupt as interrupt:
+            # Ctrl-C while Spark starts (a fresh kernel's JVM takes seconds): the job stops and
+            # releases its lease, and the error carries the Job, so a notebook still binds it.
+            self.stop()
+            raise self.interrupted() from interrupt
+        except BaseException:
+            # Spark did not start, or no first model (e.g. fewer locations than the standby
+            # replication factor): the processors stop and the lease is released first.
+            self.stop()
+            raise
+        if not background:
+            try:
+                self.wait()
+            except KeyboardInterrupt as interrupt:
+                self.stop()
+                raise self.interrupted() from interrupt
+        return self
+
+    def _starting(self) -> None:
         self._executor.start()
         if self.lease is None:
             # Join the group first: the run id is the one the group agrees on.
@@ -205,20 +226,7 @@ class Job(JobRegrouping):
         for processor in list(self._processors.values()):
             self._start_processor(processor)
         if self.lease is not None:
-            try:
-                self.coordinator.start()
-            except BaseException:
-                # No first model (e.g. fewer locations than the standby replication factor):
-                # the processors stop and the lease is released before the error is raised.
-                self.stop()
-                raise
-        if not background:
-            try:
-                self.wait()
-            except KeyboardInterrupt as interrupt:
-                self.stop()
-                raise self.interrupted() from interrupt
-        return self
+            self.coordinator.start()
 
     def interrupted(self) -> JobInterruptedError:
         """The error of a foreground wait that Ctrl-C interrupted, once the job stopped."""

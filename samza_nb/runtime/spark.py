@@ -24,7 +24,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -194,7 +194,17 @@ def _launch_quiet_gateway(master: str, name: str, settings: Mapping[str, str]) -
     conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(name)
     for key, value in settings.items():
         conf.set(key, value)
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    launched: list[subprocess.Popen[bytes]] = []
+    try:
+        with _recording_launches(launched):
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    except BaseException:
+        # Ctrl-C (or a failure) while the JVM starts: end the JVM this call started. Left
+        # alone it outlives this process, holding its pipes: it watches its stdin for this
+        # process's exit only once its gateway is up.
+        for process in launched:
+            _end(process)
+        raise
     stream = getattr(getattr(gateway, "proc", None), "stderr", None)
     if stream is not None:
         threading.Thread(
@@ -204,6 +214,37 @@ def _launch_quiet_gateway(master: str, name: str, settings: Mapping[str, str]) -
             daemon=True,
         ).start()
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+@contextlib.contextmanager
+def _recording_launches(launched: list[subprocess.Popen[bytes]]) -> Iterator[None]:
+    """Record the processes PySpark's ``launch_gateway`` starts (it keeps them to itself until
+    it returns)."""
+    from pyspark import java_gateway
+
+    original = java_gateway.Popen
+
+    def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        process: subprocess.Popen[bytes] = original(*args, **kwargs)
+        launched.append(process)
+        return process
+
+    java_gateway.Popen = recorded  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        java_gateway.Popen = original  # type: ignore[misc]
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Stop a JVM this process started (SIGTERM, then SIGKILL after 5 s)."""
+    with contextlib.suppress(OSError):
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
 
 
 def _forward_stderr(lines: Iterable[bytes], target: TextIO | None) -> None:

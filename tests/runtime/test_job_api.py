@@ -317,3 +317,29 @@ def test_killing_a_processor_of_a_finished_job_says_the_job_finished(system: Emb
     job = run(build_app(system, name="ended"), executor="local")
     with pytest.raises(JobError, match=r"job 'ended' has finished; there is nothing to regroup"):
         job.kill_processor("0")
+
+
+def test_ctrl_c_while_spark_starts_stops_the_job_and_releases_its_lease(
+    system: EmbeddedSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from samza_nb.errors import JobInterruptedError
+    from samza_nb.runtime.executor import LocalExecutor
+
+    events = generate_page_views(300, seed=6)
+    write_page_views(system, events)
+    app = build_app(system, name="interrupted-start")
+
+    def interrupted(_executor: Any) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(LocalExecutor, "start", interrupted)
+        with pytest.raises(JobInterruptedError) as raised:
+            run(app, executor="local", background=True)
+    job = raised.value.job
+    assert job is not None and job.status().state == "stopped"
+    assert "interrupted: job 'interrupted-start' stopped after epoch 0" in str(raised.value)
+    # The lease went with it: the next run of the job starts at once and counts everything.
+    again = run(app, executor="local")
+    assert again.status().state == "finished"
+    assert again.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)

@@ -98,3 +98,38 @@ def test_master_comes_from_config_then_environment(monkeypatch: pytest.MonkeyPat
     assert runtime_spark._master(Config({"spark.master": "local[2]"})) == "local[2]"
     monkeypatch.delenv("SAMZA_NB_SPARK_MASTER")
     assert runtime_spark._master(Config({})) == runtime_spark.DEFAULT_MASTER == "local[*]"
+
+
+_INTERRUPTED_START = """
+import os, signal, threading
+from pyspark import java_gateway
+from samza_nb.runtime.spark import get_spark
+
+launch = java_gateway.Popen
+
+def launched(*args, **kwargs):
+    process = launch(*args, **kwargs)
+    print("jvm", process.pid, flush=True)
+    # Ctrl-C while the JVM starts (a fresh kernel takes seconds there).
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    return process
+
+java_gateway.Popen = launched
+try:
+    get_spark()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm_behind(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_START], capture_output=True, text=True, timeout=60,
+        env=env, cwd=tmp_path, check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert "interrupted" in lines, done.stdout + done.stderr
+    pid = int(next(line.split()[1] for line in lines if line.startswith("jvm ")))
+    # The JVM was ended before the interrupt reached the caller: it is gone now.
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()

@@ -9,6 +9,7 @@ import argparse
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 from IPython.display import display
 
+from samza_nb.errors import JobInterruptedError
 from samza_nb.grouping import get_grouper, grouper_names
 from samza_nb.notebook.magics._args import config_argument, positive_int, until
 from samza_nb.notebook.magics._session import Session
@@ -54,14 +55,20 @@ def command(session: Session, args: argparse.Namespace) -> Job:
     app = session.app(args.app)
     config = session.merged_config(args.config)
     # Always started in a thread, so the progress view is live while this cell waits.
-    job = run(
-        app,
-        config,
-        processors=args.processors,
-        grouper=args.grouper,
-        until=args.until,
-        background=True,
-    )
+    try:
+        job = run(
+            app,
+            config,
+            processors=args.processors,
+            grouper=args.grouper,
+            until=args.until,
+            background=True,
+        )
+    except JobInterruptedError as interrupted:  # Ctrl-C while Spark started: the job stopped
+        if isinstance(interrupted.job, Job):
+            session.started(interrupted.job)
+            session.bind_result(interrupted.job)
+        raise
     session.started(job)
     display(RunProgress(job))
     if args.background:
