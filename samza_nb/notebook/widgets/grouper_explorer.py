@@ -104,7 +104,7 @@ class GrouperExplorer(GrouperExplorerText):
     (Checkbox), ``kill_choice`` (Dropdown) with ``kill_button``, ``new_location`` (Text; blank
     gives a location of its own, ``host-<id>``) with ``add_button``, ``apply_button``
     (disabled without a job) with ``apply_note`` (HTML; while the replication factor is above
-    1 it says that Apply leaves the standbys out) and ``reset_button``.
+    1 it says that Apply sets it on the running job) and ``reset_button``.
 
     Results: ``current`` (JobModel), ``current_processors`` and ``draft`` (processor id →
     location), ``proposal`` (JobModel with standbys when replication_factor > 1, None when the
