@@ -160,12 +160,19 @@ def up(
     home = ServicesHome.resolve(services_dir, env_file)
     chosen = _select(names, default_only=True)
     infos = []
+    failed: list[str] = []
     with _locked(home):
         try:
             for name in chosen:
-                infos.append(SERVICES[name](home).start(timeout=timeout))
+                try:
+                    infos.append(SERVICES[name](home).start(timeout=timeout))
+                except BaseException:
+                    # Not in the env file: an external address that does not answer would
+                    # otherwise be handed to every later reader of the file.
+                    failed.append(name)
+                    raise
         finally:
-            _write_env_file(home)
+            _write_env_file(home, stopped=failed)
     return infos
 
 

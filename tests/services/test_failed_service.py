@@ -59,3 +59,13 @@ def test_a_killed_service_is_failed_and_up_replaces_it(
         assert cli.main(["services", "status", "zookeeper"]) == 0
     finally:
         services.down(["zookeeper"], services_dir=tmp_path, env_file=env_file)
+
+
+def test_an_external_address_that_does_not_answer_stays_out_of_the_env_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / "services.env"
+    monkeypatch.setenv("SAMZA_NB_ZK_CONNECT", "127.0.0.1:1")
+    with pytest.raises(services.ServiceError, match="nothing answers at 127.0.0.1:1"):
+        services.up(["zookeeper"], services_dir=tmp_path, env_file=env_file)
+    assert "SAMZA_NB_ZK_CONNECT" not in _env_entries(env_file)
