@@ -31,6 +31,24 @@ CONFIG_FILE_VARIABLE = "SAMZA_NB_KAFKA_CONFIG_FILE"
 
 _MASK = "********"
 _LIBRDKAFKA_LOG = logging.getLogger("samza_nb.systems.librdkafka")
+
+
+class _FencesAtDebug(logging.Filter):
+    """librdkafka logs a transactional producer fenced by a newer one with its id as an error.
+    samza_nb fences its own kept producers on purpose (a task epoch that moved to another
+    Python worker starts a new producer, runtime/exactly_once.py), and a fence that matters
+    fails the epoch with a StreamSystemError saying so: those lines go to debug, not to a
+    notebook's stderr."""
+
+    _WORDS = ("fenced", "newer producer with the same transactionalid")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG and any(word in record.getMessage().lower() for word in self._WORDS):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+_LIBRDKAFKA_LOG.addFilter(_FencesAtDebug())
 _SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "private", "key.pem", "sasl.username")
 
 # Options of the Samza system config that are not librdkafka options.
