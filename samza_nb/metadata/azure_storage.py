@@ -124,17 +124,19 @@ class AzureAccount:
         cls, config: Config | Mapping[str, Any] | None = None, connect: str | None = None
     ) -> AzureAccount:
         cfg = Config.of(config)
-        value = connect or cfg.get_str(CONNECT_KEY) or os.environ.get(CONNECT_VARIABLE, "")
+        # The first that is set, and where it came from (named if it does not parse).
+        candidates = (
+            (connect, "the connection string given"),
+            (cfg.get_str(CONNECT_KEY), CONNECT_KEY),
+            (os.environ.get(CONNECT_VARIABLE), f"${CONNECT_VARIABLE}"),
+        )
+        value, source = next(((v, where) for v, where in candidates if v), ("", ""))
         if not value:
             msg = (
                 f"Azure storage needs a connection string: set {CONNECT_KEY} (in a properties "
                 f"file given with --config) or ${CONNECT_VARIABLE}"
             )
             raise ConfigError(msg)
-        source = (
-            "the connection string given" if connect
-            else CONNECT_KEY if cfg.get_str(CONNECT_KEY) else f"${CONNECT_VARIABLE}"
-        )
         _check_parses(value, source)
         return cls(
             value,

@@ -34,11 +34,14 @@ _BOLD_RED = "\x1b[1;31m"
 _RESET = "\x1b[0m"
 
 
-def _colours(shell: Any) -> tuple[str, str, str]:
-    """(red, bold red, reset) in the shell's colour scheme: none under ``--colors=NoColor``."""
-    if str(getattr(shell, "colors", "")).lower() == "nocolor":
-        return "", "", ""
-    return _RED, _BOLD_RED, _RESET
+def _colours(colour: bool) -> tuple[str, str, str]:
+    """(red, bold red, reset), or three empty strings."""
+    return (_RED, _BOLD_RED, _RESET) if colour else ("", "", "")
+
+
+def _in_colour(shell: Any) -> bool:
+    """Whether the shell shows colours (not under ``--colors=NoColor``)."""
+    return str(getattr(shell, "colors", "")).lower() != "nocolor"
 
 
 def _cause(error: TaskError) -> str:
@@ -71,7 +74,7 @@ def _raised_at(error: TaskError) -> tuple[str, str] | None:
 def task_error_text(error: TaskError, *, colour: bool = True) -> list[str]:
     """The short block as lines of text (ANSI colours unless ``colour`` is False), for error
     outputs and terminals."""
-    red, bold, reset = (_RED, _BOLD_RED, _RESET) if colour else ("", "", "")
+    red, bold, reset = _colours(colour)
     lines = [f"{bold}TaskError{reset} in {_where(error)}", f"{red}{_cause(error)}{reset}"]
     raised = _raised_at(error)
     if raised is not None:
@@ -135,11 +138,12 @@ def _structured(
         if isinstance(value, TaskError) and value.worker_traceback:
             stb = [*stb, "", "The task's traceback:", value.worker_traceback]
         return stb
-    red, bold, reset = _colours(shell)
+    colour = _in_colour(shell)
+    _, bold, reset = _colours(colour)
     if not isinstance(value, TaskError):
         return [f"{bold}KeyboardInterrupt{reset}: {value}"]
     from IPython.display import display
 
-    plain = "\n".join(task_error_text(value, colour=bool(red)))
+    plain = "\n".join(task_error_text(value, colour=colour))
     display({"text/html": task_error_html(value), "text/plain": plain}, raw=True)
     return [f"{bold}TaskError{reset}: the job failed in {_where(value)} (details above)"]
