@@ -196,7 +196,9 @@ def down(
                 ran = service.stop()
                 stopped.append(ServiceInfo(name, "stopped" if ran else "not running"))
         finally:
-            _write_env_file(home, stopped=[info.name for info in stopped if info.state != "external"])
+            _write_env_file(
+                home, stopped=[info.name for info in stopped if info.state != "external"]
+            )
     return list(reversed(stopped))
 
 

@@ -190,7 +190,10 @@ class Service(ABC):
         services folder wrote itself (a shell that sourced the env file) is not external: the
         service is still ours to report on and to stop."""
         value = environment(self.external_variable) if self.external_variable else None
-        if value is not None and (self._read_state() or {}).get("env", {}).get(self.external_variable) == value:
+        if (
+            value is not None
+            and (self._read_state() or {}).get("env", {}).get(self.external_variable) == value
+        ):
             return None
         return value
 

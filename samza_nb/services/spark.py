@@ -31,11 +31,19 @@ WORKER_MEMORY = "1g"
 
 
 def alive_workers(webui_port: int, timeout: float = 2.0) -> int:
-    """How many workers the master at ``webui_port`` reports as ALIVE (0 if it is not ALIVE)."""
+    """How many workers the master at ``webui_port`` reports as ALIVE.
+
+    0 while the master is not ALIVE, and while its web UI is up but does not serve its status
+    as JSON yet (a master just started answers with an empty body for a moment).
+    """
     url = f"http://127.0.0.1:{webui_port}/json/"
     with urllib.request.urlopen(url, timeout=timeout) as response:
-        status = json.loads(response.read().decode("utf-8"))
-    if status.get("status") != "ALIVE":
+        body = response.read().decode("utf-8", errors="replace")
+    try:
+        status = json.loads(body)
+    except ValueError:
+        return 0
+    if not isinstance(status, dict) or status.get("status") != "ALIVE":
         return 0
     return sum(1 for worker in status.get("workers", []) if worker.get("state") == "ALIVE")
 

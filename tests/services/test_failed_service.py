@@ -25,7 +25,11 @@ def _env_entries(path: Path) -> dict[str, str]:
 def test_a_killed_service_is_failed_and_up_replaces_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in ("SAMZA_NB_ZK_CONNECT", "SAMZA_NB_KAFKA_BOOTSTRAP", "SAMZA_NB_AZURE_CONNECTION_STRING"):
+    for name in (
+        "SAMZA_NB_ZK_CONNECT",
+        "SAMZA_NB_KAFKA_BOOTSTRAP",
+        "SAMZA_NB_AZURE_CONNECTION_STRING",
+    ):
         monkeypatch.delenv(name, raising=False)
     env_file = tmp_path / "services.env"
     monkeypatch.setenv("SAMZA_NB_SERVICES_DIR", str(tmp_path))
@@ -37,9 +41,7 @@ def test_a_killed_service_is_failed_and_up_replaces_it(
         assert _env_entries(env_file)["SAMZA_NB_ZK_CONNECT"] == first.address
 
         os.kill(first.pids[0], signal.SIGKILL)
-        record = ProcessRecord(
-            "zookeeper", first.pids[0], first.pids[0], None, first.log_files[0]
-        )
+        record = ProcessRecord("zookeeper", first.pids[0], first.pids[0], None, first.log_files[0])
         deadline = time.monotonic() + 10
         while is_alive(record) and time.monotonic() < deadline:
             time.sleep(0.05)

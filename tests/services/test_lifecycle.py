@@ -42,7 +42,9 @@ def _records(info: services.ServiceInfo, home: Path) -> list[ProcessRecord]:
     return [ProcessRecord.from_json(item) for item in state["processes"]]
 
 
-def test_up_twice_is_one_service_and_down_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_up_twice_is_one_service_and_down_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (first,) = services.up(["kafka"], services_dir=tmp_path)
     records = _records(first, tmp_path)
     (second,) = services.up(["kafka"], services_dir=tmp_path)
