@@ -13,11 +13,12 @@ and checks that the window counts sum to every source message read (nothing lost
 from __future__ import annotations
 
 import argparse
-import tempfile
 import threading
 import time
 from datetime import timedelta
 from typing import Any
+
+from _scratch import scratch_dir
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.examples.page_views import generate_page_views
@@ -111,7 +112,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=20_000, help="page views per second written")
     args = parser.parse_args()
     get_spark()
-    system = EmbeddedSystem("embedded", path=tempfile.mkdtemp(prefix="samza-nb-bench-drain-"))
+    system = EmbeddedSystem("embedded", path=scratch_dir("samza-nb-bench-drain-"))
     print(f"{'shuffles':>8} {'drain epochs':>12} {'target':>6} {'drain s':>8} {'stop s':>7} "
           f"{'drain/stop':>10} {'read':>9} {'counted':>9}")
     for shuffles in args.shuffles:

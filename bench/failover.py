@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _scratch import scratch_dir
 
 from samza_nb.examples.user_counts import (
     build_app,
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compaction-updates", type=int, default=1_000_000)
     parser.add_argument("--skip-failover", action="store_true")
     args = parser.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="samza-nb-failover-"))
+    root = scratch_dir("samza-nb-failover-")
     os.environ.setdefault("SAMZA_NB_HOME", str(root / "home"))
     if not args.skip_failover:
         print(f"failover: kill the processor of the active task (one task; executor {args.executor})")

@@ -30,6 +30,7 @@ import uuid
 from collections import Counter
 
 import msgspec
+from _scratch import scratch_dir
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -135,7 +136,6 @@ def intermediate_round_trip(system: KafkaSystem, topic: str, source: str) -> tup
 
 def pipeline(system: KafkaSystem, topic: str, guarantee: str, executor: str, expected: Counter[str] | dict[str, int]) -> float:
     """(a)/(a'): seconds from run() to the drained end; the output counts are checked."""
-    import tempfile
     from datetime import timedelta
 
     from samza_nb.api import KV, StreamApplication, Windows
@@ -157,7 +157,7 @@ def pipeline(system: KafkaSystem, topic: str, guarantee: str, executor: str, exp
         .send_to(out)
     )
     config = {
-        "job.home": tempfile.mkdtemp(prefix="bench-kafka-"),
+        "job.home": str(scratch_dir("bench-kafka-")),
         "task.processing.guarantee": guarantee,
         "job.drain-monitor.poll.interval.ms": "50",
     }

@@ -13,11 +13,12 @@ processed (the last line of its output).
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 import uuid
 from datetime import timedelta
 from typing import Any
+
+from _scratch import scratch_dir
 
 INACTIVITY_S = 5.0
 
@@ -31,7 +32,7 @@ def main() -> None:
         consumer_group=f"{topic}-quix-{uuid.uuid4().hex[:6]}",
         auto_offset_reset="earliest",
         processing_guarantee="at-least-once",
-        state_dir=tempfile.mkdtemp(prefix="bench-quix-"),
+        state_dir=str(scratch_dir("bench-quix-")),
         loglevel="WARNING",
     )
     views = app.topic(topic, value_deserializer="json")

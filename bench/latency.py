@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _scratch import scratch_dir  # noqa: E402
 from peers import shown_config  # noqa: E402
 
 import samza_nb.runtime.processor as processor_module  # noqa: E402
@@ -112,7 +112,7 @@ def _poll(system: EmbeddedSystem, done: threading.Event, latencies: list[float],
 
 
 def _measure(name: str, rate: int, seconds: float) -> dict[str, Any]:
-    workdir = Path(tempfile.mkdtemp(prefix="samza-nb-latency-"))
+    workdir = scratch_dir("samza-nb-latency-")
     system = EmbeddedSystem("embedded", path=workdir / "log")
     system.create_stream("events", PARTITIONS)
     system.create_stream("out", PARTITIONS)

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _peer_venv  # noqa: E402
+from _scratch import scratch_dir  # noqa: E402
 from peers import shown_config  # noqa: E402
 
 from samza_nb.examples.nexmark import build_query, generate, reference, write_events  # noqa: E402
@@ -206,7 +206,7 @@ def main() -> None:
     parser.add_argument("--no-venv", action="store_true", help="skip bytewax (bench venv)")
     args = parser.parse_args()
     events = generate(args.events)
-    workdir = Path(tempfile.mkdtemp(prefix="samza-nb-nexmark-"))
+    workdir = scratch_dir("samza-nb-nexmark-")
     lines = workdir / "events.jsonl"
     lines.write_text("".join(json.dumps(e) + "\n" for e in events))
     spark = get_spark()

@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from datetime import timedelta
@@ -41,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _peer_venv  # noqa: E402
+from _scratch import scratch_dir  # noqa: E402
 
 from samza_nb.api import KV, StreamApplication, Windows  # noqa: E402
 from samza_nb.config import Config  # noqa: E402
@@ -188,7 +188,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "counts": dict(out)}
 '''
 
 _BEAM = USER_CODE + '''
-import glob, json, sys, tempfile, time
+import glob, json, shutil, sys, tempfile, time
 import apache_beam as beam
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
@@ -201,6 +201,7 @@ with beam.Pipeline(runner=FnApiRunner()) as p:
        | beam.Map(json.dumps) | beam.io.WriteToText(prefix))
 seconds = time.perf_counter() - started
 counts = dict(json.loads(line) for path in glob.glob(prefix + "*") for line in open(path))
+shutil.rmtree(prefix.rsplit("/", 1)[0], ignore_errors=True)
 print(json.dumps({"seconds": seconds, "counts": counts}))
 '''
 
@@ -260,7 +261,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per system; the fastest is compared")
     args = parser.parse_args()
     events = generate_page_views(args.events)
-    workdir = Path(tempfile.mkdtemp(prefix="samza-nb-peers-"))
+    workdir = scratch_dir("samza-nb-peers-")
     system = EmbeddedSystem("embedded", path=workdir / "log")
     system.create_stream("page-views", PARTITIONS)
     system.write("page-views", events)
@@ -328,6 +329,9 @@ def main() -> None:
         name for name, results in runs.items()
         if any(result is not None and result[1] != floor[1] for result in results)
     ]
+    if args.no_venv:
+        print("--no-venv: skipped the peers of the bench venv (orjson floor, bytewax, apache-beam); "
+              "run without it to compare with them")
     if wrong:
         msg = f"results differ from the floor: {wrong}"
         raise SystemExit(msg)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _scratch import scratch_dir  # noqa: E402
 from peers import shown_config  # noqa: E402
 
 import samza_nb.runtime.processor as processor_module  # noqa: E402
@@ -106,7 +106,7 @@ class _PeakMemory:
 
 
 def _cell(events: list[dict[str, Any]], partitions: int, processors: int) -> tuple[float, int, int, dict[str, str]]:
-    workdir = Path(tempfile.mkdtemp(prefix="samza-nb-scaling-"))
+    workdir = scratch_dir("samza-nb-scaling-")
     system = EmbeddedSystem("embedded", path=workdir / "log")
     system.create_stream("page-views", partitions)
     system.write("page-views", events)
@@ -126,7 +126,7 @@ def _cell(events: list[dict[str, Any]], partitions: int, processors: int) -> tup
 
 def _epoch_overhead(partitions: int, epochs: int = 5) -> float:
     """Median wall time of an epoch of one processor whose tasks read nothing."""
-    workdir = Path(tempfile.mkdtemp(prefix="samza-nb-scaling-"))
+    workdir = scratch_dir("samza-nb-scaling-")
     system = EmbeddedSystem("embedded", path=workdir / "log")
     system.create_stream("page-views", partitions)
     app = build_app(system, partitions=partitions, config={"job.home": str(workdir / "home")})

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from samza_nb import services
-from samza_nb.config import Config, parse_properties
+from samza_nb.config import Config, properties_config
 from samza_nb.errors import ConfigError, DrainError, SamzaNbError
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def _config(args: argparse.Namespace) -> Config:
         if not path.is_file():
             msg = f"--config {args.config}: no such file"
             raise ConfigError(msg)
-        entries.update(parse_properties(path.read_text(encoding="utf-8"), source=str(path)))
+        entries.update(properties_config(path.read_text(encoding="utf-8"), source=str(path)))
     for assignment in args.set or ():
         key, equals, value = assignment.partition("=")
         if not equals or not key.strip():

@@ -32,6 +32,7 @@ __all__ = [
     "app_name_and_id",
     "global_app_id",
     "parse_properties",
+    "properties_config",
 ]
 
 @dataclass(frozen=True)
@@ -424,25 +425,56 @@ def _check_key(key: str) -> None:
     raise ConfigError(msg)
 
 
-def parse_properties(text: str, *, source: str = "<properties>") -> dict[str, str]:
-    """Parse Java ``.properties`` text: ``key=value`` or ``key: value``, ``#``/``!`` comments,
-    backslash line continuations. Whitespace around keys and values is stripped."""
-    result: dict[str, str] = {}
+def _property_lines(text: str, source: str) -> Iterator[tuple[int, str, str, bool]]:
+    """(line number, key, value, whether a space separated them) per entry of ``text``."""
     pending = ""
+    first = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         line = pending + raw.strip()
+        first = first if pending else number
         pending = ""
         if not line or line[0] in "#!":
             continue
         if line.endswith("\\") and not line.endswith("\\\\"):
             pending = line[:-1]
             continue
-        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        match = re.match(r"^([^=:\s]+)\s*([=:\s])\s*(.*)$", line)
         if match is None:
             msg = f"{source}:{number}: expected 'key=value', got {redact(raw.strip())!r}"
             raise ConfigError(msg)
-        result[match.group(1)] = match.group(2)
-    return result
+        yield first, match.group(1), match.group(3), match.group(2).isspace()
+
+
+def parse_properties(text: str, *, source: str = "<properties>") -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value`` or ``key: value``, ``#``/``!`` comments,
+    backslash line continuations. Whitespace around keys and values is stripped."""
+    return {key: value for _, key, value, _ in _property_lines(text, source)}
+
+
+def properties_config(text: str, *, source: str = "<properties>") -> Config:
+    """A :class:`Config` of ``.properties`` text; an unknown key or a bad value is a
+    ``ConfigError`` naming ``source`` and its line.
+
+    >>> properties_config("job.container.count 2\\nfoo bar", source="job.properties")
+    Traceback (most recent call last):
+    ...
+    samza_nb.errors.ConfigError: job.properties:2: unknown config key 'foo'; see docs/configuration.md for keys (the line reads as key 'foo' and a value: a space also separates a key from its value)
+    """
+    entries: dict[str, str] = {}
+    for number, key, value, spaced in _property_lines(text, source):
+        try:
+            Config({key: value})
+        except ConfigError as error:
+            spacing = (
+                f" (the line reads as key {key!r} and a value: a space also separates a key "
+                "from its value)"
+                if spaced and value and key not in KNOWN_KEYS
+                else ""
+            )
+            msg = f"{source}:{number}: {error}{spacing}"
+            raise ConfigError(msg) from None
+        entries[key] = value
+    return Config(entries)
 
 
 class Config(Mapping[str, str]):
@@ -479,8 +511,8 @@ class Config(Mapping[str, str]):
                 reason = error.strerror if isinstance(error, OSError) else str(error)
                 msg = f"cannot read config file {str(path)!r}: {reason}"
                 raise ConfigError(msg) from error
-            return cls(parse_properties(text, source=str(path)))
-        return cls(parse_properties(source))
+            return properties_config(text, source=str(path))
+        return properties_config(source)
 
     @classmethod
     def of(cls, config: Config | Mapping[str, Any] | None) -> Config:

@@ -86,6 +86,7 @@ def test_a_config_file_with_an_unknown_key_names_it(
     err = capsys.readouterr().err
     assert "job.contaner.count" in err
     assert "job.container.count" in err  # did you mean
+    assert f"{properties}:2: unknown config key" in err  # the file and its line
 
 
 def test_run_a_missing_input_says_how_to_create_it(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -300,9 +300,11 @@ def assign_with_standbys(
         where = "locations" if check_location else "processors"
         msg = (
             f"assign_with_standbys: replication factor {replication_factor} needs "
-            f"{replication_factor} distinct {where}, but the live processors have {groups}"
+            f"{replication_factor} distinct {where}, but the live processors have {groups}: "
+            f"add processors on other {where} or lower job.standbytasks.replication.factor"
             + (
-                "; pass check_location=False to only keep copies on distinct processors"
+                " (a direct call of assign_with_standbys can pass check_location=False to keep "
+                "copies on distinct processors of one location)"
                 if check_location
                 else ""
             )

@@ -144,7 +144,7 @@ def test_killing_a_standby_only_processor_changes_nothing_for_the_actives(system
 def test_fewer_locations_than_the_replication_factor_is_a_clear_error(system: EmbeddedSystem) -> None:
     write_events(system, generate_events(10, users=5), partitions=4)
     config = {"job.standbytasks.replication.factor": "3", "processor.locations": "host-a,host-b"}
-    with pytest.raises(GroupingError, match=r"replication factor 3 needs 3 distinct locations"):
+    with pytest.raises(GroupingError, match=r"replication factor 3 needs 3 distinct locations, .*lower job.standbytasks.replication.factor"):
         run_local(build_app(system), config, processors=2, until="end-of-stream")
     # The failed run released the job: the next one runs.
     job = run_local(build_app(system), {"processor.locations": "host-a,host-b"}, processors=2, until="end-of-stream")

@@ -103,6 +103,16 @@ class CoordinationBlob:
     def _error(self, what: str, error: BaseException) -> CoordinationError:
         return CoordinationError(f"{self!r}: {what}: {describe_error(error)}")
 
+    def exists(self) -> bool:
+        """Whether the page blob exists (a job no processor has started yet has none)."""
+        from azure.core.exceptions import AzureError
+
+        try:
+            return bool(self.blob.exists())
+        except AzureError as error:
+            what = "check that the page blob exists"
+            raise self._error(what, error) from error
+
     def ensure(self) -> None:
         """Create the page blob unless it exists. Two processors creating it at once both
         create an empty blob; once one holds the lease (before anything is written) the

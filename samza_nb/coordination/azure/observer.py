@@ -85,7 +85,7 @@ class AzureJobObserver:
         return f"AzureJobObserver({self.where!r})"
 
     def observe(self) -> AzureObservation:
-        if not self.blob.blob.exists():
+        if not self.blob.exists():
             return AzureObservation(self.where)
         rows = self.table.live(self.freshness)
         leaders = [row.processor_id for row in rows if row.is_leader]

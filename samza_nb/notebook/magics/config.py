@@ -7,7 +7,7 @@ import argparse
 
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from samza_nb.config import Config, parse_properties
+from samza_nb.config import Config, properties_config
 from samza_nb.notebook.magics._args import identifier
 from samza_nb.notebook.magics._session import Session
 
@@ -24,7 +24,7 @@ def command(session: Session, args: argparse.Namespace) -> Config:
 @argument("name", nargs="?", type=identifier, metavar="NAME", help="also bind the Config to NAME")
 def cell_command(session: Session, args: argparse.Namespace, cell: str) -> Config:
     """Replace the session's config with the cell's key=value lines (# comments allowed)."""
-    config = Config(parse_properties(cell, source="%%samza config"))
+    config = properties_config(cell, source="%%samza config")
     session.config = config
     if args.name is not None:
         session.shell.user_ns[args.name] = config
