@@ -29,6 +29,7 @@ from samza_nb.errors import ConfigError, DrainError, SamzaNbError
 
 if TYPE_CHECKING:
     from samza_nb.api import ExecutionPlan, StreamApplication
+    from samza_nb.metadata import MetadataStore
     from samza_nb.runtime import Job
 
 __all__ = [
@@ -326,8 +327,29 @@ def _running_processors(plan: Any, store: Any) -> list[str] | None:
     return [] if holder is None else [holder]
 
 
+#: How long ``samza-nb drain`` waits for a job that holds its lease to record its run id.
+_RUN_ID_WAIT_S = 15.0
+
+
+def _current_run_id(store: MetadataStore) -> str:
+    """The run id of the running job. A job records a new run id a moment after it took its
+    lease: a drain in between waits for it (bounded) instead of naming the ended run."""
+    from samza_nb.drain import read_current_run_id
+
+    deadline = time.monotonic() + _RUN_ID_WAIT_S
+    while (run_id := read_current_run_id(store)) is None:
+        if time.monotonic() > deadline:
+            msg = (
+                f"the job is running but has recorded no current run id within "
+                f"{_RUN_ID_WAIT_S:g} s; pass --run-id"
+            )
+            raise DrainError(msg)
+        time.sleep(0.1)
+    return run_id
+
+
 def _drain(args: argparse.Namespace) -> int:
-    from samza_nb.drain import read_drain_notifications, read_run_id, write_drain_notification
+    from samza_nb.drain import read_drain_notifications, write_drain_notification
 
     store = _metadata_store_of(args)
     plan = _application(args).plan(_config(args)) if args.app and not args.job_home else None
@@ -337,7 +359,7 @@ def _drain(args: argparse.Namespace) -> int:
             # stop or a crash keeps the run id).
             msg = "the job is not running (no processor of it is live), so there is nothing to drain"
             raise DrainError(msg)
-        run_id = args.run_id or read_run_id(store)
+        run_id = args.run_id or _current_run_id(store)
         notification_uuid = write_drain_notification(store, run_id)
         print(f"drain requested for run {run_id} (notification {notification_uuid})")
         if not args.wait:

@@ -22,6 +22,7 @@ from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 __all__ = [
     "CONFIG_NAMESPACE",
     "DRAIN_NAMESPACE",
+    "RUN_ENDED_KEY",
     "DrainMode",
     "DrainMonitor",
     "DrainMonitorState",
@@ -29,6 +30,7 @@ __all__ = [
     "cleanup",
     "cleanup_all",
     "read_drain_notifications",
+    "read_current_run_id",
     "read_run_id",
     "should_drain",
     "write_drain_notification",
@@ -36,6 +38,8 @@ __all__ = [
 
 DRAIN_NAMESPACE = "samza-drain-v1"
 CONFIG_NAMESPACE = "set-config"
+#: Key (namespace ``set-config``) of the run id whose deployment ended (drained or finished).
+RUN_ENDED_KEY = "samza-nb.run.ended"
 _log = logging.getLogger(__name__)
 
 
@@ -97,12 +101,26 @@ def read_run_id(store: MetadataStore) -> str | None:
     return raw.decode() if raw else None
 
 
+def read_current_run_id(store: MetadataStore) -> str | None:
+    """The run id of the deployment that runs or will resume: the stored one unless it has
+    ended (drained or finished). None also while a job that just started has not recorded its
+    new run id yet."""
+    config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
+    raw = config.get("app.run.id")
+    if not raw or raw == config.get(RUN_ENDED_KEY):
+        return None
+    return raw.decode()
+
+
 def write_drain_notification(store: MetadataStore, run_id: str | None = None) -> str:
-    """Write a DEFAULT drain notification for ``run_id`` (else the run id persisted in the
-    store); returns its UUID."""
-    run_id = run_id or read_run_id(store)
+    """Write a DEFAULT drain notification for ``run_id`` (else the current run id persisted in
+    the store: see :func:`read_current_run_id`); returns its UUID."""
+    run_id = run_id or read_current_run_id(store)
     if not run_id:
-        msg = "unable to find the run id: pass run_id or start the job first (app.run.id)"
+        msg = (
+            "unable to find the run id: the job has not started, or its last run ended (drained "
+            "or finished); pass run_id or start the job first (app.run.id)"
+        )
         raise DrainError(msg)
     notification = DrainNotification(str(uuid_module.uuid4()), run_id)
     namespace = _namespace(store)

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from samza_nb.drain import CONFIG_NAMESPACE
+from samza_nb.drain import CONFIG_NAMESPACE, RUN_ENDED_KEY
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 from samza_nb.metadata.registry import EMBEDDED_FILE_NAME
 from samza_nb.systems.embedded import EmbeddedSystem, default_data_dir
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = ["job_home", "mark_run_ended", "metadata_store_path", "resolve_run_id"]
 
 _RUN_ID_KEY = "app.run.id"
-_RUN_ENDED_KEY = "samza-nb.run.ended"
 
 
 def job_home(plan: ExecutionPlan) -> Path:
@@ -55,7 +54,7 @@ def resolve_run_id(store: MetadataStore, configured: str | None) -> str:
     run_id = configured
     if not run_id:
         stored = config.get(_RUN_ID_KEY)
-        ended = config.get(_RUN_ENDED_KEY)
+        ended = config.get(RUN_ENDED_KEY)
         if stored is not None and stored != ended:
             run_id = stored.decode()
     run_id = run_id or uuid.uuid4().hex
@@ -67,5 +66,5 @@ def resolve_run_id(store: MetadataStore, configured: str | None) -> str:
 def mark_run_ended(store: MetadataStore, run_id: str) -> None:
     """Record that deployment ``run_id`` ended (drained or finished): the next run starts a new one."""
     config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
-    config.put(_RUN_ENDED_KEY, run_id.encode())
+    config.put(RUN_ENDED_KEY, run_id.encode())
     config.flush()

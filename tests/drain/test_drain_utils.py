@@ -15,12 +15,15 @@ from samza_nb.drain import (
     DrainNotification,
     cleanup,
     cleanup_all,
+    read_current_run_id,
     read_drain_notifications,
+    read_run_id,
     should_drain,
     write_drain_notification,
 )
 from samza_nb.errors import DrainError
 from samza_nb.metadata import InMemoryMetadataStore, NamespacedMetadataStore
+from samza_nb.runtime.home import mark_run_ended, resolve_run_id
 
 
 def test_notification_json_is_samzas_format() -> None:
@@ -62,6 +65,21 @@ def test_write_without_run_id_uses_the_persisted_one_or_fails() -> None:
     NamespacedMetadataStore(store, "set-config").put("app.run.id", b"persisted-run")
     write_drain_notification(store)
     assert should_drain(store, "persisted-run")
+
+
+def test_a_run_that_ended_is_not_the_current_run() -> None:
+    # A drained or finished run stays stored until the next run records its own; a drain in
+    # between must not name the ended run (the new run would never see the notification).
+    store = InMemoryMetadataStore()
+    assert read_current_run_id(store) is None
+    mark_run_ended(store, resolve_run_id(store, "run-1"))
+    assert read_run_id(store) == "run-1" and read_current_run_id(store) is None
+    with pytest.raises(DrainError, match="its last run ended"):
+        write_drain_notification(store)
+    second = resolve_run_id(store, None)  # the next run: a new deployment
+    assert second not in ("", "run-1") and read_current_run_id(store) == second
+    write_drain_notification(store)
+    assert should_drain(store, second) and not should_drain(store, "run-1")
 
 
 def test_monitor_arguments_are_checked() -> None:

@@ -16,7 +16,12 @@ import time
 from dataclasses import dataclass
 
 from samza_nb.coordination.observation import JobObservation, JobObserver
-from samza_nb.drain import read_drain_notifications, read_run_id, write_drain_notification
+from samza_nb.drain import (
+    read_current_run_id,
+    read_drain_notifications,
+    read_run_id,
+    write_drain_notification,
+)
 from samza_nb.errors import DrainError, JobError
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import JobModel
@@ -148,9 +153,12 @@ class AttachedJob:
         if self._closed:
             msg = f"{self!r} is closed; attach again to drain it"
             raise JobError(msg)
-        run_id = self.run_id
+        run_id = read_current_run_id(self.metadata)
         if not run_id:
-            msg = f"job {self.app_name!r} (job id {self.job_id}) at {self.url} has no run id yet: nothing to drain"
+            msg = (
+                f"job {self.app_name!r} (job id {self.job_id}) at {self.url} has no current run "
+                "(not started yet, or its last run ended): nothing to drain"
+            )
             raise DrainError(msg)
         self._drain_uuid = write_drain_notification(self.metadata, run_id)
         if wait:

@@ -11,8 +11,9 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from samza_nb.config import Config
+from samza_nb.coordination.azure import AzureJobObserver
 from samza_nb.drain import read_drain_notifications
-from samza_nb.errors import ConfigError
+from samza_nb.errors import ConfigError, CoordinationError
 from samza_nb.metadata.azure import AzureBlobMetadataStore
 from samza_nb.notebook.magics import SamzaMagics, Session
 from samza_nb.notebook.magics.attach_handle import AttachedJob
@@ -114,3 +115,27 @@ def test_magic_attach_azure_returns_the_handle(
     finally:
         handle.close()
     assert handle.status().state == "detached"
+
+
+def test_an_account_that_does_not_answer_is_a_coordination_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Notebook 07 observes before it starts processes: a dead endpoint must fail there, in one
+    # line naming the blob and the endpoint, not as an azure-core traceback.
+    key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+    dead = "http://127.0.0.1:9/devstoreaccount1"
+    monkeypatch.setenv(
+        "SAMZA_NB_AZURE_CONNECTION_STRING",
+        f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={key};"
+        f"BlobEndpoint={dead};TableEndpoint={dead}",
+    )
+    config = {
+        "app.name": "unreachable",
+        "azure.storage.retry.attempts": "1",
+        "azure.storage.retry.interval.ms": "100",
+    }
+    observer = AzureJobObserver(Config(config))
+    with pytest.raises(CoordinationError, match=r"check that the page blob exists: .*127\.0\.0\.1.*9") as caught:
+        observer.observe()
+    assert key not in str(caught.value)
+    observer.close()

@@ -105,7 +105,7 @@ def test_the_handle_sees_processors_leader_versions_and_moves_without_joining(
 def test_drain_writes_a_notification_for_the_groups_run_id(
     group: dict[str, ZkJobCoordinator], attached: AttachedJob
 ) -> None:
-    with pytest.raises(DrainError, match="no run id yet"):
+    with pytest.raises(DrainError, match="has no current run"):
         attached.drain()
     NamespacedMetadataStore(attached.metadata, "set-config").put("app.run.id", b"run-7")
     widget = AttachedJobWidget(attached, auto_refresh=False)
