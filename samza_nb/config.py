@@ -313,6 +313,12 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "task.epoch.min.interval.ms", "0", "Minimum time between epochs of a processor.", minimum=0
     ),
     ConfigKey(
+        "task.poll.interval.ms",
+        "50",
+        "How often a processor with nothing to read looks for new messages (Samza's default).",
+        minimum=1,
+    ),
+    ConfigKey(
         "metadata.store.factory",
         "embedded",
         "Metadata store: `embedded` (SQLite in job.home), `in-memory`, `kafka` (coordinator "
@@ -373,6 +379,13 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "job.spark.partitions",
         "0",
         "Spark partitions an epoch's task epochs run in (0: one per Spark core, at most one per task).",
+        minimum=0,
+    ),
+    ConfigKey(
+        "job.spark.driver.epoch.max.messages",
+        "100",
+        "An epoch reading at most this many messages runs in the job's process, not as a Spark "
+        "job (local masters, at-least-once; 0: never).",
         minimum=0,
     ),
     ConfigKey("spark.master", "local[*]", "Spark master URL."),

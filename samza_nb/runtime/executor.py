@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError, ServiceError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
+from samza_nb.runtime.exactly_once import exactly_once
 from samza_nb.runtime.task import run_task_epoch
 
 if TYPE_CHECKING:
@@ -104,6 +105,15 @@ class SparkExecutor(Executor):
     The session is the process's: the notebook's or test suite's when one is running and no
     ``spark.master`` is configured (stopping it would break every handle the user holds), else
     :func:`samza_nb.runtime.spark.get_spark` for the configured master.
+
+    An epoch with at most ``job.spark.driver.epoch.max.messages`` messages to read runs in this
+    process instead, on a copy of the plan as a Python worker would unpickle it: a Spark job
+    costs 30–60 ms whatever it carries, while such an epoch (the end-of-stream or drain
+    messages a shuffle passes on, a quiet stream's few new messages) takes a few milliseconds.
+    Spark's own ``take()`` once ran small jobs on the driver the same way
+    (``spark.localExecution.enabled``). Only with a ``local`` master (the workers' stores are on
+    this machine) and not under exactly-once (a task's transactional producer is kept in the
+    Python worker that last ran it).
     """
 
     name = "spark"
@@ -115,6 +125,11 @@ class SparkExecutor(Executor):
         self._pickled: weakref.WeakKeyDictionary[Any, tuple[str, bytes]] = weakref.WeakKeyDictionary()
         #: Partitions -> an RDD of that many one-element partitions (of the session's context).
         self._slots: dict[int, Any] = {}
+        #: Plan digest -> the plan as a worker unpickles it, for epochs run in this process.
+        self._driver_plans: dict[str, Any] = {}
+        #: Epochs run in this process (small enough) and as Spark jobs, since the start.
+        self.epochs_in_driver = 0
+        self.epochs_on_spark = 0
 
     def start(self) -> None:
         self.session()
@@ -149,6 +164,15 @@ class SparkExecutor(Executor):
         spark = self.session()
         digest, blob = self._pickle(plan)
         context = spark.sparkContext
+        if self._runs_in_driver(plan, assignments, context.master):
+            driver_plan = self._driver_plans.get(digest)
+            if driver_plan is None:
+                from pyspark import cloudpickle
+
+                driver_plan = self._driver_plans[digest] = cloudpickle.loads(blob)
+            self.epochs_in_driver += 1
+            return [run_task_epoch(driver_plan, assignment) for assignment in assignments]
+        self.epochs_on_spark += 1
         slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
         # The index puts the results back in the assignments' order.
         groups = balanced_groups(assignments, slices)
@@ -162,6 +186,13 @@ class SparkExecutor(Executor):
 
         done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
         return [done[index] for index in range(len(assignments))]
+
+    def _runs_in_driver(self, plan: ExecutionPlan, assignments: list[EpochAssignment], master: str) -> bool:
+        """Whether this epoch is small enough to run here (see the class docstring)."""
+        limit = self._config.get_int("job.spark.driver.epoch.max.messages")
+        if limit <= 0 or not _LOCAL_MASTER.match(str(master)) or exactly_once(plan):
+            return False
+        return sum(map(backlog, assignments)) <= limit
 
     def _slots_rdd(self, context: Any, slices: int) -> Any:
         """An RDD of ``slices`` partitions, made once per SparkContext: an epoch's task epochs
@@ -215,6 +246,8 @@ def spark_partitions(config: Config, tasks: int, parallelism: int) -> int:
     return max(1, min(tasks, wanted))
 
 
+#: Masters whose executors run on this machine, with this process's filesystem.
+_LOCAL_MASTER = re.compile(r"^local(\[[^\]]*\])?$")
 _MASTER = re.compile(
     r"^(local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]"
     r"|spark://[^/\s]+(:\d+)?(,[^/\s]+(:\d+)?)*|yarn|k8s://\S+|mesos://\S+)$"

@@ -112,6 +112,8 @@ class StreamProcessor:
         )
         self._timer_ms = plan.window_ms or 1000
         self._min_interval_s = plan.config.get_int("task.epoch.min.interval.ms") / 1000
+        #: How long a processor that had nothing to do waits before it looks again.
+        self._poll_s = plan.config.get_int("task.poll.interval.ms") / 1000
         self._last_epoch_at = 0.0
         #: Compacts changelogs in the background when this processor owns retention.
         self.compactor = ChangelogCompactor(plan)
@@ -240,7 +242,7 @@ class StreamProcessor:
                     break
                 if not worked:
                     with self._cond:
-                        self._cond.wait(_IDLE_SLEEP_S)
+                        self._cond.wait(self._poll_s)
             self.retention.join()
             self.state = "stopped" if self._stop else "finished"
         except BaseException as error:  # the processor thread must report every failure

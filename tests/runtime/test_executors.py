@@ -187,3 +187,49 @@ def test_a_spark_worker_pauses_the_cycle_collector_for_an_epoch_only() -> None:
         assert not gc.isenabled()  # a process that had it off keeps it off
     finally:
         gc.enable()
+
+
+@pytest.mark.spark
+def test_small_epochs_run_in_the_driver_with_the_same_outputs(spark: Any, tmp_path: Path) -> None:
+    events = generate_page_views(2_000, seed=11)
+    ran: dict[str, tuple[int, int]] = {}
+    for name, limit in (("never", "0"), ("default", None), ("always", "1000000")):
+        system = EmbeddedSystem("embedded", path=tmp_path / name)
+        write_page_views(system, events)
+        config = {"task.max.epoch.messages": "300"}
+        if limit is not None:
+            config["job.spark.driver.epoch.max.messages"] = limit
+        job = run(build_app(system), config, clock=StepClock(), executor="spark")
+        assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+        executor = job._executor
+        ran[name] = (executor.epochs_in_driver, executor.epochs_on_spark)
+    assert ran["never"][0] == 0 and ran["never"][1] > 2
+    assert ran["always"] == (sum(ran["never"]), 0)
+    # By default only the epochs that pass end-of-stream on (a few control messages) skip Spark.
+    driver, on_spark = ran["default"]
+    assert driver >= 1 and on_spark >= 2 and driver + on_spark == sum(ran["never"])
+
+
+def test_an_epoch_runs_in_the_driver_only_on_a_local_master_at_least_once_and_small(tmp_path: Path) -> None:
+    from samza_nb.config import Config
+    from samza_nb.runtime.epoch import EpochAssignment
+    from samza_nb.runtime.executor import SparkExecutor
+
+    def assignment(messages: int) -> EpochAssignment:
+        return EpochAssignment(
+            "Partition 0", "p", 0, 0, "run", "here", str(tmp_path), 0, [("in", 0)],
+            {"in#0": 0}, {"in#0": messages}, {}, {},
+        )  # fmt: skip
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    plan = build_app(system).plan()
+    small, large = [assignment(60), assignment(40)], [assignment(60), assignment(41)]
+    executor = SparkExecutor(Config({}))
+    assert executor._runs_in_driver(plan, small, "local[*]")
+    assert executor._runs_in_driver(plan, small, "local")
+    assert not executor._runs_in_driver(plan, large, "local[2]")  # 101 messages: over the default 100
+    assert not executor._runs_in_driver(plan, small, "spark://127.0.0.1:7077")  # stores are elsewhere
+    never = SparkExecutor(Config({"job.spark.driver.epoch.max.messages": "0"}))
+    assert not never._runs_in_driver(plan, small, "local[*]")
+    exactly_once = build_app(system, config={"task.processing.guarantee": "exactly-once"})
+    assert not executor._runs_in_driver(exactly_once.plan(), small, "local[*]")
