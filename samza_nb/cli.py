@@ -331,17 +331,20 @@ def _running_processors(plan: Any, store: Any) -> list[str] | None:
 _RUN_ID_WAIT_S = 15.0
 
 
-def _current_run_id(store: MetadataStore) -> str:
+def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore) -> str:
     """The run id of the running job. A job records a new run id a moment after it took its
     lease: a drain in between waits for it (bounded) instead of naming the ended run."""
     from samza_nb.drain import read_current_run_id
 
     deadline = time.monotonic() + _RUN_ID_WAIT_S
     while (run_id := read_current_run_id(store)) is None:
+        if _running_processors(plan, store) == []:
+            msg = "the job's run has ended (drained or finished) and no processor is live: nothing to drain"
+            raise DrainError(msg)
         if time.monotonic() > deadline:
             msg = (
-                f"the job is running but has recorded no current run id within "
-                f"{_RUN_ID_WAIT_S:g} s; pass --run-id"
+                f"no current run id within {_RUN_ID_WAIT_S:g} s: the job's last run ended "
+                "(drained or finished) and the next has not recorded its own; pass --run-id"
             )
             raise DrainError(msg)
         time.sleep(0.1)
@@ -359,7 +362,7 @@ def _drain(args: argparse.Namespace) -> int:
             # stop or a crash keeps the run id).
             msg = "the job is not running (no processor of it is live), so there is nothing to drain"
             raise DrainError(msg)
-        run_id = args.run_id or _current_run_id(store)
+        run_id = args.run_id or _current_run_id(plan, store)
         notification_uuid = write_drain_notification(store, run_id)
         print(f"drain requested for run {run_id} (notification {notification_uuid})")
         if not args.wait:

@@ -315,7 +315,8 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "task.poll.interval.ms",
         "50",
-        "How often a processor with nothing to read looks for new messages (Samza's default).",
+        "How soon a processor with nothing to read looks for new messages again (Samza's "
+        "default); the wait doubles while it stays idle, up to 200 ms.",
         minimum=1,
     ),
     ConfigKey(
@@ -438,22 +439,27 @@ def _check_key(key: str) -> None:
     raise ConfigError(msg)
 
 
-def _property_lines(text: str, source: str) -> Iterator[tuple[int, str, str, bool]]:
-    """(line number, key, value, whether a space separated them) per entry of ``text``."""
-    pending = ""
-    first = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = pending + raw.strip()
-        first = first if pending else number
-        pending = ""
+def _property_lines(text: str, source: str, first_line: int = 1) -> Iterator[tuple[int, str, str, bool]]:
+    """(line number, key, value, whether a space separated them) per entry of ``text``; an
+    entry continued over several lines is numbered by its first. ``first_line`` is the number
+    of the text's first line where the user sees it."""
+    entries: list[tuple[int, str]] = []  # (first line, the entry's text)
+    pending: tuple[int, str] | None = None
+    for number, raw in enumerate(text.splitlines(), start=first_line):
+        first, line = (pending[0], pending[1] + raw.strip()) if pending else (number, raw.strip())
+        pending = None
         if not line or line[0] in "#!":
             continue
         if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
+            pending = (first, line[:-1])
             continue
+        entries.append((first, line))
+    if pending is not None and pending[1]:
+        entries.append(pending)  # a continuation on the last line continues nothing
+    for first, line in entries:
         match = re.match(r"^([^=:\s]+)\s*([=:\s])\s*(.*)$", line)
         if match is None:
-            msg = f"{source}:{number}: expected 'key=value', got {redact(raw.strip())!r}"
+            msg = f"{source}:{first}: expected 'key=value', got {redact(line)!r}"
             raise ConfigError(msg)
         yield first, match.group(1), match.group(3), match.group(2).isspace()
 
@@ -464,7 +470,7 @@ def parse_properties(text: str, *, source: str = "<properties>") -> dict[str, st
     return {key: value for _, key, value, _ in _property_lines(text, source)}
 
 
-def properties_config(text: str, *, source: str = "<properties>") -> Config:
+def properties_config(text: str, *, source: str = "<properties>", first_line: int = 1) -> Config:
     """A :class:`Config` of ``.properties`` text; an unknown key or a bad value is a
     ``ConfigError`` naming ``source`` and its line.
 
@@ -474,7 +480,7 @@ def properties_config(text: str, *, source: str = "<properties>") -> Config:
     samza_nb.errors.ConfigError: job.properties:2: unknown config key 'foo'; see docs/configuration.md for keys (the line reads as key 'foo' and a value: a space also separates a key from its value)
     """
     entries: dict[str, str] = {}
-    for number, key, value, spaced in _property_lines(text, source):
+    for number, key, value, spaced in _property_lines(text, source, first_line):
         try:
             Config({key: value})
         except ConfigError as error:

@@ -148,3 +148,17 @@ def test_numeric_keys_accept_exactly_their_range(name: str, number: int) -> None
     else:
         with pytest.raises(ConfigError, match=f"config {name}="):
             Config({name: str(number)})
+
+
+def test_properties_errors_name_the_first_line_of_their_entry() -> None:
+    from samza_nb.config import parse_properties, properties_config
+
+    text = "# a job\ntask.max.epoch.messages=5\njob.contaner.count=\\\n    2\n"
+    with pytest.raises(ConfigError, match=r"^job\.properties:3: unknown config key 'job\.contaner\.count'"):
+        properties_config(text, source="job.properties")
+    with pytest.raises(ConfigError, match=r"^job\.properties:2: expected 'key=value', got 'noseparator'"):
+        properties_config("task.max.epoch.messages=1\nno\\\nseparator\n", source="job.properties")
+    with pytest.raises(ConfigError, match=r"^cell:3: config task\.max\.epoch\.messages="):
+        properties_config("\ntask.max.epoch.messages=-1", source="cell", first_line=2)
+    # A continuation on the last line continues nothing: the entry is kept.
+    assert parse_properties("a=1\nb = 2\\") == {"a": "1", "b": "2"}

@@ -301,7 +301,8 @@ def assign_with_standbys(
         msg = (
             f"assign_with_standbys: replication factor {replication_factor} needs "
             f"{replication_factor} distinct {where}, but the live processors have {groups}: "
-            f"add processors on other {where} or lower job.standbytasks.replication.factor"
+            f"add {'processors on other locations' if check_location else 'processors'} or "
+            "lower job.standbytasks.replication.factor"
             + (
                 " (a direct call of assign_with_standbys can pass check_location=False to keep "
                 "copies on distinct processors of one location)"

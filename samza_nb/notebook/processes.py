@@ -64,10 +64,14 @@ class ProcessorProcess:
         entries = {**settings, "processor.id": processor_id, "processor.locations": location}
         for key, value in entries.items():
             argv += ["--set", f"{key}={value}"]
+        # Unsalted string hashes, as PySpark gives its Python workers (and bin/pyspark its
+        # driver): the processor may then run its small epochs itself (SparkExecutor).
+        env = {"PYTHONHASHSEED": "0", **os.environ} if "PYTHONHASHSEED" not in os.environ else None
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(  # noqa: S603 - our own CLI, no shell
                 argv,
                 cwd=self.cwd,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -13,6 +13,7 @@ import gc
 import hashlib
 import re
 import socket
+import sys
 import threading
 import time
 import weakref
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
 __all__ = [
+    "DRIVER_TASKS_PER_CORE",
     "Executor",
     "LocalExecutor",
     "SparkExecutor",
@@ -108,12 +110,23 @@ class SparkExecutor(Executor):
 
     An epoch with at most ``job.spark.driver.epoch.max.messages`` messages to read runs in this
     process instead, on a copy of the plan as a Python worker would unpickle it: a Spark job
-    costs 30–60 ms whatever it carries, while such an epoch (the end-of-stream or drain
+    costs 25–60 ms whatever it carries, while such an epoch (the end-of-stream or drain
     messages a shuffle passes on, a quiet stream's few new messages) takes a few milliseconds.
     Spark's own ``take()`` once ran small jobs on the driver the same way
-    (``spark.localExecution.enabled``). Only with a ``local`` master (the workers' stores are on
-    this machine) and not under exactly-once (a task's transactional producer is kept in the
-    Python worker that last ran it).
+    (``spark.localExecution.enabled``). Only when this process runs task code as a worker
+    would and about as fast:
+
+    - a ``local`` master: the workers' stores are on this machine;
+    - at-least-once: under exactly-once a task's transactional producer stays in the Python
+      worker that last ran it;
+    - this process hashes strings as the workers do (``PYTHONHASHSEED=0``, what PySpark gives
+      its workers and ``bin/pyspark`` its driver): user code may key by ``hash()``;
+    - no side inputs (read whole, whatever the epoch's backlog) and at most
+      :data:`DRIVER_TASKS_PER_CORE` task epochs per Spark core (each opens its stores:
+      milliseconds, one after another here);
+    - every task's previous epoch ran in this executor, at the same location: any other epoch
+      may restore or catch up its stores from their changelogs, work the backlog does not
+      count.
     """
 
     name = "spark"
@@ -130,6 +143,9 @@ class SparkExecutor(Executor):
         #: Epochs run in this process (small enough) and as Spark jobs, since the start.
         self.epochs_in_driver = 0
         self.epochs_on_spark = 0
+        #: (task, location) -> the checkpoint seq of its last epoch run by this executor: a
+        #: task whose next epoch follows it has its stores up to date here.
+        self._last_seq: dict[tuple[str, str], int] = {}
 
     def start(self) -> None:
         self.session()
@@ -164,15 +180,21 @@ class SparkExecutor(Executor):
         spark = self.session()
         digest, blob = self._pickle(plan)
         context = spark.sparkContext
-        if self._runs_in_driver(plan, assignments, context.master):
-            driver_plan = self._driver_plans.get(digest)
-            if driver_plan is None:
-                from pyspark import cloudpickle
+        in_driver = self._runs_in_driver(plan, assignments, context)
+        driver_plan: Any = None
+        with self._lock:
+            self._last_seq.update(((a.task_name, a.location_id), a.seq) for a in assignments)
+            if in_driver:
+                self.epochs_in_driver += 1
+                driver_plan = self._driver_plans.get(digest)
+                if driver_plan is None:
+                    from pyspark import cloudpickle
 
-                driver_plan = self._driver_plans[digest] = cloudpickle.loads(blob)
-            self.epochs_in_driver += 1
+                    driver_plan = self._driver_plans[digest] = cloudpickle.loads(blob)
+            else:
+                self.epochs_on_spark += 1
+        if in_driver:
             return [run_task_epoch(driver_plan, assignment) for assignment in assignments]
-        self.epochs_on_spark += 1
         slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
         # The index puts the results back in the assignments' order.
         groups = balanced_groups(assignments, slices)
@@ -187,11 +209,19 @@ class SparkExecutor(Executor):
         done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
         return [done[index] for index in range(len(assignments))]
 
-    def _runs_in_driver(self, plan: ExecutionPlan, assignments: list[EpochAssignment], master: str) -> bool:
+    def _runs_in_driver(self, plan: ExecutionPlan, assignments: list[EpochAssignment], context: Any) -> bool:
         """Whether this epoch is small enough to run here (see the class docstring)."""
         limit = self._config.get_int("job.spark.driver.epoch.max.messages")
-        if limit <= 0 or not _LOCAL_MASTER.match(str(master)) or exactly_once(plan):
+        if limit <= 0 or plan.side_inputs or exactly_once(plan):
             return False
+        if not _LOCAL_MASTER.match(str(context.master)) or not _hashes_as_workers(context):
+            return False
+        if len(assignments) > DRIVER_TASKS_PER_CORE * max(1, int(context.defaultParallelism)):
+            return False
+        with self._lock:
+            last = self._last_seq
+            if any(last.get((a.task_name, a.location_id)) != a.seq - 1 for a in assignments):
+                return False
         return sum(map(backlog, assignments)) <= limit
 
     def _slots_rdd(self, context: Any, slices: int) -> Any:
@@ -244,6 +274,18 @@ def spark_partitions(config: Config, tasks: int, parallelism: int) -> int:
     configured = config.get_int("job.spark.partitions")
     wanted = configured if configured > 0 else max(1, parallelism)
     return max(1, min(tasks, wanted))
+
+
+#: Task epochs per Spark core an epoch run in the driver may have (each opens its stores,
+#: 4–5 ms here, one after another in the driver).
+DRIVER_TASKS_PER_CORE = 4
+
+
+def _hashes_as_workers(context: Any) -> bool:
+    """Whether this process's ``hash()`` of a string equals the Python workers': both
+    unsalted. PySpark gives its workers this process's ``PYTHONHASHSEED``, else 0."""
+    workers = str(getattr(context, "environment", {}).get("PYTHONHASHSEED", "0"))
+    return sys.flags.hash_randomization == 0 and workers == "0"
 
 
 #: Masters whose executors run on this machine, with this process's filesystem.

@@ -59,6 +59,8 @@ def resolve_run_id(store: MetadataStore, configured: str | None) -> str:
             run_id = stored.decode()
     run_id = run_id or uuid.uuid4().hex
     config.put(_RUN_ID_KEY, run_id.encode())
+    # This run has not ended, whatever ended before (a configured run id may repeat one).
+    config.delete(RUN_ENDED_KEY)
     config.flush()
     return run_id
 

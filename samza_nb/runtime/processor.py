@@ -112,8 +112,11 @@ class StreamProcessor:
         )
         self._timer_ms = plan.window_ms or 1000
         self._min_interval_s = plan.config.get_int("task.epoch.min.interval.ms") / 1000
-        #: How long a processor that had nothing to do waits before it looks again.
+        #: How long a processor that had nothing to do waits before it looks again: the poll
+        #: interval, doubling while it stays idle up to _IDLE_SLEEP_S (each look reads the
+        #: input's newest offsets and, when caught up, the metadata store).
         self._poll_s = plan.config.get_int("task.poll.interval.ms") / 1000
+        self._idle_wait_s = self._poll_s
         self._last_epoch_at = 0.0
         #: Compacts changelogs in the background when this processor owns retention.
         self.compactor = ChangelogCompactor(plan)
@@ -240,9 +243,12 @@ class StreamProcessor:
                         self._cond.notify_all()
                 if isinstance(self._until, int) and self.epoch >= self._until:
                     break
-                if not worked:
+                if worked:
+                    self._idle_wait_s = self._poll_s
+                else:
                     with self._cond:
-                        self._cond.wait(self._poll_s)
+                        self._cond.wait(self._idle_wait_s)
+                    self._idle_wait_s = min(2 * self._idle_wait_s, max(self._poll_s, _IDLE_SLEEP_S))
             self.retention.join()
             self.state = "stopped" if self._stop else "finished"
         except BaseException as error:  # the processor thread must report every failure

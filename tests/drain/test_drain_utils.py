@@ -128,3 +128,13 @@ def test_notification_present_at_start_drains_synchronously_and_stays_init() -> 
     monitor.start()
     assert calls == [threading.current_thread().name]
     assert monitor.state is DrainMonitorState.INIT
+
+
+def test_a_configured_run_id_that_ended_before_is_current_again_when_it_runs() -> None:
+    store = InMemoryMetadataStore()
+    mark_run_ended(store, resolve_run_id(store, "nightly"))
+    assert read_current_run_id(store) is None
+    assert resolve_run_id(store, "nightly") == "nightly"  # app.run.id=nightly, run again
+    assert read_current_run_id(store) == "nightly"
+    write_drain_notification(store)
+    assert should_drain(store, "nightly")

@@ -193,11 +193,11 @@ def test_a_bad_line_of_a_config_cell_is_named_by_its_number(
     shell: InteractiveShell, magics: SamzaMagics
 ) -> None:
     block = "task.max.epoch.messages=500\n\nthis line has no separator\n"
-    with pytest.raises(ConfigError, match=r"^%%samza config:3: unknown config key 'this'.*a space"):
+    with pytest.raises(ConfigError, match=r"^%%samza config:4: unknown config key 'this'.*a space"):
         shell.run_cell_magic("samza", "config", block)
-    with pytest.raises(ConfigError, match=r"^%%samza config:2: .*did you mean 'task.max.epoch.messages'"):
+    with pytest.raises(ConfigError, match=r"^%%samza config:3: .*did you mean 'task.max.epoch.messages'"):
         shell.run_cell_magic("samza", "config", "# comment\ntask.max.epoch.mesages=500\n")
-    with pytest.raises(ConfigError, match=r"^%%samza config:1: config task.max.epoch.messages="):
+    with pytest.raises(ConfigError, match=r"^%%samza config:2: config task.max.epoch.messages="):
         shell.run_cell_magic("samza", "config", "task.max.epoch.messages = -1\n")
     assert magics.session.config == Config()  # a refused cell leaves the config as it was
 

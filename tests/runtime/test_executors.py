@@ -190,7 +190,11 @@ def test_a_spark_worker_pauses_the_cycle_collector_for_an_epoch_only() -> None:
 
 
 @pytest.mark.spark
-def test_small_epochs_run_in_the_driver_with_the_same_outputs(spark: Any, tmp_path: Path) -> None:
+def test_small_epochs_run_in_the_driver_with_the_same_outputs(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This pytest process salts its string hashes; the seed rule is tested on its own below.
+    monkeypatch.setattr("samza_nb.runtime.executor._hashes_as_workers", lambda context: True)
     events = generate_page_views(2_000, seed=11)
     ran: dict[str, tuple[int, int]] = {}
     for name, limit in (("never", "0"), ("default", None), ("always", "1000000")):
@@ -204,32 +208,66 @@ def test_small_epochs_run_in_the_driver_with_the_same_outputs(spark: Any, tmp_pa
         executor = job._executor
         ran[name] = (executor.epochs_in_driver, executor.epochs_on_spark)
     assert ran["never"][0] == 0 and ran["never"][1] > 2
-    assert ran["always"] == (sum(ran["never"]), 0)
+    # Every epoch but each task's first (its stores may need a restore) runs in the driver.
+    assert ran["always"] == (sum(ran["never"]) - 1, 1)
     # By default only the epochs that pass end-of-stream on (a few control messages) skip Spark.
     driver, on_spark = ran["default"]
     assert driver >= 1 and on_spark >= 2 and driver + on_spark == sum(ran["never"])
 
 
-def test_an_epoch_runs_in_the_driver_only_on_a_local_master_at_least_once_and_small(tmp_path: Path) -> None:
+def test_an_epoch_runs_in_the_driver_only_when_small_local_warm_and_at_least_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
     from samza_nb.config import Config
     from samza_nb.runtime.epoch import EpochAssignment
     from samza_nb.runtime.executor import SparkExecutor
 
-    def assignment(messages: int) -> EpochAssignment:
+    monkeypatch.setattr("samza_nb.runtime.executor._hashes_as_workers", lambda context: True)
+
+    def assignment(task: int, messages: int, seq: int = 1) -> EpochAssignment:
         return EpochAssignment(
-            "Partition 0", "p", 0, 0, "run", "here", str(tmp_path), 0, [("in", 0)],
-            {"in#0": 0}, {"in#0": messages}, {}, {},
+            f"Partition {task}", "p", seq, 0, "run", "here", str(tmp_path), 0, [("in", task)],
+            {f"in#{task}": 0}, {f"in#{task}": messages}, {}, {},
         )  # fmt: skip
+
+    def local(master: str = "local[*]", cores: int = 2) -> Any:
+        return SimpleNamespace(master=master, defaultParallelism=cores, environment={})
 
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     plan = build_app(system).plan()
-    small, large = [assignment(60), assignment(40)], [assignment(60), assignment(41)]
+    small, large = [assignment(0, 60), assignment(1, 40)], [assignment(0, 60), assignment(1, 41)]
     executor = SparkExecutor(Config({}))
-    assert executor._runs_in_driver(plan, small, "local[*]")
-    assert executor._runs_in_driver(plan, small, "local")
-    assert not executor._runs_in_driver(plan, large, "local[2]")  # 101 messages: over the default 100
-    assert not executor._runs_in_driver(plan, small, "spark://127.0.0.1:7077")  # stores are elsewhere
+    assert not executor._runs_in_driver(plan, small, local())  # no epoch of these tasks ran here yet
+    executor._last_seq.update({("Partition 0", "here"): 0, ("Partition 1", "here"): 0})
+    assert executor._runs_in_driver(plan, small, local())
+    assert executor._runs_in_driver(plan, small, local("local"))
+    assert not executor._runs_in_driver(plan, [assignment(0, 60, seq=2)], local())  # not the next epoch
+    assert not executor._runs_in_driver(plan, large, local())  # 101 messages: over the default 100
+    assert not executor._runs_in_driver(plan, small, local("spark://127.0.0.1:7077"))  # stores elsewhere
+    many = [assignment(task, 1) for task in range(9)]
+    executor._last_seq.update({(f"Partition {task}", "here"): 0 for task in range(9)})
+    assert not executor._runs_in_driver(plan, many, local(cores=2))  # 9 task epochs: over 4 per core
+    assert executor._runs_in_driver(plan, many, local(cores=3))
     never = SparkExecutor(Config({"job.spark.driver.epoch.max.messages": "0"}))
-    assert not never._runs_in_driver(plan, small, "local[*]")
+    never._last_seq.update(executor._last_seq)
+    assert not never._runs_in_driver(plan, small, local())
     exactly_once = build_app(system, config={"task.processing.guarantee": "exactly-once"})
-    assert not executor._runs_in_driver(exactly_once.plan(), small, "local[*]")
+    assert not executor._runs_in_driver(exactly_once.plan(), small, local())
+
+
+@pytest.mark.parametrize(("seed", "same"), [("0", True), ("random", False), ("7", False)])
+def test_the_driver_hashes_as_the_workers_only_unsalted(seed: str, same: bool) -> None:
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "from types import SimpleNamespace as N\n"
+        "from samza_nb.runtime.executor import _hashes_as_workers as h\n"
+        "print(h(N(environment={'PYTHONHASHSEED': '0'})))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(same)

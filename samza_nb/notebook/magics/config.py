@@ -24,7 +24,8 @@ def command(session: Session, args: argparse.Namespace) -> Config:
 @argument("name", nargs="?", type=identifier, metavar="NAME", help="also bind the Config to NAME")
 def cell_command(session: Session, args: argparse.Namespace, cell: str) -> Config:
     """Replace the session's config with the cell's key=value lines (# comments allowed)."""
-    config = properties_config(cell, source="%%samza config")
+    # Line 1 of the cell is the %%samza config line itself.
+    config = properties_config(cell, source="%%samza config", first_line=2)
     session.config = config
     if args.name is not None:
         session.shell.user_ns[args.name] = config
