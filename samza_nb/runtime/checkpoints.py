@@ -108,6 +108,10 @@ class CheckpointStore:
         self._checkpoints = NamespacedMetadataStore(store, CHECKPOINT_NAMESPACE)
         self._plans = NamespacedMetadataStore(store, EPOCH_NAMESPACE)
         self._cache: dict[str, Checkpoint] = {}
+        #: Task -> a checkpoint seq with no pending plan in the store. Only the task's owner
+        #: writes its plans (through write_plans, which drops the entry), so an idle processor
+        #: asks the store once, not on every look for new messages.
+        self._planless: dict[str, int] = {}
 
     def read(self, task: str) -> Checkpoint:
         cached = self._cache.get(task)
@@ -129,6 +133,7 @@ class CheckpointStore:
         have been committed there since, so its next read goes to the store."""
         for task in tasks:
             self._cache.pop(task, None)
+            self._planless.pop(task, None)
 
     def cached(self) -> dict[str, Checkpoint]:
         """The checkpoints this process read or wrote, by task."""
@@ -151,15 +156,20 @@ class CheckpointStore:
         self._cache.update(checkpoints)
 
     def pending_plan(self, task: str, seq: int) -> EpochPlan | None:
-        raw = self._plans.get(task)
-        if raw is None:
+        if self._planless.get(task) == seq:
             return None
-        plan = EpochPlan.from_json(raw)
-        return plan if plan.seq == seq else None
+        raw = self._plans.get(task)
+        plan = EpochPlan.from_json(raw) if raw is not None else None
+        if plan is None or plan.seq != seq:
+            self._planless[task] = seq
+            return None
+        return plan
 
     def write_plans(self, plans: Mapping[str, EpochPlan]) -> None:
         """Persist the plans of several tasks' next epochs in one transaction."""
         entries = {task: plan.to_json() for task, plan in plans.items()}
+        for task in plans:
+            self._planless.pop(task, None)
         if self._guard is not None:
             # Fenced like a commit: a processor whose session died while it planned must not
             # replace the plan its task's new owner runs (and then write outputs under its own).

@@ -70,3 +70,41 @@ def test_a_task_whose_epoch_did_not_commit_replays_its_pending_plan(tmp_path: Pa
     assert len(store.transactions) == 1
     for before, after in zip(first, again, strict=True):
         assert (after.producer, after.bounds, after.now_ms) == (before.producer, before.bounds, before.now_ms)
+
+
+class _ReadCountingStore(InMemoryMetadataStore):
+    """An in-memory metadata store that counts its reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def get(self, key: str) -> bytes | None:
+        self.reads.append(key)
+        return super().get(key)
+
+
+def test_an_idle_processor_asks_the_store_for_pending_plans_once_per_seq() -> None:
+    from samza_nb.runtime.checkpoints import Checkpoint, EpochPlan
+
+    store = _ReadCountingStore()
+    checkpoints = CheckpointStore(store)
+    assert checkpoints.pending_plan("Partition 0", 3) is None
+    reads = len(store.reads)
+    for _ in range(20):  # the idle loop's looks
+        assert checkpoints.pending_plan("Partition 0", 3) is None
+    assert len(store.reads) == reads
+    # A plan this process writes is found at once, and replayed until its epoch commits.
+    plan = EpochPlan(3, 0, {"in#0": 10}, plan_id="p3")
+    checkpoints.write_plans({"Partition 0": plan})
+    assert checkpoints.pending_plan("Partition 0", 3) == plan
+    assert checkpoints.pending_plan("Partition 0", 3) == plan
+    checkpoints.write_all({"Partition 0": Checkpoint(4, {"in#0": 10})})
+    assert checkpoints.pending_plan("Partition 0", 4) is None
+    # A task that comes back from another processor may have a plan from there: asked again.
+    other = CheckpointStore(store)
+    other.write_plans({"Partition 0": EpochPlan(4, 0, {"in#0": 20}, plan_id="elsewhere")})
+    assert checkpoints.pending_plan("Partition 0", 4) is None  # still this process's belief
+    checkpoints.forget(["Partition 0"])
+    replay = checkpoints.pending_plan("Partition 0", 4)
+    assert replay is not None and replay.plan_id == "elsewhere"
