@@ -23,6 +23,7 @@ __all__ = [
     "CONFIG_NAMESPACE",
     "DRAIN_NAMESPACE",
     "RUN_ENDED_KEY",
+    "RUN_ID_KEY",
     "DrainMode",
     "DrainMonitor",
     "DrainMonitorState",
@@ -38,7 +39,9 @@ __all__ = [
 
 DRAIN_NAMESPACE = "samza-drain-v1"
 CONFIG_NAMESPACE = "set-config"
-#: Key (namespace ``set-config``) of the run id whose deployment ended (drained or finished).
+#: Keys (namespace ``set-config``) of the run id of the current or last deployment, and of
+#: the run id whose deployment ended (drained or finished).
+RUN_ID_KEY = "app.run.id"
 RUN_ENDED_KEY = "samza-nb.run.ended"
 _log = logging.getLogger(__name__)
 
@@ -97,7 +100,7 @@ def _namespace(store: MetadataStore) -> NamespacedMetadataStore:
 
 def read_run_id(store: MetadataStore) -> str | None:
     """The run id the job persisted (namespace ``set-config``, key ``app.run.id``)."""
-    raw = NamespacedMetadataStore(store, CONFIG_NAMESPACE).get("app.run.id")
+    raw = NamespacedMetadataStore(store, CONFIG_NAMESPACE).get(RUN_ID_KEY)
     return raw.decode() if raw else None
 
 
@@ -106,7 +109,7 @@ def read_current_run_id(store: MetadataStore) -> str | None:
     ended (drained or finished). None also while a job that just started has not recorded its
     new run id yet."""
     config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
-    raw = config.get("app.run.id")
+    raw = config.get(RUN_ID_KEY)
     if not raw or raw == config.get(RUN_ENDED_KEY):
         return None
     return raw.decode()

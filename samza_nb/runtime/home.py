@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from samza_nb.drain import CONFIG_NAMESPACE, RUN_ENDED_KEY
+from samza_nb.drain import CONFIG_NAMESPACE, RUN_ENDED_KEY, RUN_ID_KEY
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 from samza_nb.metadata.registry import EMBEDDED_FILE_NAME
 from samza_nb.systems.embedded import EmbeddedSystem, default_data_dir
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
 __all__ = ["job_home", "mark_run_ended", "metadata_store_path", "resolve_run_id"]
-
-_RUN_ID_KEY = "app.run.id"
 
 
 def job_home(plan: ExecutionPlan) -> Path:
@@ -53,12 +51,12 @@ def resolve_run_id(store: MetadataStore, configured: str | None) -> str:
     config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
     run_id = configured
     if not run_id:
-        stored = config.get(_RUN_ID_KEY)
+        stored = config.get(RUN_ID_KEY)
         ended = config.get(RUN_ENDED_KEY)
         if stored is not None and stored != ended:
             run_id = stored.decode()
     run_id = run_id or uuid.uuid4().hex
-    config.put(_RUN_ID_KEY, run_id.encode())
+    config.put(RUN_ID_KEY, run_id.encode())
     # This run has not ended, whatever ended before (a configured run id may repeat one).
     config.delete(RUN_ENDED_KEY)
     config.flush()
