@@ -17,6 +17,7 @@ from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.drain import read_drain_notifications, read_run_id
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
 from samza_nb.metadata import EmbeddedMetadataStore
+from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
 
 QUICKSTART = "samza_nb.examples.page_views:app"
@@ -138,8 +139,12 @@ def test_drain_stops_a_running_job_from_another_command(
     runner.start()
     job_home = samza_home / "embedded" / "jobs" / "page-views-1"
     deadline = time.monotonic() + 120
-    while not _running(job_home) and time.monotonic() < deadline:
+    # A drain stops reading where the job is: wait until it has read (committed) every view,
+    # so the totals below are the whole input's. A drain before the first epoch (the command's
+    # own JVM starting) would rightly count nothing.
+    while not _has_read(job_home, len(events)) and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert _running(job_home)
     assert main(["drain", "--job-home", str(job_home), "--wait", "--timeout", "120"]) == 0
     runner.join(60)
     assert not runner.is_alive()
@@ -152,6 +157,24 @@ def test_drain_stops_a_running_job_from_another_command(
     store = EmbeddedMetadataStore(job_home / "metadata.sqlite3")
     assert read_drain_notifications(store) == []
     store.close()
+
+
+def _has_read(job_home: Path, views: int) -> bool:
+    """Whether the job's checkpoints have every page view read."""
+    if not (job_home / "metadata.sqlite3").exists():
+        return False
+    store = EmbeddedMetadataStore(job_home / "metadata.sqlite3")
+    try:
+        checkpoints = CheckpointStore(store).read_all().values()
+        read = sum(
+            offset
+            for checkpoint in checkpoints
+            for ssp, offset in checkpoint.offsets.items()
+            if ssp.startswith("page-views#")
+        )
+        return read >= views
+    finally:
+        store.close()
 
 
 def _running(job_home: Path) -> bool:
