@@ -336,12 +336,15 @@ def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore) -> str:
     lease: a drain in between waits for it (bounded) instead of naming the ended run."""
     from samza_nb.drain import read_current_run_id
 
-    deadline = time.monotonic() + _RUN_ID_WAIT_S
+    started = time.monotonic()
+    looks = 1  # liveness (just asked by the caller) again once a second: on ZooKeeper or Azure a new client
     while (run_id := read_current_run_id(store)) is None:
-        if _running_processors(plan, store) == []:
-            msg = "the job's run has ended (drained or finished) and no processor is live: nothing to drain"
-            raise DrainError(msg)
-        if time.monotonic() > deadline:
+        if time.monotonic() - started >= looks:
+            looks += 1
+            if _running_processors(plan, store) == []:
+                msg = "the job's run has ended (drained or finished) and no processor is live: nothing to drain"
+                raise DrainError(msg)
+        if time.monotonic() - started > _RUN_ID_WAIT_S:
             msg = (
                 f"no current run id within {_RUN_ID_WAIT_S:g} s: the job's last run ended "
                 "(drained or finished) and the next has not recorded its own; pass --run-id"
