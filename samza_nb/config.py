@@ -389,6 +389,19 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "job (local masters, at-least-once; 0: never).",
         minimum=0,
     ),
+    ConfigKey(
+        "job.spark.resident.workers",
+        "true",
+        "Hand epochs to Python workers held by one long-running Spark job instead of one Spark "
+        "job per epoch (local masters).",
+    ),
+    ConfigKey(
+        "job.spark.resident.idle.ms",
+        "60000",
+        "How long the resident workers wait for an epoch before their Spark job ends and gives "
+        "its cores back (at once when another Spark job waits for them).",
+        minimum=1,
+    ),
     ConfigKey("spark.master", "local[*]", "Spark master URL."),
     ConfigKey("spark.app.name", None, "Spark application name; defaults to the app name."),
 )

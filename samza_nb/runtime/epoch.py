@@ -48,6 +48,14 @@ class EpochAssignment:
     #: Operators whose latest received messages the task keeps (op id → how many).
     samples: dict[str, int] = field(default_factory=dict)
 
+    def backlog(self) -> int:
+        """How many messages the task epoch may read: up to its bounds, at most
+        ``max_messages`` per partition (an estimate of its work: control messages count too)."""
+        start = self.start_offsets
+        return sum(
+            min(max(0, bound - start.get(key, 0)), self.max_messages) for key, bound in self.bounds.items()
+        )
+
 
 @dataclass
 class EpochResult:

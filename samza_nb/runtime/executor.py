@@ -9,7 +9,6 @@ operator and window semantics are tested in milliseconds without a JVM
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import re
 import socket
@@ -18,15 +17,16 @@ import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError, ServiceError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.exactly_once import exactly_once
+from samza_nb.runtime.resident_workers import ResidentWorkersClosed, resident_workers
 from samza_nb.runtime.task import run_task_epoch
+from samza_nb.runtime.worker_epochs import collector_paused, plan_in_worker
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -68,45 +68,20 @@ class LocalExecutor(Executor):
         return [run_task_epoch(plan, assignment) for assignment in assignments]
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """CPython's cycle collector paused for one task epoch in a Spark worker process.
-
-    An epoch allocates millions of short-lived containers (decoded messages, records) while
-    hundreds of thousands are alive (the fetched batches): the collector would walk the live
-    ones again every few hundred allocations, about half the cost of decoding a batch.
-    Reference counting still frees everything at once; cycles made during the epoch (user code
-    may make some) are collected when it ends, so memory stays bounded by the epoch. Only in a
-    worker process: a notebook's process runs other threads whose collector is not ours."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-            gc.collect(0)
-
-
-# A Python worker unpickles each plan once and keeps it by digest (workers are reused).
-_worker_plans: dict[str, Any] = {}
-
-
-def _plan_in_worker(digest: str, blob: bytes) -> Any:
-    plan = _worker_plans.get(digest)
-    if plan is None:
-        from pyspark import cloudpickle
-
-        plan = _worker_plans[digest] = cloudpickle.loads(blob)
-    return plan
-
-
 class SparkExecutor(Executor):
-    """One Spark job per processor epoch, one Spark partition per task.
+    """Task epochs on Spark's Python workers.
 
     The session is the process's: the notebook's or test suite's when one is running and no
     ``spark.master`` is configured (stopping it would break every handle the user holds), else
     :func:`samza_nb.runtime.spark.get_spark` for the configured master.
+
+    With a ``local`` master and ``job.spark.resident.workers`` on (the default), the workers
+    are resident (runtime/resident_workers.py): one long-running Spark job holds one Python
+    worker per Spark core (``job.spark.partitions`` when set), and each epoch hands them its
+    task epochs over a local socket, instead of paying 25–60 ms for a Spark job per epoch. The
+    resident job gives its cores back when no epoch came for ``job.spark.resident.idle.ms``,
+    when another Spark job of the session waits, and when the job ends. Otherwise an epoch is
+    one Spark job whose partitions (one per core) each run a group of its task epochs.
 
     An epoch with at most ``job.spark.driver.epoch.max.messages`` messages to read runs in this
     process instead, on a copy of the plan as a Python worker would unpickle it: a Spark job
@@ -140,9 +115,13 @@ class SparkExecutor(Executor):
         self._slots: dict[int, Any] = {}
         #: Plan digest -> the plan as a worker unpickles it, for epochs run in this process.
         self._driver_plans: dict[str, Any] = {}
-        #: Epochs run in this process (small enough) and as Spark jobs, since the start.
+        #: Epochs run in this process (small enough) and on Spark's workers, since the start.
         self.epochs_in_driver = 0
         self.epochs_on_spark = 0
+        #: Resident worker pools this executor used (each is one long-running Spark job).
+        self.resident_jobs = 0
+        self._pools: set[str] = set()
+        self._idle_s = config.get_int("job.spark.resident.idle.ms") / 1000
         #: (task, location) -> the checkpoint seq of its last epoch run by this executor: a
         #: task whose next epoch follows it has its stores up to date here.
         self._last_seq: dict[tuple[str, str], int] = {}
@@ -195,19 +174,33 @@ class SparkExecutor(Executor):
                 self.epochs_on_spark += 1
         if in_driver:
             return [run_task_epoch(driver_plan, assignment) for assignment in assignments]
+        if self._config.get_bool("job.spark.resident.workers") and _LOCAL_MASTER.match(str(context.master)):
+            for _attempt in range(2):
+                pool = resident_workers(context, self._resident_slots(context), idle_s=self._idle_s)
+                if pool.group not in self._pools:
+                    self._pools.add(pool.group)
+                    self.resident_jobs += 1
+                try:
+                    return pool.run(digest, blob, assignments)
+                except ResidentWorkersClosed:  # it gave its cores back just now: a new pool takes the epoch
+                    continue
         slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
         # The index puts the results back in the assignments' order.
         groups = balanced_groups(assignments, slices)
 
         def run_partition(slot: int, _items: Any) -> Any:
-            worker_plan = _plan_in_worker(digest, blob)
+            worker_plan = plan_in_worker(digest, blob)
             for index, assignment in groups[slot]:
-                with _collector_paused():
+                with collector_paused():
                     result = run_task_epoch(worker_plan, assignment)
                 yield index, result
 
         done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
         return [done[index] for index in range(len(assignments))]
+
+    def _resident_slots(self, context: Any) -> int:
+        configured = self._config.get_int("job.spark.partitions")
+        return configured if configured > 0 else max(1, int(context.defaultParallelism))
 
     def _runs_in_driver(self, plan: ExecutionPlan, assignments: list[EpochAssignment], context: Any) -> bool:
         """Whether this epoch is small enough to run here (see the class docstring)."""
@@ -222,7 +215,7 @@ class SparkExecutor(Executor):
             last = self._last_seq
             if any(last.get((a.task_name, a.location_id)) != a.seq - 1 for a in assignments):
                 return False
-        return sum(map(backlog, assignments)) <= limit
+        return sum(a.backlog() for a in assignments) <= limit
 
     def _slots_rdd(self, context: Any, slices: int) -> Any:
         """An RDD of ``slices`` partitions, made once per SparkContext: an epoch's task epochs
@@ -236,16 +229,6 @@ class SparkExecutor(Executor):
             return rdd
 
 
-def backlog(assignment: EpochAssignment) -> int:
-    """How many messages the task epoch may read: up to its bounds, at most ``max_messages``
-    per partition (an estimate of its work: control messages count too)."""
-    start = assignment.start_offsets
-    return sum(
-        min(max(0, bound - start.get(key, 0)), assignment.max_messages)
-        for key, bound in assignment.bounds.items()
-    )
-
-
 def balanced_groups(
     assignments: list[EpochAssignment], slices: int
 ) -> list[list[tuple[int, EpochAssignment]]]:
@@ -255,7 +238,7 @@ def balanced_groups(
     one message."""
     groups: list[list[tuple[int, EpochAssignment]]] = [[] for _ in range(slices)]
     loads = [0] * slices
-    sized = sorted(((backlog(a), index, a) for index, a in enumerate(assignments)), key=lambda s: (-s[0], s[1]))
+    sized = sorted(((a.backlog(), index, a) for index, a in enumerate(assignments)), key=lambda s: (-s[0], s[1]))
     for size, index, assignment in sized:
         lightest = loads.index(min(loads))
         groups[lightest].append((index, assignment))

@@ -147,7 +147,7 @@ def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> N
 
 def test_task_epochs_are_grouped_by_their_backlog_largest_first() -> None:
     from samza_nb.runtime.epoch import EpochAssignment
-    from samza_nb.runtime.executor import backlog, balanced_groups
+    from samza_nb.runtime.executor import balanced_groups
 
     def assignment(task: str, start: int, bound: int) -> EpochAssignment:
         return EpochAssignment(
@@ -160,7 +160,7 @@ def test_task_epochs_are_grouped_by_their_backlog_largest_first() -> None:
         assignment("a", 0, 500), assignment("b", 10, 100), assignment("c", 0, 40),
         assignment("d", 70, 100), assignment("e", 5, 5), assignment("f", 9, 3),
     ]
-    assert [backlog(t) for t in tasks] == [100, 90, 40, 30, 0, 0]
+    assert [t.backlog() for t in tasks] == [100, 90, 40, 30, 0, 0]
     groups = balanced_groups(tasks, 2)
     assert [[index for index, _ in group] for group in groups] == [[0, 3, 4], [1, 2, 5]]
     assert sorted(index for group in groups for index, _ in group) == list(range(6))
@@ -170,7 +170,7 @@ def test_task_epochs_are_grouped_by_their_backlog_largest_first() -> None:
 def test_a_spark_worker_pauses_the_cycle_collector_for_an_epoch_only() -> None:
     import gc
 
-    from samza_nb.runtime.executor import _collector_paused
+    from samza_nb.runtime.worker_epochs import collector_paused as _collector_paused
 
     assert gc.isenabled()
     with _collector_paused():

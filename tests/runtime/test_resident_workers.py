@@ -1,0 +1,201 @@
+"""Resident workers: Spark Python workers held by one long-running Spark job take the task
+epochs (runtime/resident_workers.py). Same outputs as one Spark job per epoch; the cores go
+back to any other Spark job of the session; a worker that dies mid-epoch fails the job with
+the task named and nothing committed, and the next run counts every message once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.errors import JobError
+from samza_nb.examples.page_views import (
+    build_app,
+    expected_counts,
+    generate_page_views,
+    write_page_views,
+)
+from samza_nb.runtime import run
+from samza_nb.runtime.resident_workers import (
+    ResidentWorkers,
+    ResidentWorkersClosed,
+    resident_workers,
+)
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import StepClock
+
+pytestmark = pytest.mark.spark
+
+
+def _pool_of(spark: Any) -> ResidentWorkers:
+    context = spark.sparkContext
+    return resident_workers(context, int(context.defaultParallelism), idle_s=60)
+
+
+def _wait_for(condition: Any, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _group_jobs_active(spark: Any, group: str) -> bool:
+    tracker = spark.sparkContext.statusTracker()
+    return bool(set(tracker.getJobIdsForGroup(group)) & set(tracker.getActiveJobsIds()))
+
+
+def test_resident_workers_give_the_same_outputs_as_a_spark_job_per_epoch(spark: Any, tmp_path: Path) -> None:
+    events = generate_page_views(3_000, seed=5)
+    used = {}
+    for resident in ("true", "false"):
+        system = EmbeddedSystem("embedded", path=tmp_path / resident)
+        write_page_views(system, events)
+        config = {"task.max.epoch.messages": "400", "job.spark.resident.workers": resident}
+        job = run(build_app(system), config, clock=StepClock(), executor="spark")
+        assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+        used[resident] = (job._executor.resident_jobs, job._executor.epochs_on_spark)
+    assert used["true"][0] >= 1 and used["true"][1] > 2
+    assert used["false"] == (0, used["false"][1]) and used["false"][1] > 2
+
+
+def test_jobs_run_one_after_another_share_the_pool(spark: Any, tmp_path: Path) -> None:
+    events = generate_page_views(500, seed=6)
+    groups = []
+    for name in ("first", "second"):
+        system = EmbeddedSystem("embedded", path=tmp_path / name)
+        write_page_views(system, events)
+        job = run(build_app(system), {"task.max.epoch.messages": "200"}, clock=StepClock(), executor="spark")
+        assert job.collect("page-counts")["value"].sum() == sum(expected_counts(events).values())
+        groups.append(job._executor._pools)
+    assert groups[0] & groups[1]  # the second job's epochs went to the first job's workers
+
+
+def test_jobs_side_by_side_take_turns_on_the_workers(spark: Any, tmp_path: Path) -> None:
+    events = generate_page_views(2_000, seed=7)
+    outcomes: dict[str, Any] = {}
+
+    def one(name: str) -> None:
+        system = EmbeddedSystem("embedded", path=tmp_path / name)
+        write_page_views(system, events)
+        try:
+            job = run(build_app(system), {"task.max.epoch.messages": "150"}, clock=StepClock(), executor="spark")
+            outcomes[name] = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
+        except BaseException as error:
+            outcomes[name] = error
+
+    threads = [threading.Thread(target=one, args=(name,)) for name in ("left", "right")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert outcomes == {"left": expected_counts(events), "right": expected_counts(events)}
+
+
+def test_another_spark_job_gets_the_cores_while_the_pool_is_idle(spark: Any, tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    write_page_views(system, generate_page_views(300, seed=8))
+    run(build_app(system), {}, clock=StepClock(), executor="spark")
+    pool = _pool_of(spark)  # the job's pool, idle now and kept for 60 s
+    assert not pool.closed and _wait_for(lambda: _group_jobs_active(spark, pool.group))
+    counted: list[int] = []
+    query = threading.Thread(target=lambda: counted.append(spark.sparkContext.parallelize(range(100), 2).count()))
+    query.start()
+    query.join(timeout=30)  # it would wait the pool's 60 s if the pool kept the cores
+    assert counted == [100]
+    assert pool.closed
+    assert _wait_for(lambda: not _group_jobs_active(spark, pool.group))
+
+
+def test_an_idle_pool_ends_its_spark_job(spark: Any) -> None:
+    context = spark.sparkContext
+    pool = ResidentWorkers(context, context.parallelize(range(2), 2), idle_s=0.3)
+    try:
+        assert _wait_for(lambda: _group_jobs_active(spark, pool.group))
+        assert stat.S_IMODE(os.stat(Path(pool._address).parent).st_mode) == 0o700  # only this user
+        assert _wait_for(lambda: pool.closed)
+        assert _wait_for(lambda: not _group_jobs_active(spark, pool.group))
+        assert not Path(pool._address).parent.exists()
+        with pytest.raises(ResidentWorkersClosed):
+            pool.run("digest", b"", [])
+    finally:
+        pool.close()
+
+
+def test_an_engine_failure_in_a_worker_names_the_task_and_keeps_its_traceback(spark: Any, tmp_path: Path) -> None:
+    from samza_nb.runtime.epoch import EpochAssignment
+
+    context = spark.sparkContext
+    pool = ResidentWorkers(context, context.parallelize(range(1), 1), idle_s=60)
+    assignment = EpochAssignment(
+        "Partition 3", "p", 7, 0, "run", "here", str(tmp_path), 0, [], {}, {}, {}, {}
+    )  # fmt: skip
+    try:
+        with pytest.raises(JobError) as raised:
+            pool.run("not-a-plan", b"not a pickled plan", [assignment])
+        message = str(raised.value)
+        assert "task Partition 3 (checkpoint seq 7) raised in its Spark Python worker" in message
+        assert "Traceback" in message and "pickle" in message.lower()
+        assert pool.closed  # a pool that failed is not used again
+    finally:
+        pool.close()
+
+
+def _count_and_kill_once(marker: str) -> Any:
+    def enrich(view: dict[str, Any]) -> dict[str, Any]:
+        if not os.path.exists(marker):  # the first message any task reads
+            Path(marker).write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)  # the Python worker running this task epoch
+        return view
+
+    return enrich
+
+
+def test_a_worker_killed_mid_epoch_fails_the_job_and_the_rerun_counts_everything_once(
+    spark: Any, tmp_path: Path
+) -> None:
+    from samza_nb.api import KV, StreamApplication, Windows
+
+    events = generate_page_views(2_000, seed=9)
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    write_page_views(system, events)
+    marker = str(tmp_path / "killed")
+
+    def app() -> StreamApplication:
+        application = StreamApplication("killed-worker", job_id="1")
+        views = application.input(system.input("page-views", partitions=4, serde="json"))
+        counts = application.output(system.output("page-counts", partitions=4, serde="json"))
+        (
+            views.map(_count_and_kill_once(marker))
+            .filter(lambda view: view["country"] == "US")
+            .partition_by(lambda view: view["page"], op_id="by-page")
+            .window(
+                Windows.keyed_tumbling(
+                    lambda kv: kv.key, timedelta(seconds=10), initial=lambda: 0, fold=lambda kv, n: n + 1
+                ),
+                op_id="count",
+            )
+            .map(lambda pane: KV(pane.key.key, pane.message))
+            .send_to(counts)
+        )
+        return application
+
+    config = {"task.max.epoch.messages": "300", "job.home": str(tmp_path / "home")}
+    with pytest.raises(JobError) as raised:
+        run(app(), config, clock=StepClock(), executor="spark")
+    assert Path(marker).exists(), "the user function never ran"
+    message = str(raised.value)
+    assert f"(pid {Path(marker).read_text()})" in message and "ended before it returned" in message
+    assert "Python worker exited unexpectedly (crashed)" in message  # Spark's reason, in one line
+    assert "nothing of the epoch was committed" in message
+    job = run(app(), config, clock=StepClock(), executor="spark")
+    assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
