@@ -67,6 +67,17 @@ class JobHistory:
             if self._samples and self._samples[-1][4] is None:
                 self._samples[-1] = (*self._samples[-1][:4], lag)
 
+    def average_rate(self) -> float | None:
+        """Input messages per second from the job's start (:meth:`begin`) to the first commit
+        that saw its final count; None before the job read anything."""
+        with self._lock:
+            begun, samples = self._begun, list(self._samples)
+        if begun is None or not samples:
+            return None
+        total = max(sample[2] for sample in samples)
+        reached = next(sample[0] for sample in samples if sample[2] == total)
+        return total / (reached - begun) if total and reached > begun else None
+
     def rows(self) -> list[dict[str, Any]]:
         """One dict per sample, oldest first: seconds (since the first sample), epoch,
         messages_in, messages_out, rate (input messages per second since the previous

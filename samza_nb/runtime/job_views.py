@@ -309,6 +309,11 @@ class JobViews:
             }
         )
 
+    def average_rate(self) -> float | None:
+        """Input messages read per second, from the job's start to the commit that read its
+        last input message so far (None before it read any)."""
+        return self._timeline.average_rate()
+
     def plot(self, *panels: str, x: str = "seconds") -> JobChart:
         """The job's course after every committed epoch, drawn: by default input rate and
         input lag over seconds; panels may also be messages_in, messages_out and epoch, and

@@ -499,11 +499,14 @@ def test_run_progress_of_a_finished_job(finished_job: Job) -> None:
     assert (progress.messages_in, progress.messages_out, progress.lag) == (40, 40, 0)
     assert progress.processed == 80  # 40 from events, 40 from the intermediate stream
     assert (progress.bar.value, progress.bar.max, progress.bar.bar_style) == (40, 40, "success")
-    assert progress.rate is None
+    # Seen only after it ended: the view saw no time over which it read; the job's own course
+    # (from its start to the commit that read its last message) gives the rate, never 0.0/s.
+    rate = finished_job.average_rate()
+    assert rate is not None and rate > 0
+    assert progress.rate == rate
     progress.refresh()
-    # Seen only after it ended: no time over which it read, so no rate (not 0.0/s).
-    assert progress.rate is None and "0.0/s" not in progress.snapshot_text()
-    assert progress.phase == "finished"
+    assert progress.rate == rate and "0.0/s" not in progress.snapshot_text()
+    assert progress.phase == "finished (average rate)"
     assert "40 of 40 input messages read (100%)" in progress.snapshot_text()
     # The Spark UI's address when the session has one (the suite's may run without the UI).
     url = finished_job._executor.session().sparkContext.uiWebUrl  # type: ignore[attr-defined]

@@ -109,3 +109,18 @@ def test_a_sparkline_draws_a_series() -> None:
     assert sparkline_svg([1.0]) == ""
     line = sparkline_svg([0.0, 2.0, 1.0])
     assert line.startswith("<svg") and "polyline" in line
+
+
+def test_the_average_rate_runs_from_the_start_to_the_commit_that_read_the_last_message() -> None:
+    from samza_nb.runtime.history import JobHistory
+
+    times = iter([10.0, 10.5, 12.0, 13.0, 20.0])
+    history = JobHistory(clock=times.__next__)
+    assert history.average_rate() is None  # not begun
+    history.begin()  # at 10.0
+    assert history.average_rate() is None  # nothing read
+    history.add(1, 0, 0, None)  # 10.5: an epoch that read nothing
+    history.add(2, 400, 0, None)  # 12.0
+    history.add(3, 1_000, 10, None)  # 13.0: the last input message
+    history.add(4, 1_000, 12, None)  # 20.0: idle epochs after it do not slow the average
+    assert history.average_rate() == 1_000 / 3.0

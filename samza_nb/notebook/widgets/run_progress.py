@@ -158,7 +158,13 @@ class RunProgress(LiveWidget):
 
     def _sample(self) -> None:
         status = self.job_status
-        self.rate = self._meter.add(self.messages_in, done=status is not None and status.done)
+        done = status is not None and status.done
+        self.rate = self._meter.add(self.messages_in, done=done)
+        if done and self.rate is None:
+            # The job ended before two refreshes saw its count grow: its own course says how
+            # fast it went (a job of this process keeps one).
+            average_rate = getattr(self.job, "average_rate", None)
+            self.rate = average_rate() if average_rate is not None else None
 
     def _row(self) -> list[str]:
         rate = format_rate(self.rate)
