@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from samza_nb.plan.functions import identity
 from samza_nb.plan.keys import check_partition_key, encode_partition_key
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import (
@@ -123,7 +124,8 @@ class PartitionByImpl(_FusedImpl):
         serde = spec.serde
         assert serde is not None
         self.key_fn = spec.key_fn
-        self.value_fn = spec.value_fn
+        # The message itself when no value function was given: no call per message.
+        self.value_fn = None if spec.value_fn is identity else spec.value_fn
         self.key_encode = serde.key_serde.to_bytes
         self.value_serde = serde.value_serde
         self.value_encode = serde.value_serde.to_bytes

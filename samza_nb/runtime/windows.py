@@ -119,12 +119,17 @@ class WindowImpl(OperatorImpl):
         self.window = window
         self.store = context.store(spec.op_id)
         self.panes: dict[bytes, _Pane] = {}
+        #: Within an epoch, the pane each key (of a stable scalar type) already touched: its
+        #: next messages skip the store key and the per-epoch updates. Emptied whenever a
+        #: pane fires (it may be deleted or reset) and when the panes are loaded.
+        self._touched: dict[Any, tuple[bytes, _Pane]] = {}
         self.deleted: set[bytes] = set()
         #: Event-time messages dropped because the watermark had passed their pane's end.
         self.late = 0
 
     def load(self) -> None:
         # In place: the fused receiver holds this dict.
+        self._touched.clear()
         self.panes.clear()
         self.panes.update((key, _Pane.decode(value)) for key, value in self.store.items())
 
@@ -177,6 +182,7 @@ class WindowImpl(OperatorImpl):
         checks = self._checks_on_message()
         store_key_of = self._store_key
         stable = _STABLE_KEY_TYPES
+        touched = self._touched
         # The store key of each key's pane in this epoch (keys of stable scalar types only).
         store_keys: dict[Any, bytes] = {}
         count = 0
@@ -186,27 +192,36 @@ class WindowImpl(OperatorImpl):
             count += 1
             try:
                 key = key_fn(message) if key_fn is not None else None
-                if type(key) in stable:
-                    store_key = store_keys.get(key)
-                    if store_key is None:
-                        store_key = store_keys[key] = store_key_of(key, tumbling_ts)
-                else:
-                    check_partition_key(key, op_id)
-                    store_key = store_key_of(key, tumbling_ts)
             except Exception as error:
                 failed(error)
                 return
-            pane = panes.get(store_key)
-            if pane is None:
+            cached = type(key) in stable
+            hit = touched.get(key) if cached else None
+            if hit is None:
                 try:
-                    first = initial() if initial is not None else None
+                    if cached:
+                        store_key = store_keys.get(key)
+                        if store_key is None:
+                            store_key = store_keys[key] = store_key_of(key, tumbling_ts)
+                    else:
+                        check_partition_key(key, op_id)
+                        store_key = store_key_of(key, tumbling_ts)
                 except Exception as error:
                     failed(error)
                     return
-                window_ts = now if session else tumbling_ts
-                pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
-                pane.early_first_ts = now
-                panes[store_key] = pane
+                pane = panes.get(store_key)
+                if pane is None:
+                    try:
+                        first = initial() if initial is not None else None
+                    except Exception as error:
+                        failed(error)
+                        return
+                    window_ts = now if session else tumbling_ts
+                    pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
+                    pane.early_first_ts = now
+                    panes[store_key] = pane
+            else:
+                store_key, pane = hit
             if aggregating:
                 try:
                     pane.value = fold(message, pane.value)  # type: ignore[misc]
@@ -215,12 +230,17 @@ class WindowImpl(OperatorImpl):
                     return
             else:
                 pane.value.append(message)
-            if pane.early_count == 0:
-                pane.early_first_ts = now
+            if hit is None:
+                # The processing time is the epoch's: set by the pane's first message of the
+                # epoch, the same for the ones after it.
+                if pane.early_count == 0:
+                    pane.early_first_ts = now
+                pane.last_ts = now
+                pane.dirty = True
+                if cached:
+                    touched[key] = (store_key, pane)
             pane.count += 1
             pane.early_count += 1
-            pane.last_ts = now
-            pane.dirty = True
             if checks:
                 check(store_key, pane, now)
 
@@ -406,6 +426,7 @@ class WindowImpl(OperatorImpl):
                 WindowKey(pane.key, str(pane.window_ts)), value, firing, window.accumulation_mode
             )
         )
+        self._touched.clear()
         if firing is FiringType.DEFAULT:
             del self.panes[store_key]
             self.deleted.add(store_key)

@@ -116,6 +116,63 @@ def test_early_triggers_in_discarding_mode_in_process(tmp_path: Path) -> None:
     assert [tuple(v) for v in job.collect("panes")["value"]] == [("EARLY", 4), ("EARLY", 4), ("DEFAULT", 2)]
 
 
+@pytest.mark.parametrize("epoch_messages", ["1000", "2"])
+@pytest.mark.parametrize(("mode", "expected"), [("accumulating", [3, 6, 7]), ("discarding", [3, 3, 1])])
+def test_keyed_early_panes_restart_their_count_after_each_firing(
+    tmp_path: Path, epoch_messages: str, mode: str, expected: list[int]
+) -> None:
+    # Within an epoch a key's pane is looked up once; a firing must make the next message of
+    # the key find its pane again (deleted, or reset by the early firing).
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 1)
+    system.write("numbers", list(range(14)))
+    system.end_stream("numbers")
+    app = StreamApplication("early-keyed", config={"task.max.epoch.messages": epoch_messages})
+    out = app.output(system.output("panes", partitions=1))
+    window = Windows.keyed_tumbling(
+        lambda n: "even" if n % 2 == 0 else "odd", timedelta(hours=1), initial=lambda: 0,
+        fold=lambda n, s: s + 1, early_trigger=Triggers.repeat(Triggers.count(3)), accumulation_mode=mode,
+    )  # fmt: skip
+    (
+        app.input(system.input("numbers", partitions=1))
+        .window(window, op_id="count")
+        .map(lambda pane: [pane.key.key, pane.trigger_type.value, pane.message])
+        .send_to(out)
+    )
+    job = run_local(app, clock=StepClock())
+    panes = [tuple(v) for v in job.collect("panes")["value"]]
+    for key in ("even", "odd"):
+        assert [(kind, n) for k, kind, n in panes if k == key] == list(
+            zip(["EARLY", "EARLY", "DEFAULT"], expected, strict=True)
+        )
+
+
+def test_an_early_firing_restarts_the_time_since_the_first_message(tmp_path: Path) -> None:
+    # One key, three messages an epoch, a second between epochs; the early trigger fires a
+    # second after the pane's first message since its last firing. A message after a firing
+    # in the same epoch starts that second again (it must not fire with every message).
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 1)
+    system.write("numbers", list(range(9)))
+    system.end_stream("numbers")
+    app = StreamApplication("early-timed", config={"task.max.epoch.messages": "3"})
+    out = app.output(system.output("panes", partitions=1))
+    window = Windows.keyed_tumbling(
+        lambda n: "k", timedelta(hours=1), initial=lambda: 0, fold=lambda n, s: s + 1,
+        early_trigger=Triggers.repeat(Triggers.time_since_first_message(timedelta(seconds=1))),
+        accumulation_mode="accumulating",
+    )  # fmt: skip
+    (
+        app.input(system.input("numbers", partitions=1))
+        .window(window, op_id="count")
+        .map(lambda pane: [pane.trigger_type.value, pane.message])
+        .send_to(out)
+    )
+    job = run_local(app, clock=StepClock(step_ms=1_000))
+    panes = [tuple(v) for v in job.collect("panes")["value"]]
+    assert panes == [("EARLY", 4), ("EARLY", 7), ("DEFAULT", 9)]
+
+
 def test_an_unknown_executor_is_a_config_error(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     _clicks(system, 5)
