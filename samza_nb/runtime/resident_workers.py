@@ -109,12 +109,13 @@ def _serve(address: str, authkey: bytes, slot: int, _items: Any) -> Iterator[int
             message = connection.recv()
             if message is None:
                 break
-            index, digest, blob, assignment = message
-            try:
-                result = run_in_worker(digest, blob, assignment)
-            except Exception:  # an engine bug: the driver raises it with this traceback
-                connection.send((index, None, traceback.format_exc()))
-            else:
+            digest, blob, tasks = message
+            for index, assignment in tasks:
+                try:
+                    result = run_in_worker(digest, blob, assignment)
+                except Exception:  # an engine bug: the driver raises it with this traceback
+                    connection.send((index, None, traceback.format_exc()))
+                    break
                 connection.send((index, result, None))
     except (EOFError, OSError):  # the job's process closed the pool or ended
         pass
@@ -219,10 +220,17 @@ class ResidentWorkers:
         return self._closed
 
     def run(self, digest: str, blob: bytes, assignments: list[EpochAssignment]) -> list[EpochResult]:
-        """Every task epoch on a free worker, largest backlog first; the results in order."""
-        order = deque(sorted(range(len(assignments)), key=lambda i: (-assignments[i].backlog(), i)))
+        """Every task epoch on a free worker, largest backlog first; the results in order.
+
+        A free worker takes the next task epochs worth about ``1 / (2 × workers)`` of the work
+        left (at least one): one at a time when an epoch has a few large ones, a handful per
+        message when it has many small ones (guided self-scheduling, as OpenMP's ``guided``),
+        so 64 tasks that read nothing do not cost 64 round trips per worker."""
+        sizes = [assignment.backlog() + 1 for assignment in assignments]
+        order = deque(sorted(range(len(assignments)), key=lambda i: (-sizes[i], i)))
+        left = sum(sizes)
         results: dict[int, EpochResult] = {}
-        busy: dict[Connection, tuple[_Worker, int]] = {}
+        busy: dict[Connection, tuple[_Worker, deque[int]]] = {}
         with self._cond:
             if self._closed or self._job_done:
                 raise ResidentWorkersClosed(self.group)
@@ -233,17 +241,25 @@ class ResidentWorkers:
                     worker = self._take(block=not busy)
                     if worker is None:
                         break
-                    index = order.popleft()
-                    self._hand(worker, digest, blob, index, assignments[index])
-                    busy[worker.connection] = (worker, index)
+                    chunk = [order.popleft()]
+                    share, taken = left / (2 * self._slots), sizes[chunk[0]]
+                    while order and taken + sizes[order[0]] <= share:
+                        chunk.append(order.popleft())
+                        taken += sizes[chunk[-1]]
+                    left -= taken
+                    self._hand(worker, digest, blob, [(index, assignments[index]) for index in chunk])
+                    busy[worker.connection] = (worker, deque(chunk))
                 for connection in wait(list(busy), timeout=_LIVENESS_S):
-                    worker, index = busy.pop(connection)  # type: ignore[call-overload]
-                    results[index] = self._result(worker, assignments[index])
-                    with self._cond:
-                        self._free.append(worker)
+                    worker, pending = busy[connection]  # type: ignore[index]
+                    results[pending[0]] = self._result(worker, assignments[pending[0]])
+                    pending.popleft()
+                    if not pending:
+                        del busy[connection]  # type: ignore[arg-type]
+                        with self._cond:
+                            self._free.append(worker)
                 if busy and self._job_done:
-                    worker, index = next(iter(busy.values()))
-                    raise self._lost(worker, assignments[index], None)
+                    worker, pending = next(iter(busy.values()))
+                    raise self._lost(worker, assignments[pending[0]], None)
         except BaseException:
             self.close()
             raise
@@ -269,12 +285,12 @@ class ResidentWorkers:
                 self._cond.wait(_LIVENESS_S)
             return self._free.pop()
 
-    def _hand(self, worker: _Worker, digest: str, blob: bytes, index: int, assignment: EpochAssignment) -> None:
+    def _hand(self, worker: _Worker, digest: str, blob: bytes, tasks: list[tuple[int, EpochAssignment]]) -> None:
         known = digest in worker.digests
         try:
-            worker.connection.send((index, digest, None if known else blob, assignment))
+            worker.connection.send((digest, None if known else blob, tasks))
         except OSError as error:
-            raise self._lost(worker, assignment, error) from error
+            raise self._lost(worker, tasks[0][1], error) from error
         worker.digests.add(digest)
 
     def _result(self, worker: _Worker, assignment: EpochAssignment) -> EpochResult:
