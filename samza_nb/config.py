@@ -392,14 +392,15 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "job.spark.resident.workers",
         "true",
-        "Hand epochs to Python workers held by one long-running Spark job instead of one Spark "
-        "job per epoch (local masters).",
+        "Hand epochs to Python workers held by one long-running Spark job (one per Spark core, "
+        "or job.spark.partitions) instead of one Spark job per epoch (local masters).",
     ),
     ConfigKey(
         "job.spark.resident.idle.ms",
         "60000",
         "How long the resident workers wait for an epoch before their Spark job ends and gives "
-        "its cores back (at once when another Spark job waits for them).",
+        "its cores back (also when the job ends, and once no epoch runs while another Spark job "
+        "is active).",
         minimum=1,
     ),
     ConfigKey("spark.master", "local[*]", "Spark master URL."),

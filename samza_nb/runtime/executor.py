@@ -1,8 +1,8 @@
 """Executors: where a processor's task epochs run (a seam inside StreamProcessor).
 
-``spark`` (the product path and the default) ships every task epoch of a processor's epoch to
-Spark as one job with one Spark partition per task; Spark places them over cores and executors
-and retries failed attempts. ``local`` runs them one after the other in this process, so
+``spark`` (the product path and the default) runs every task epoch of a processor's epoch on
+Spark's Python workers: with a local master on resident workers (runtime/resident_workers.py),
+else as one Spark job whose partitions (one per core) each run a group of them. ``local`` runs them one after the other in this process, so
 operator and window semantics are tested in milliseconds without a JVM
 (``samza_nb.testing.run_local``). Both run the same :func:`run_task_epoch`.
 """
@@ -10,6 +10,8 @@ operator and window semantics are tested in milliseconds without a JVM
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import re
 import socket
 import sys
@@ -24,12 +26,14 @@ from samza_nb.config import Config
 from samza_nb.errors import ConfigError, ServiceError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.exactly_once import exactly_once
-from samza_nb.runtime.resident_workers import ResidentWorkersClosed, resident_workers
+from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
 from samza_nb.runtime.task import run_task_epoch
 from samza_nb.runtime.worker_epochs import collector_paused, plan_in_worker
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
+
+_log = logging.getLogger("samza_nb.runtime.executor")
 
 __all__ = [
     "DRIVER_TASKS_PER_CORE",
@@ -58,6 +62,9 @@ class Executor(ABC):
         """The address of the executor's web UI (Spark's, when it is on), else None."""
         return None
 
+    def close(self) -> None:  # noqa: B027 - executors that hold nothing have nothing to close
+        """Give back what the executor holds between epochs (Spark: its resident workers)."""
+
 
 class LocalExecutor(Executor):
     """Task epochs in this process, one after the other (tests and debugging)."""
@@ -80,8 +87,9 @@ class SparkExecutor(Executor):
     worker per Spark core (``job.spark.partitions`` when set), and each epoch hands them its
     task epochs over a local socket, instead of paying 25–60 ms for a Spark job per epoch. The
     resident job gives its cores back when no epoch came for ``job.spark.resident.idle.ms``,
-    when another Spark job of the session waits, and when the job ends. Otherwise an epoch is
-    one Spark job whose partitions (one per core) each run a group of its task epochs.
+    once no epoch runs while another Spark job of the session is active, and when the job
+    ends. Otherwise an epoch is one Spark job whose partitions (one per core) each run a group
+    of its task epochs.
 
     An epoch with at most ``job.spark.driver.epoch.max.messages`` messages to read runs in this
     process instead, on a copy of the plan as a Python worker would unpickle it: a Spark job
@@ -118,9 +126,9 @@ class SparkExecutor(Executor):
         #: Epochs run in this process (small enough) and on Spark's workers, since the start.
         self.epochs_in_driver = 0
         self.epochs_on_spark = 0
-        #: Resident worker pools this executor used (each is one long-running Spark job).
+        #: Resident worker pools this executor started (each is one long-running Spark job).
         self.resident_jobs = 0
-        self._pools: set[str] = set()
+        self._pool: ResidentWorkers | None = None
         self._idle_s = config.get_int("job.spark.resident.idle.ms") / 1000
         #: (task, location) -> the checkpoint seq of its last epoch run by this executor: a
         #: task whose next epoch follows it has its stores up to date here.
@@ -174,15 +182,14 @@ class SparkExecutor(Executor):
                 self.epochs_on_spark += 1
         if in_driver:
             return [run_task_epoch(driver_plan, assignment) for assignment in assignments]
-        if self._config.get_bool("job.spark.resident.workers") and _LOCAL_MASTER.match(str(context.master)):
+        if self._resident_workers_on(context):
             for _attempt in range(2):
-                pool = resident_workers(context, self._resident_slots(context), idle_s=self._idle_s)
-                if pool.group not in self._pools:
-                    self._pools.add(pool.group)
-                    self.resident_jobs += 1
+                pool = self._resident_workers(context)
+                if pool is None:
+                    break
                 try:
                     return pool.run(digest, blob, assignments)
-                except ResidentWorkersClosed:  # it gave its cores back just now: a new pool takes the epoch
+                except ResidentWorkersClosed:  # closed before any task epoch was handed out
                     continue
         slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
         # The index puts the results back in the assignments' order.
@@ -198,9 +205,42 @@ class SparkExecutor(Executor):
         done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
         return [done[index] for index in range(len(assignments))]
 
-    def _resident_slots(self, context: Any) -> int:
+    def _resident_workers_on(self, context: Any) -> bool:
+        # The resident job's group is a thread's local property: PySpark's pinned threads
+        # (its default) keep other threads' jobs out of it.
+        pinned = os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "false"
+        return (
+            pinned
+            and self._config.get_bool("job.spark.resident.workers")
+            and bool(_LOCAL_MASTER.match(str(context.master)))
+        )
+
+    def _resident_workers(self, context: Any) -> ResidentWorkers | None:
+        """This executor's open pool (a new one when it has none); None when a pool cannot be
+        made here (the epoch then runs as a Spark job of its own)."""
+        with self._lock:
+            pool = self._pool
+            if pool is not None and not pool.closed and pool.context is context:
+                return pool
         configured = self._config.get_int("job.spark.partitions")
-        return configured if configured > 0 else max(1, int(context.defaultParallelism))
+        slots = self._slots_rdd(context, configured if configured > 0 else max(1, int(context.defaultParallelism)))
+        with self._lock:
+            pool = self._pool
+            if pool is not None and not pool.closed and pool.context is context:
+                return pool  # another processor's epoch made it meanwhile
+            try:
+                pool = self._pool = ResidentWorkers(context, slots, idle_s=self._idle_s)
+            except OSError as error:  # e.g. a socket path too long under a long TMPDIR
+                _log.warning("resident workers unavailable (%s); one Spark job per epoch", error)
+                return None
+            self.resident_jobs += 1
+            return pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close(wait=False)
 
     def _runs_in_driver(self, plan: ExecutionPlan, assignments: list[EpochAssignment], context: Any) -> bool:
         """Whether this epoch is small enough to run here (see the class docstring)."""

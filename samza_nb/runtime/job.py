@@ -99,6 +99,9 @@ class Job(JobRegrouping):
             raise
 
     def _release(self) -> None:
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.close()
         close_task_producers(self.plan)
         if self.lease is not None:
             self.lease.release()

@@ -1,20 +1,22 @@
 """Resident workers: Spark Python workers held by one long-running Spark job, each taking task
-epochs from the job's process over a local socket, one after another.
+epochs from the job's process over a local socket.
 
 A Spark job costs 25–60 ms here whatever it carries (scheduling, the job's function handed to
-a Python worker, the results collected), and a processor runs one per epoch: the quickstart's
-five epochs paid about 300 ms of its second for it. A resident worker is handed a task epoch
-and returns its result in one message each way. Structured Streaming's continuous processing
-runs the same way: long-running Spark tasks to which the driver hands epochs.
+a Python worker, the results collected), and a processor ran one per epoch: the quickstart's
+five epochs paid about 300 ms of its second for it. A resident worker is handed task epochs
+and returns each result in one message. Structured Streaming's continuous processing runs the
+same way: long-running Spark tasks to which the driver hands epochs.
 
-The workers are the process's, one pool per Spark context and number of workers, shared by
-every job of the process (jobs run one after another in a notebook reuse them; jobs running
-side by side take turns on them). The resident job holds Spark cores while it lasts, so it
-gives them back (its workers return, the job ends) when no epoch came for a while, and as soon
-as no epoch runs while another Spark job of the session waits for cores (a notebook's
-DataFrame query, say: looked at every 50 ms); the next epoch starts a new one. Task epochs go
-to whichever worker is free, largest backlog first, so a worker that finished early takes the
-next one.
+A pool belongs to one executor (one job: its processors take turns on it), so a worker that
+dies fails only that job, as a failed Spark job did. It holds Spark cores while it lasts, so it
+gives them back (its workers return, its Spark job ends) when its job ends, when no epoch came
+for ``idle_s``, and once no epoch of it runs while another Spark job of the session is active
+(a notebook's DataFrame query, another job's pool: looked at every 50 ms; no new epoch starts
+on it meanwhile); the next epoch starts a new pool.
+
+A failed epoch stops its other task epochs before the error is raised: their workers are
+killed, as Spark's cancellation kills a task's Python worker, so no task of a failed epoch
+keeps writing its stores once the caller may run it again.
 
 The socket is a Unix domain socket in a folder only this user can enter, and both ends prove
 they know a random key (``multiprocessing.connection``'s HMAC handshake) before anything is
@@ -23,11 +25,14 @@ unpickled.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import itertools
 import logging
 import os
 import secrets
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -43,44 +48,38 @@ from typing import Any
 from samza_nb.errors import JobError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 
-__all__ = ["ResidentWorkers", "ResidentWorkersClosed", "resident_workers"]
+__all__ = ["GROUP_PREFIX", "ResidentWorkers", "ResidentWorkersClosed"]
 
 _log = logging.getLogger("samza_nb.runtime.resident_workers")
 
+#: Spark job group of every resident job (followed by the process id and a number).
+GROUP_PREFIX = "samza-nb-resident-"
 #: How often a wait for a worker looks whether the resident Spark job is still running.
 _LIVENESS_S = 0.5
 #: How long closing waits for the resident job to end before cancelling it.
 _CLOSE_WAIT_S = 2.0
+#: How long a failed epoch waits for the workers it killed to be gone.
+_EXIT_WAIT_S = 10.0
 #: How often an open pool looks whether another Spark job waits for its cores.
 _WATCH_S = 0.05
 
 _pools = itertools.count(1)
-_shared: dict[int, ResidentWorkers] = {}
-#: Workers -> an RDD of that many one-element partitions (of the session's context), made once:
-#: a ``parallelize`` writes a temporary file the JVM reads, about 10 ms.
-_slot_rdds: dict[int, Any] = {}
-_shared_lock = threading.Lock()
+#: The socket folders of open pools, removed at exit if still there.
+_folders: set[str] = set()
+#: Job groups of closed pools whose Spark job has not ended yet: ending, not waiting for cores.
+_ending: set[str] = set()
 
 
-def resident_workers(context: Any, slots: int, *, idle_s: float) -> ResidentWorkers:
-    """The process's open pool of ``slots`` resident workers of ``context`` (a new one when
-    there is none); it waits ``idle_s`` for an epoch before giving its cores back."""
-    with _shared_lock:
-        pool = _shared.get(slots)
-        if pool is None or pool.closed or pool.context is not context:
-            if pool is not None:
-                pool.close()
-            rdd = _slot_rdds.get(slots)
-            if rdd is None or rdd.context is not context:
-                rdd = _slot_rdds[slots] = context.parallelize(range(slots), slots)
-            pool = _shared[slots] = ResidentWorkers(context, rdd)
-        pool.idle_s = idle_s
-        return pool
+@atexit.register
+def _remove_folders() -> None:
+    for folder in list(_folders):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class ResidentWorkersClosed(Exception):
-    """The pool closed (idle, or it gave its cores back) before an epoch could start on it:
-    the executor starts a new one. Never leaves the executor."""
+    """The pool closed (idle, giving its cores back, or its Spark job ended) before any task
+    epoch of the epoch was handed out: the executor runs the epoch on a new pool. Never leaves
+    the executor."""
 
 
 @dataclass(eq=False)
@@ -100,7 +99,7 @@ def _serve(address: str, authkey: bytes, slot: int, _items: Any) -> Iterator[int
 
     try:
         connection = Client(address, family="AF_UNIX", authkey=authkey)
-    except OSError:  # the pool closed before this Spark task started: nothing to do
+    except Exception:  # the pool closed before this Spark task started: nothing to do
         yield slot
         return
     try:
@@ -135,15 +134,20 @@ class ResidentWorkers:
         self._folder = tempfile.mkdtemp(prefix="samza-nb-workers-")
         self._address = os.path.join(self._folder, "epochs.sock")
         authkey = secrets.token_bytes(32)
-        self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
-        self.group = f"samza-nb-resident-{os.getpid()}-{next(_pools)}"
+        try:
+            self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
+        except BaseException:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            raise
+        _folders.add(self._folder)
+        self.group = f"{GROUP_PREFIX}{os.getpid()}-{next(_pools)}"
         self._description = "samza_nb: resident Python workers taking task epochs"
         self._cond = threading.Condition()
         self._free: list[_Worker] = []
         self._workers: list[_Worker] = []
         self._closed = False
         self._running = 0
-        #: Another Spark job waits for the cores: close once no epoch runs.
+        #: Another Spark job waits for the cores: no new epoch, close once none runs.
         self._yield = False
         self._last_used = time.monotonic()
         self._job_error: BaseException | None = None
@@ -165,11 +169,14 @@ class ResidentWorkers:
             with self._cond:
                 self._job_done = True
                 self._cond.notify_all()
+            _ending.discard(self.group)
         # Its workers are gone (cancelled, the session stopped, or closed): no epoch may start.
         self.close()
 
     def _accept(self) -> None:
-        while len(self._workers) < self._slots:
+        """Every worker that connects, until the pool closes (a Spark master with task retries,
+        ``local[N,F]``, starts a new worker for a failed resident task)."""
+        while True:
             try:
                 connection = self._listener.accept()
                 slot, pid = connection.recv()
@@ -190,9 +197,9 @@ class ResidentWorkers:
 
     def _watch(self) -> None:
         """Give the cores back once no epoch runs and either none came for ``idle_s`` or
-        another Spark job of the session waits."""
+        another Spark job of the session is active."""
         while True:
-            waiting = self._others_waiting()
+            waiting = self._others_active()
             with self._cond:
                 if self._closed:
                     return
@@ -205,12 +212,15 @@ class ResidentWorkers:
                 self._cond.wait(_WATCH_S)
         self._shut_down()
 
-    def _others_waiting(self) -> bool:
-        """Whether another Spark job of the session is running or waiting for cores."""
+    def _others_active(self) -> bool:
+        """Whether a Spark job of the session other than this pool's is running or waiting."""
         try:
             tracker = self.context.statusTracker()
+            active = tracker.getActiveJobsIds()  # first: a job of ours started after it is ours
             ours = set(tracker.getJobIdsForGroup(self.group))
-            return any(job not in ours for job in tracker.getActiveJobsIds())
+            for group in list(_ending):
+                ours.update(tracker.getJobIdsForGroup(group))
+            return any(job not in ours for job in active)
         except Exception:  # a stopped context: the resident job ends with it
             return False
 
@@ -231,14 +241,15 @@ class ResidentWorkers:
         left = sum(sizes)
         results: dict[int, EpochResult] = {}
         busy: dict[Connection, tuple[_Worker, deque[int]]] = {}
+        handed = False
         with self._cond:
-            if self._closed or self._job_done:
+            if self._closed or self._job_done or self._yield:
                 raise ResidentWorkersClosed(self.group)
             self._running += 1
         try:
             while order or busy:
                 while order:
-                    worker = self._take(block=not busy)
+                    worker = self._take(block=not busy, handed=handed)
                     if worker is None:
                         break
                     chunk = [order.popleft()]
@@ -247,20 +258,28 @@ class ResidentWorkers:
                         chunk.append(order.popleft())
                         taken += sizes[chunk[-1]]
                     left -= taken
-                    self._hand(worker, digest, blob, [(index, assignments[index]) for index in chunk])
+                    tasks = [(index, assignments[index]) for index in chunk]
+                    if not self._hand(worker, digest, blob, tasks):
+                        if not handed:  # an idle worker died: nothing of this epoch ran
+                            raise ResidentWorkersClosed(self.group)
+                        raise self._lost(worker, assignments[chunk[0]], None)
+                    handed = True
                     busy[worker.connection] = (worker, deque(chunk))
                 for connection in wait(list(busy), timeout=_LIVENESS_S):
                     worker, pending = busy[connection]  # type: ignore[index]
-                    results[pending[0]] = self._result(worker, assignments[pending[0]])
+                    results[pending[0]] = self._result(worker, pending[0], assignments[pending[0]])
                     pending.popleft()
                     if not pending:
                         del busy[connection]  # type: ignore[arg-type]
-                        with self._cond:
-                            self._free.append(worker)
+                        self._give_back(worker)
                 if busy and self._job_done:
                     worker, pending = next(iter(busy.values()))
                     raise self._lost(worker, assignments[pending[0]], None)
         except BaseException:
+            # The epoch failed: its task epochs still running stop now (their workers are
+            # killed, as Spark's cancellation kills a task's worker), before anyone may run
+            # the epoch again. Their connections are this run's to close.
+            self._stop(worker for worker, _pending in busy.values())
             self.close()
             raise
         finally:
@@ -275,33 +294,54 @@ class ResidentWorkers:
                 self._shut_down()
         return [results[index] for index in range(len(assignments))]
 
-    def _take(self, *, block: bool) -> _Worker | None:
+    def _take(self, *, block: bool, handed: bool) -> _Worker | None:
         with self._cond:
             while not self._free:
                 if self._closed or self._job_done:
+                    if not handed:
+                        raise ResidentWorkersClosed(self.group)
                     raise self._ended()
                 if not block:
                     return None
                 self._cond.wait(_LIVENESS_S)
             return self._free.pop()
 
-    def _hand(self, worker: _Worker, digest: str, blob: bytes, tasks: list[tuple[int, EpochAssignment]]) -> None:
+    def _give_back(self, worker: _Worker) -> None:
+        """A worker that finished its task epochs: free again, or told to stop when the pool
+        closed meanwhile (its connection was this run's, so this run closes it)."""
+        with self._cond:
+            if not self._closed:
+                self._free.append(worker)
+                self._cond.notify_all()
+                return
+        _say_goodbye(worker)
+
+    def _hand(self, worker: _Worker, digest: str, blob: bytes, tasks: list[tuple[int, EpochAssignment]]) -> bool:
+        """Send ``tasks`` to ``worker``; False when it is gone."""
         known = digest in worker.digests
         try:
             worker.connection.send((digest, None if known else blob, tasks))
-        except OSError as error:
-            raise self._lost(worker, tasks[0][1], error) from error
+        except (OSError, ValueError):
+            _say_goodbye(worker)
+            return False
         worker.digests.add(digest)
+        return True
 
-    def _result(self, worker: _Worker, assignment: EpochAssignment) -> EpochResult:
+    def _result(self, worker: _Worker, index: int, assignment: EpochAssignment) -> EpochResult:
         try:
-            _index, result, failure = worker.connection.recv()
+            sent_for, result, failure = worker.connection.recv()
         except (EOFError, OSError) as error:
             raise self._lost(worker, assignment, error) from error
         if failure is not None:
             msg = (
                 f"the epoch of task {assignment.task_name} (checkpoint seq {assignment.seq}) raised "
                 f"in its Spark Python worker (pid {worker.pid}):\n{failure}"
+            )
+            raise JobError(msg)
+        if sent_for != index:
+            msg = (
+                f"resident worker (pid {worker.pid}) answered for task epoch {sent_for} while "
+                f"{index} ({assignment.task_name}) was expected"
             )
             raise JobError(msg)
         return result
@@ -321,37 +361,60 @@ class ResidentWorkers:
         return JobError(msg)
 
     def _ended(self) -> JobError:
-        if self._closed:
-            return JobError(f"resident workers {self.group} are closed")
+        if self._closed and not self._job_done:
+            return JobError(f"resident workers {self.group} closed during the epoch")
         reason = _first_line(self._job_error) or "its workers returned"
-        return JobError(f"the resident Spark job {self.group} ended: {reason}")
+        return JobError(f"the resident Spark job {self.group} ended during the epoch: {reason}")
+
+    @staticmethod
+    def _stop(workers: Iterator[_Worker]) -> None:
+        """Kill ``workers`` (each still running a task epoch of a failed epoch) and wait,
+        bounded, until they are gone."""
+        pids = []
+        for worker in workers:
+            with contextlib.suppress(OSError):
+                os.kill(worker.pid, signal.SIGKILL)
+                pids.append(worker.pid)
+            with contextlib.suppress(OSError):
+                worker.connection.close()
+        deadline = time.monotonic() + _EXIT_WAIT_S
+        while pids and time.monotonic() < deadline:
+            pids = [pid for pid in pids if _alive(pid)]
+            if pids:
+                time.sleep(0.02)
+        if pids:
+            _log.warning("resident workers: processes %s still alive %.0f s after SIGKILL", pids, _EXIT_WAIT_S)
 
     # -- giving the cores back -------------------------------------------------------------------
-    def close(self) -> None:
-        """Tell every worker to return and end the resident job (cancelled if a Spark task of
-        it has not started after a moment). Idempotent."""
+    def close(self, *, wait: bool = True) -> None:
+        """Tell every free worker to return and end the resident job (cancelled if a Spark task
+        of it has not ended after a moment; in the background when ``wait`` is false). Workers
+        busy with an epoch are told by the epoch's run once they finish. Idempotent."""
         with self._cond:
             if self._closed:
                 return
             self._closed = True
-        self._shut_down()
+        if wait:
+            self._shut_down()
+        else:
+            threading.Thread(target=self._shut_down, name=f"{self.group}-close", daemon=True).start()
 
     def _shut_down(self) -> None:
+        if not self._job_done:
+            _ending.add(self.group)
         with self._cond:
-            workers = list(self._workers)
+            free, self._free = self._free, []
             self._cond.notify_all()
-        for worker in workers:
-            try:
-                worker.connection.send(None)
-            except OSError:
-                pass  # already gone
-            worker.connection.close()
+        for worker in free:
+            _say_goodbye(worker)
         self._wake_accept()
-        self._listener.close()
+        with contextlib.suppress(OSError):
+            self._listener.close()
         shutil.rmtree(self._folder, ignore_errors=True)
+        _folders.discard(self._folder)
         with self._cond:
             done = self._cond.wait_for(lambda: self._job_done, timeout=_CLOSE_WAIT_S)
-        if not done:
+        if not done and self._running == 0:
             try:
                 self.context.cancelJobGroup(self.group)
             except Exception as error:  # the session is stopping: its jobs end with it
@@ -366,6 +429,29 @@ class ResidentWorkers:
                 probe.connect(self._address)
         except OSError:
             pass  # nothing is accepting any more
+
+
+def _say_goodbye(worker: _Worker) -> None:
+    """Tell a worker that is not running a task epoch to return, and close its connection."""
+    with contextlib.suppress(OSError, ValueError):
+        worker.connection.send(None)
+    with contextlib.suppress(OSError):
+        worker.connection.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed worker stays a zombie until the PySpark daemon (its parent) reaps it.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _first_line(error: BaseException | None) -> str:

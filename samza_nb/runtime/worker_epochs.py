@@ -6,6 +6,8 @@ collector paused. Both ways of handing epochs over use it: one Spark job per epo
 from __future__ import annotations
 
 import gc
+import os
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,16 +17,27 @@ from samza_nb.runtime.task import run_task_epoch
 
 __all__ = ["collector_paused", "plan_in_worker", "run_in_worker"]
 
-# A Python worker unpickles each plan once and keeps it by digest (workers are reused).
-_worker_plans: dict[str, Any] = {}
+# A Python worker unpickles each plan once and keeps it by digest (workers are reused, and
+# resident workers live as long as a notebook runs jobs): the plans of the last few jobs.
+_worker_plans: OrderedDict[str, Any] = OrderedDict()
+_KEPT_PLANS = 8
 
 
-def plan_in_worker(digest: str, blob: bytes) -> Any:
+def plan_in_worker(digest: str, blob: bytes | None) -> Any:
+    """The plan of ``digest``: unpickled from ``blob`` the first time (a resident worker is
+    sent the blob only once)."""
     plan = _worker_plans.get(digest)
     if plan is None:
+        if blob is None:
+            msg = f"plan {digest[:12]} was never sent to this worker (pid {os.getpid()})"
+            raise RuntimeError(msg)
         from pyspark import cloudpickle
 
         plan = _worker_plans[digest] = cloudpickle.loads(blob)
+        while len(_worker_plans) > _KEPT_PLANS:
+            _worker_plans.popitem(last=False)
+    else:
+        _worker_plans.move_to_end(digest)
     return plan
 
 
@@ -48,7 +61,7 @@ def collector_paused() -> Iterator[None]:
             gc.collect(0)
 
 
-def run_in_worker(digest: str, blob: bytes, assignment: EpochAssignment) -> EpochResult:
+def run_in_worker(digest: str, blob: bytes | None, assignment: EpochAssignment) -> EpochResult:
     """One task epoch in a Python worker, on the plan of ``digest`` (``blob`` when the worker
     has not unpickled it yet)."""
     plan = plan_in_worker(digest, blob)

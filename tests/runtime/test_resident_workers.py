@@ -24,20 +24,11 @@ from samza_nb.examples.page_views import (
     write_page_views,
 )
 from samza_nb.runtime import run
-from samza_nb.runtime.resident_workers import (
-    ResidentWorkers,
-    ResidentWorkersClosed,
-    resident_workers,
-)
+from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock
 
 pytestmark = pytest.mark.spark
-
-
-def _pool_of(spark: Any) -> ResidentWorkers:
-    context = spark.sparkContext
-    return resident_workers(context, int(context.defaultParallelism), idle_s=60)
 
 
 def _wait_for(condition: Any, seconds: float = 30.0) -> bool:
@@ -68,16 +59,18 @@ def test_resident_workers_give_the_same_outputs_as_a_spark_job_per_epoch(spark: 
     assert used["false"] == (0, used["false"][1]) and used["false"][1] > 2
 
 
-def test_jobs_run_one_after_another_share_the_pool(spark: Any, tmp_path: Path) -> None:
+def test_a_job_gives_its_workers_back_when_it_ends(spark: Any, tmp_path: Path) -> None:
     events = generate_page_views(500, seed=6)
-    groups = []
-    for name in ("first", "second"):
-        system = EmbeddedSystem("embedded", path=tmp_path / name)
-        write_page_views(system, events)
-        job = run(build_app(system), {"task.max.epoch.messages": "200"}, clock=StepClock(), executor="spark")
-        assert job.collect("page-counts")["value"].sum() == sum(expected_counts(events).values())
-        groups.append(job._executor._pools)
-    assert groups[0] & groups[1]  # the second job's epochs went to the first job's workers
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    write_page_views(system, events)
+    config = {"task.max.epoch.messages": "200", "job.container.count": "2"}
+    job = run(build_app(system), config, clock=StepClock(), executor="spark")
+    # Two processors of one job took their epochs' task epochs on its one pool.
+    assert job.collect("page-counts")["value"].sum() == sum(expected_counts(events).values())
+    assert job._executor.resident_jobs == 1
+    pool = job._executor._pool
+    assert pool is None  # handed back when the job ended
+    assert _wait_for(lambda: not spark.sparkContext.statusTracker().getActiveJobsIds())
 
 
 def test_jobs_side_by_side_take_turns_on_the_workers(spark: Any, tmp_path: Path) -> None:
@@ -101,19 +94,29 @@ def test_jobs_side_by_side_take_turns_on_the_workers(spark: Any, tmp_path: Path)
     assert outcomes == {"left": expected_counts(events), "right": expected_counts(events)}
 
 
-def test_another_spark_job_gets_the_cores_while_the_pool_is_idle(spark: Any, tmp_path: Path) -> None:
+def test_another_spark_job_gets_the_cores_while_a_running_job_is_idle(spark: Any, tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    write_page_views(system, generate_page_views(300, seed=8))
-    run(build_app(system), {}, clock=StepClock(), executor="spark")
-    pool = _pool_of(spark)  # the job's pool, idle now and kept for 60 s
-    assert not pool.closed and _wait_for(lambda: _group_jobs_active(spark, pool.group))
-    counted: list[int] = []
-    query = threading.Thread(target=lambda: counted.append(spark.sparkContext.parallelize(range(100), 2).count()))
-    query.start()
-    query.join(timeout=30)  # it would wait the pool's 60 s if the pool kept the cores
-    assert counted == [100]
-    assert pool.closed
-    assert _wait_for(lambda: not _group_jobs_active(spark, pool.group))
+    events = generate_page_views(300, seed=8)
+    write_page_views(system, events, end=False)
+    job = run(build_app(system), {}, clock=StepClock(), executor="spark", until="forever", background=True)
+    try:
+        assert _wait_for(lambda: job.metrics()["streams"]["page-views"]["in"] == len(events))
+        pool = job._executor._pool  # idle now, kept for 60 s
+        assert pool is not None and not pool.closed
+        assert _wait_for(lambda: _group_jobs_active(spark, pool.group))
+        counted: list[int] = []
+        query = threading.Thread(target=lambda: counted.append(spark.sparkContext.parallelize(range(100), 2).count()))
+        query.start()
+        query.join(timeout=30)  # it would wait the pool's 60 s if the pool kept the cores
+        assert counted == [100]
+        assert pool.closed
+        assert _wait_for(lambda: not _group_jobs_active(spark, pool.group))
+        # New input: the next epoch takes a new pool.
+        write_page_views(system, generate_page_views(40, seed=9), end=False)
+        assert _wait_for(lambda: job.metrics()["streams"]["page-views"]["in"] == len(events) + 40)
+        assert job._executor.resident_jobs == 2
+    finally:
+        job.stop()
 
 
 def test_an_idle_pool_ends_its_spark_job(spark: Any) -> None:
