@@ -135,7 +135,10 @@ class SparkExecutor(Executor):
         self._last_seq: dict[tuple[str, str], int] = {}
 
     def start(self) -> None:
-        self.session()
+        context = self.session().sparkContext
+        if self._resident_workers_on(context):
+            # Its workers connect while the job sets up and plans its first epoch.
+            self._resident_workers(context)
 
     def ui_url(self) -> str | None:
         spark = self._spark

@@ -64,15 +64,17 @@ _EXIT_WAIT_S = 10.0
 _WATCH_S = 0.05
 
 _pools = itertools.count(1)
-#: The socket folders of open pools, removed at exit if still there.
-_folders: set[str] = set()
+#: Open pools' listeners and socket folders, closed and removed at exit if still there.
+_folders: dict[str, Listener] = {}
 #: Job groups of closed pools whose Spark job has not ended yet: ending, not waiting for cores.
 _ending: set[str] = set()
 
 
 @atexit.register
 def _remove_folders() -> None:
-    for folder in list(_folders):
+    for folder, listener in list(_folders.items()):
+        with contextlib.suppress(OSError):
+            listener.close()  # before the folder: closing unlinks the socket file
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -139,7 +141,7 @@ class ResidentWorkers:
         except BaseException:
             shutil.rmtree(self._folder, ignore_errors=True)
             raise
-        _folders.add(self._folder)
+        _folders[self._folder] = self._listener
         self.group = f"{GROUP_PREFIX}{os.getpid()}-{next(_pools)}"
         self._description = "samza_nb: resident Python workers taking task epochs"
         self._cond = threading.Condition()
@@ -152,6 +154,9 @@ class ResidentWorkers:
         self._last_used = time.monotonic()
         self._job_error: BaseException | None = None
         self._job_done = False
+        #: Write ends of the pipes running epochs wait on besides their busy workers: a byte
+        #: says a worker became free (connected, or done with another epoch's task epochs).
+        self._wakers: set[int] = set()
         function = partial(_serve, self._address, authkey)
         threading.Thread(target=self._hold, args=(slots, function), name=self.group, daemon=True).start()
         threading.Thread(target=self._accept, name=f"{self.group}-accept", daemon=True).start()
@@ -193,7 +198,7 @@ class ResidentWorkers:
                 worker = _Worker(connection, slot, pid)
                 self._workers.append(worker)
                 self._free.append(worker)
-                self._cond.notify_all()
+                self._worker_freed()
 
     def _watch(self) -> None:
         """Give the cores back once no epoch runs and either none came for ``idle_s`` or
@@ -242,10 +247,15 @@ class ResidentWorkers:
         results: dict[int, EpochResult] = {}
         busy: dict[Connection, tuple[_Worker, deque[int]]] = {}
         handed = False
+        woken, waker = os.pipe()
+        os.set_blocking(waker, False)
         with self._cond:
             if self._closed or self._job_done or self._yield:
+                os.close(woken)
+                os.close(waker)
                 raise ResidentWorkersClosed(self.group)
             self._running += 1
+            self._wakers.add(waker)
         try:
             while order or busy:
                 while order:
@@ -265,7 +275,10 @@ class ResidentWorkers:
                         raise self._lost(worker, assignments[chunk[0]], None)
                     handed = True
                     busy[worker.connection] = (worker, deque(chunk))
-                for connection in wait(list(busy), timeout=_LIVENESS_S):
+                for connection in wait([*busy, woken] if order else list(busy), timeout=_LIVENESS_S):
+                    if connection == woken:  # a worker became free: hand it the next chunk
+                        os.read(woken, 4096)
+                        continue
                     worker, pending = busy[connection]  # type: ignore[index]
                     results[pending[0]] = self._result(worker, pending[0], assignments[pending[0]])
                     pending.popleft()
@@ -284,12 +297,15 @@ class ResidentWorkers:
             raise
         finally:
             with self._cond:
+                self._wakers.discard(waker)
                 self._running -= 1
                 self._last_used = time.monotonic()
                 yielding = self._yield and self._running == 0 and not self._closed
                 if yielding:
                     self._closed = True
                 self._cond.notify_all()
+            os.close(woken)
+            os.close(waker)
             if yielding:
                 self._shut_down()
         return [results[index] for index in range(len(assignments))]
@@ -312,9 +328,16 @@ class ResidentWorkers:
         with self._cond:
             if not self._closed:
                 self._free.append(worker)
-                self._cond.notify_all()
+                self._worker_freed()
                 return
         _say_goodbye(worker)
+
+    def _worker_freed(self) -> None:
+        """Wake every epoch waiting for a worker (called with the lock held)."""
+        self._cond.notify_all()
+        for waker in self._wakers:
+            with contextlib.suppress(OSError):  # full (it wakes anyway) or just closed
+                os.write(waker, b"!")
 
     def _hand(self, worker: _Worker, digest: str, blob: bytes, tasks: list[tuple[int, EpochAssignment]]) -> bool:
         """Send ``tasks`` to ``worker``; False when it is gone."""
@@ -411,7 +434,7 @@ class ResidentWorkers:
         with contextlib.suppress(OSError):
             self._listener.close()
         shutil.rmtree(self._folder, ignore_errors=True)
-        _folders.discard(self._folder)
+        _folders.pop(self._folder, None)
         with self._cond:
             done = self._cond.wait_for(lambda: self._job_done, timeout=_CLOSE_WAIT_S)
         if not done and self._running == 0:
