@@ -151,6 +151,20 @@ class WindowImpl(OperatorImpl):
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.receiver(source)(message)
 
+    def _new_pane(self, store_key: bytes, key: Any, window_ts: int, now: int) -> _Pane | None:
+        """A new pane of ``key`` at ``window_ts``, put in the panes; None when the window's
+        ``initial`` raised (reported to ``failed``: skipped or raised)."""
+        window = self.window
+        try:
+            first = window.initial() if window.initial is not None else None
+        except Exception as error:
+            self.failed(error)
+            return None
+        pane = _Pane(key, window_ts, first if window.is_aggregating else [], first_ts=now)
+        pane.early_first_ts = now
+        self.panes[store_key] = pane
+        return pane
+
     def receiver(self, source: OperatorImpl | None) -> Callable[[Any], None]:
         receive = self._receiver
         if receive is None:
@@ -174,7 +188,7 @@ class WindowImpl(OperatorImpl):
             return self._fuse_event_time()
         window = self.window
         now = self.context.now_ms
-        key_fn, initial, fold = window.key_fn, window.initial, window.fold
+        key_fn, fold = window.key_fn, window.fold
         aggregating = window.is_aggregating
         session = window.window_type is WindowType.SESSION
         tumbling_ts = now - now % window.size_ms
@@ -183,6 +197,7 @@ class WindowImpl(OperatorImpl):
         store_key_of = self._store_key
         stable = _STABLE_KEY_TYPES
         touched = self._touched
+        new_pane = self._new_pane
         # The store key of each key's pane in this epoch (keys of stable scalar types only).
         store_keys: dict[Any, bytes] = {}
         count = 0
@@ -211,15 +226,9 @@ class WindowImpl(OperatorImpl):
                     return
                 pane = panes.get(store_key)
                 if pane is None:
-                    try:
-                        first = initial() if initial is not None else None
-                    except Exception as error:
-                        failed(error)
+                    pane = new_pane(store_key, key, now if session else tumbling_ts, now)
+                    if pane is None:
                         return
-                    window_ts = now if session else tumbling_ts
-                    pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
-                    pane.early_first_ts = now
-                    panes[store_key] = pane
             else:
                 store_key, pane = hit
             if aggregating:
@@ -253,13 +262,14 @@ class WindowImpl(OperatorImpl):
         window = self.window
         now = self.context.now_ms
         size = window.size_ms
-        key_fn, initial, fold, timestamp_of = window.key_fn, window.initial, window.fold, window.event_time
+        key_fn, fold, timestamp_of = window.key_fn, window.fold, window.event_time
         aggregating = window.is_aggregating
         panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
         checks = window.early_trigger is not None
         store_key_of = self._store_key
         stable = _STABLE_KEY_TYPES
         store_keys: dict[tuple[Any, int], bytes] = {}
+        new_pane = self._new_pane
         count = 0
 
         def receive(message: Any) -> None:
@@ -284,14 +294,9 @@ class WindowImpl(OperatorImpl):
                 return
             pane = panes.get(store_key)
             if pane is None:
-                try:
-                    first = initial() if initial is not None else None
-                except Exception as error:
-                    failed(error)
+                pane = new_pane(store_key, key, window_ts, now)
+                if pane is None:
                     return
-                pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
-                pane.early_first_ts = now
-                panes[store_key] = pane
             if aggregating:
                 try:
                     pane.value = fold(message, pane.value)  # type: ignore[misc]
@@ -320,13 +325,14 @@ class WindowImpl(OperatorImpl):
         now = self.context.now_ms
         size = window.size_ms
         slide = window.slide_ms or size
-        key_fn, initial, fold, timestamp_of = window.key_fn, window.initial, window.fold, window.event_time
+        key_fn, fold, timestamp_of = window.key_fn, window.fold, window.event_time
         aggregating = window.is_aggregating
         panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
         checks = window.early_trigger is not None
         store_key_of = self._store_key
         stable = _STABLE_KEY_TYPES
         store_keys: dict[tuple[Any, int], bytes] = {}
+        new_pane = self._new_pane
         count = 0
 
         def receive(message: Any) -> None:
@@ -356,14 +362,9 @@ class WindowImpl(OperatorImpl):
                     store_key = store_key_of(key, window_ts)
                 pane = panes.get(store_key)
                 if pane is None:
-                    try:
-                        first = initial() if initial is not None else None
-                    except Exception as error:
-                        failed(error)
+                    pane = new_pane(store_key, key, window_ts, now)
+                    if pane is None:
                         return
-                    pane = _Pane(key, window_ts, first if aggregating else [], first_ts=now)
-                    pane.early_first_ts = now
-                    panes[store_key] = pane
                 if aggregating:
                     try:
                         pane.value = fold(message, pane.value)  # type: ignore[misc]
