@@ -2,9 +2,10 @@
 
 ``spark`` (the product path and the default) runs every task epoch of a processor's epoch on
 Spark's Python workers: with a local master on resident workers (runtime/resident_workers.py),
-else as one Spark job whose partitions (one per core) each run a group of them. ``local`` runs them one after the other in this process, so
-operator and window semantics are tested in milliseconds without a JVM
-(``samza_nb.testing.run_local``). Both run the same :func:`run_task_epoch`.
+else as one Spark job whose partitions (one per core) each run a group of them. ``local`` runs
+them one after the other in this process, so operator and window semantics are tested in
+milliseconds without a JVM (``samza_nb.testing.run_local``). Both run the same
+:func:`run_task_epoch`.
 """
 
 from __future__ import annotations
