@@ -30,6 +30,7 @@ import contextlib
 import itertools
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -68,6 +69,31 @@ _pools = itertools.count(1)
 _folders: dict[str, Listener] = {}
 #: Job groups of closed pools whose Spark job has not ended yet: ending, not waiting for cores.
 _ending: set[str] = set()
+
+
+#: Socket folders are named ``<prefix><pid>-<random>`` in the temporary directory.
+_FOLDER_PREFIX = "samza-nb-workers-"
+_FOLDER_PID = re.compile(rf"^{_FOLDER_PREFIX}(\d+)-")
+
+
+def _remove_orphaned_folders() -> None:
+    """Remove the socket folders of processes that are gone: a job process that was killed
+    (SIGKILL, a crash) never ran its exit handler."""
+    root = tempfile.gettempdir()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    for name in names:
+        match = _FOLDER_PID.match(name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except OSError:
+            pass  # alive, someone else's: not ours to touch
 
 
 @atexit.register
@@ -133,7 +159,8 @@ class ResidentWorkers:
         self._slots = int(slots.getNumPartitions())
         #: How long the pool waits for an epoch before it gives its cores back.
         self.idle_s = idle_s
-        self._folder = tempfile.mkdtemp(prefix="samza-nb-workers-")
+        _remove_orphaned_folders()
+        self._folder = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         self._address = os.path.join(self._folder, "epochs.sock")
         authkey = secrets.token_bytes(32)
         try:
