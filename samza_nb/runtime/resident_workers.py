@@ -25,17 +25,13 @@ unpickled.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import itertools
 import logging
 import os
-import re
 import secrets
-import shutil
 import signal
 import socket
-import tempfile
 import threading
 import time
 import traceback
@@ -43,11 +39,12 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing.connection import Client, Connection, Listener, wait
+from multiprocessing.connection import Client, Connection, wait
 from typing import Any
 
 from samza_nb.errors import JobError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
+from samza_nb.runtime.socket_folders import close_listener, open_listener
 
 __all__ = ["GROUP_PREFIX", "ResidentWorkers", "ResidentWorkersClosed"]
 
@@ -65,43 +62,8 @@ _EXIT_WAIT_S = 10.0
 _WATCH_S = 0.05
 
 _pools = itertools.count(1)
-#: Open pools' listeners and socket folders, closed and removed at exit if still there.
-_folders: dict[str, Listener] = {}
 #: Job groups of closed pools whose Spark job has not ended yet: ending, not waiting for cores.
 _ending: set[str] = set()
-
-
-#: Socket folders are named ``<prefix><pid>-<random>`` in the temporary directory.
-_FOLDER_PREFIX = "samza-nb-workers-"
-_FOLDER_PID = re.compile(rf"^{_FOLDER_PREFIX}(\d+)-")
-
-
-def _remove_orphaned_folders() -> None:
-    """Remove the socket folders of processes that are gone: a job process that was killed
-    (SIGKILL, a crash) never ran its exit handler."""
-    root = tempfile.gettempdir()
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return
-    for name in names:
-        match = _FOLDER_PID.match(name)
-        if match is None or int(match.group(1)) == os.getpid():
-            continue
-        try:
-            os.kill(int(match.group(1)), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-        except OSError:
-            pass  # alive, someone else's: not ours to touch
-
-
-@atexit.register
-def _remove_folders() -> None:
-    for folder, listener in list(_folders.items()):
-        with contextlib.suppress(OSError):
-            listener.close()  # before the folder: closing unlinks the socket file
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 class ResidentWorkersClosed(Exception):
@@ -159,16 +121,8 @@ class ResidentWorkers:
         self._slots = int(slots.getNumPartitions())
         #: How long the pool waits for an epoch before it gives its cores back.
         self.idle_s = idle_s
-        _remove_orphaned_folders()
-        self._folder = tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
-        self._address = os.path.join(self._folder, "epochs.sock")
         authkey = secrets.token_bytes(32)
-        try:
-            self._listener = Listener(self._address, family="AF_UNIX", authkey=authkey)
-        except BaseException:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            raise
-        _folders[self._folder] = self._listener
+        self._listener, self._address = open_listener("samza-nb-workers-", authkey)
         self.group = f"{GROUP_PREFIX}{os.getpid()}-{next(_pools)}"
         self._description = "samza_nb: resident Python workers taking task epochs"
         self._cond = threading.Condition()
@@ -458,10 +412,7 @@ class ResidentWorkers:
         for worker in free:
             _say_goodbye(worker)
         self._wake_accept()
-        with contextlib.suppress(OSError):
-            self._listener.close()
-        shutil.rmtree(self._folder, ignore_errors=True)
-        _folders.pop(self._folder, None)
+        close_listener(self._listener, self._address)
         with self._cond:
             done = self._cond.wait_for(lambda: self._job_done, timeout=_CLOSE_WAIT_S)
         if not done and self._running == 0:

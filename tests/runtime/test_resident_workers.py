@@ -203,22 +203,3 @@ def test_a_worker_killed_mid_epoch_fails_the_job_and_the_rerun_counts_everything
     job = run(app(), config, clock=StepClock(), executor="spark")
     assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
 
-
-def test_socket_folders_of_killed_processes_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import subprocess
-    import sys
-
-    from samza_nb.runtime import resident_workers
-
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead_pid = int(gone.stdout)  # that process has exited
-    dead = tmp_path / f"samza-nb-workers-{dead_pid}-abc"
-    mine = tmp_path / f"samza-nb-workers-{os.getpid()}-def"
-    other = tmp_path / "samza-nb-workers-notapid"
-    for folder in (dead, mine, other):
-        folder.mkdir()
-        (folder / "epochs.sock").write_text("")
-    resident_workers._remove_orphaned_folders()
-    assert not dead.exists()  # its process was killed before its exit handler ran
-    assert mine.exists() and other.exists()

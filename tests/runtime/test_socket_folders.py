@@ -1,0 +1,53 @@
+"""Private socket folders: those of processes that are gone are swept, live ones kept, and a
+listener's folder goes when it closes."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+from multiprocessing.connection import AuthenticationError, Client, Listener
+from pathlib import Path
+
+import pytest
+
+from samza_nb.runtime import socket_folders
+
+
+def test_socket_folders_of_killed_processes_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)  # that process has exited
+    dead = tmp_path / f"samza-nb-workers-{dead_pid}-abc"
+    mine = tmp_path / f"samza-nb-workers-{os.getpid()}-def"
+    other = tmp_path / "samza-nb-workers-notapid"
+    for folder in (dead, mine, other):
+        folder.mkdir()
+        (folder / "epochs.sock").write_text("")
+    socket_folders._remove_orphaned("samza-nb-workers-")
+    assert not dead.exists()  # its process was killed before its exit handler ran
+    assert mine.exists() and other.exists()
+
+
+def test_a_listener_lives_in_a_private_folder_removed_when_it_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    listener, address = socket_folders.open_listener("samza-nb-test-", b"k" * 32)
+    folder = Path(address).parent
+    assert folder.name.startswith(f"samza-nb-test-{os.getpid()}-")
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    threading.Thread(target=_accept_quietly, args=(listener,), daemon=True).start()
+    with pytest.raises(AuthenticationError):  # a peer without the key is refused
+        Client(address, family="AF_UNIX", authkey=b"wrong" * 7)
+    socket_folders.close_listener(listener, address)
+    assert not folder.exists()
+
+
+def _accept_quietly(listener: Listener) -> None:
+    try:
+        listener.accept()
+    except Exception:  # noqa: S110 - the handshake fails on purpose
+        pass
