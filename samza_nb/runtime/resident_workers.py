@@ -46,12 +46,12 @@ from samza_nb.errors import JobError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.socket_folders import close_listener, open_listener
 
-__all__ = ["GROUP_PREFIX", "ResidentWorkers", "ResidentWorkersClosed"]
+__all__ = ["ResidentWorkers", "ResidentWorkersClosed"]
 
 _log = logging.getLogger("samza_nb.runtime.resident_workers")
 
 #: Spark job group of every resident job (followed by the process id and a number).
-GROUP_PREFIX = "samza-nb-resident-"
+_GROUP_PREFIX = "samza-nb-resident-"
 #: How often a wait for a worker looks whether the resident Spark job is still running.
 _LIVENESS_S = 0.5
 #: How long closing waits for the resident job to end before cancelling it.
@@ -123,11 +123,10 @@ class ResidentWorkers:
         self.idle_s = idle_s
         authkey = secrets.token_bytes(32)
         self._listener, self._address = open_listener("samza-nb-workers-", authkey)
-        self.group = f"{GROUP_PREFIX}{os.getpid()}-{next(_pools)}"
+        self.group = f"{_GROUP_PREFIX}{os.getpid()}-{next(_pools)}"
         self._description = "samza_nb: resident Python workers taking task epochs"
         self._cond = threading.Condition()
         self._free: list[_Worker] = []
-        self._workers: list[_Worker] = []
         self._closed = False
         self._running = 0
         #: Another Spark job waits for the cores: no new epoch, close once none runs.
@@ -177,7 +176,6 @@ class ResidentWorkers:
                     connection.close()
                     return
                 worker = _Worker(connection, slot, pid)
-                self._workers.append(worker)
                 self._free.append(worker)
                 self._worker_freed()
 
