@@ -66,6 +66,11 @@ class Executor(ABC):
     def close(self) -> None:  # noqa: B027 - executors that hold nothing have nothing to close
         """Give back what the executor holds between epochs (Spark: its resident workers)."""
 
+    def release_stores(self) -> None:  # noqa: B027 - executors that keep no store open
+        """Close the task stores kept open between epochs (Spark: its resident workers keep
+        those of the tasks they ran): some of the processor's tasks may now run elsewhere, and
+        their stores may be opened at this location by another process."""
+
 
 class LocalExecutor(Executor):
     """Task epochs in this process, one after the other (tests and debugging)."""
@@ -97,8 +102,9 @@ class SparkExecutor(Executor):
     costs 25–60 ms whatever it carries, while such an epoch (the end-of-stream or drain
     messages a shuffle passes on, a quiet stream's few new messages) takes a few milliseconds.
     Spark's own ``take()`` once ran small jobs on the driver the same way
-    (``spark.localExecution.enabled``). Only when this process runs task code as a worker
-    would and about as fast:
+    (``spark.localExecution.enabled``). Only when resident workers are off (they keep the
+    tasks' stores open, and handing them an epoch costs a millisecond or two), and when this
+    process runs task code as a worker would and about as fast:
 
     - a ``local`` master: the workers' stores are on this machine;
     - at-least-once: under exactly-once a task's transactional producer stays in the Python
@@ -246,10 +252,17 @@ class SparkExecutor(Executor):
         if pool is not None:
             pool.close(wait=False)
 
+    def release_stores(self) -> None:
+        # A pool's workers close the stores they keep when they return; the next epoch starts
+        # a new pool (a job model changes rarely).
+        self.close()
+
     def _runs_in_driver(self, plan: ExecutionPlan, assignments: list[EpochAssignment], context: Any) -> bool:
         """Whether this epoch is small enough to run here (see the class docstring)."""
         limit = self._config.get_int("job.spark.driver.epoch.max.messages")
         if limit <= 0 or plan.side_inputs or exactly_once(plan):
+            return False
+        if self._resident_workers_on(context):  # they keep the tasks' stores open
             return False
         if not _LOCAL_MASTER.match(str(context.master)) or not _hashes_as_workers(context):
             return False

@@ -145,6 +145,7 @@ class StreamProcessor:
             # opens elsewhere at this location.
             standbys_only = not self._paused
             before = set(self._container.tasks) if self._container is not None else set()
+            active_before = set(self.active_tasks())
             self._model = job_model
             self._container = job_model.containers.get(processor_id)
             # Tasks arriving from another processor resume from the store's checkpoint, never
@@ -156,6 +157,9 @@ class StreamProcessor:
                 name: task.ssps for name, task in job_model.active_tasks().items()
             }
             self._counts = producer_counts(self.plan, active)
+            if active_before - set(self.active_tasks()):
+                # Tasks this processor ran may now run elsewhere at this location.
+                self.executor.release_stores()
             self._paused = False
             self._cond.notify_all()
             while standbys_only and self._in_epoch and threading.current_thread() is not self._thread:

@@ -14,6 +14,10 @@ for ``idle_s``, and once no epoch of it runs while another Spark job of the sess
 (a notebook's DataFrame query, another job's pool: looked at every 50 ms; no new epoch starts
 on it meanwhile); the next epoch starts a new pool.
 
+A worker keeps the stores of the tasks it ran open (runtime/kept_stores.py), and their next
+epochs go to it; a worker keeping more of an epoch's tasks than its share releases the excess
+when the epoch starts.
+
 A failed epoch stops its other task epochs before the error is raised: their workers are
 killed, as Spark's cancellation kills a task's Python worker, so no task of a failed epoch
 keeps writing its stores once the caller may run it again.
@@ -34,17 +38,19 @@ import signal
 import socket
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing.connection import Client, Connection, wait
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from samza_nb.errors import JobError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.socket_folders import close_listener, open_listener
+from samza_nb.runtime.stores import task_store_folder
+from samza_nb.runtime.task_homes import TaskHomes
+from samza_nb.runtime.worker_epochs import serve_resident
 
 __all__ = ["ResidentWorkers", "ResidentWorkersClosed"]
 
@@ -82,37 +88,6 @@ class _Worker:
     digests: set[str] = field(default_factory=set)
 
 
-def _serve(address: str, authkey: bytes, slot: int, _items: Any) -> Iterator[int]:
-    """The resident job's function, in a Python worker: take task epochs until told to stop
-    or until the job's process goes away."""
-    from samza_nb.runtime.worker_epochs import run_in_worker
-
-    try:
-        connection = Client(address, family="AF_UNIX", authkey=authkey)
-    except Exception:  # the pool closed before this Spark task started: nothing to do
-        yield slot
-        return
-    try:
-        connection.send((slot, os.getpid()))
-        while True:
-            message = connection.recv()
-            if message is None:
-                break
-            digest, blob, tasks = message
-            for index, assignment in tasks:
-                try:
-                    result = run_in_worker(digest, blob, assignment)
-                except Exception:  # an engine bug: the driver raises it with this traceback
-                    connection.send((index, None, traceback.format_exc()))
-                    break
-                connection.send((index, result, None))
-    except (EOFError, OSError):  # the job's process closed the pool or ended
-        pass
-    finally:
-        connection.close()
-    yield slot
-
-
 class ResidentWorkers:
     """Resident Python workers of ``context``, one per partition of ``slots`` (see the module)."""
 
@@ -137,7 +112,11 @@ class ResidentWorkers:
         #: Write ends of the pipes running epochs wait on besides their busy workers: a byte
         #: says a worker became free (connected, or done with another epoch's task epochs).
         self._wakers: set[int] = set()
-        function = partial(_serve, self._address, authkey)
+        #: Which worker keeps which task's stores open: the task's epochs go to it.
+        self._homes: TaskHomes[_Worker] = TaskHomes()
+        #: Workers that ever connected (the pool closes when any of them is lost).
+        self._connected = 0
+        function = partial(serve_resident, self._address, authkey)
         threading.Thread(target=self._hold, args=(slots, function), name=self.group, daemon=True).start()
         threading.Thread(target=self._accept, name=f"{self.group}-accept", daemon=True).start()
         threading.Thread(target=self._watch, name=f"{self.group}-watch", daemon=True).start()
@@ -176,6 +155,7 @@ class ResidentWorkers:
                     connection.close()
                     return
                 worker = _Worker(connection, slot, pid)
+                self._connected += 1
                 self._free.append(worker)
                 self._worker_freed()
 
@@ -219,9 +199,13 @@ class ResidentWorkers:
         A free worker takes the next task epochs worth about ``1 / (2 × workers)`` of the work
         left (at least one): one at a time when an epoch has a few large ones, a handful per
         message when it has many small ones (guided self-scheduling, as OpenMP's ``guided``),
-        so 64 tasks that read nothing do not cost 64 round trips per worker."""
+        so 64 tasks that read nothing do not cost 64 round trips per worker. A task whose
+        stores a worker keeps open goes to that worker only (its own first); the others go to
+        whichever worker is free. When the epoch starts, a free worker keeping more tasks than
+        its share releases the excess, so the tasks spread again over the workers."""
         sizes = [assignment.backlog() + 1 for assignment in assignments]
-        order = deque(sorted(range(len(assignments)), key=lambda i: (-sizes[i], i)))
+        folders = [task_store_folder(a.store_root, a.location_id, a.task_name) for a in assignments]
+        order = sorted(range(len(assignments)), key=lambda i: (-sizes[i], i))
         left = sum(sizes)
         results: dict[int, EpochResult] = {}
         busy: dict[Connection, tuple[_Worker, deque[int]]] = {}
@@ -236,17 +220,23 @@ class ResidentWorkers:
             self._running += 1
             self._wakers.add(waker)
         try:
+            self._spread(folders)
             while order or busy:
                 while order:
-                    worker = self._take(block=not busy, handed=handed)
-                    if worker is None:
+                    taken_by = self._take(order, folders, block=not busy, handed=handed)
+                    if taken_by is None:
                         break
-                    chunk = [order.popleft()]
+                    worker, eligible = taken_by
+                    chunk = [eligible[0]]
                     share, taken = left / (2 * self._slots), sizes[chunk[0]]
-                    while order and taken + sizes[order[0]] <= share:
-                        chunk.append(order.popleft())
-                        taken += sizes[chunk[-1]]
+                    for index in eligible[1:]:
+                        if taken + sizes[index] > share:
+                            break
+                        chunk.append(index)
+                        taken += sizes[index]
                     left -= taken
+                    chosen = set(chunk)
+                    order = [index for index in order if index not in chosen]
                     tasks = [(index, assignments[index]) for index in chunk]
                     if not self._hand(worker, digest, blob, tasks):
                         if not handed:  # an idle worker died: nothing of this epoch ran
@@ -259,8 +249,8 @@ class ResidentWorkers:
                         os.read(woken, 4096)
                         continue
                     worker, pending = busy[connection]  # type: ignore[index]
-                    results[pending[0]] = self._result(worker, pending[0], assignments[pending[0]])
-                    pending.popleft()
+                    index = pending.popleft()
+                    results[index] = self._result(worker, index, assignments[index], folders[index])
                     if not pending:
                         del busy[connection]  # type: ignore[arg-type]
                         self._give_back(worker)
@@ -289,17 +279,51 @@ class ResidentWorkers:
                 self._shut_down()
         return [results[index] for index in range(len(assignments))]
 
-    def _take(self, *, block: bool, handed: bool) -> _Worker | None:
+    def _take(
+        self, order: list[int], folders: list[str], *, block: bool, handed: bool
+    ) -> tuple[_Worker, list[int]] | None:
+        """A free worker and the task epochs of ``order`` it may run (runtime/task_homes.py)."""
         with self._cond:
-            while not self._free:
+            while True:
+                taken = self._homes.take(list(reversed(self._free)), order, folders, self._connected)
+                if taken is not None:
+                    self._free.remove(taken[0])
+                    return taken
                 if self._closed or self._job_done:
                     if not handed:
                         raise ResidentWorkersClosed(self.group)
                     raise self._ended()
                 if not block:
                     return None
+                # Free workers (if any) may run none of the tasks left: workers busy with
+                # another epoch keep their stores.
                 self._cond.wait(_LIVENESS_S)
-            return self._free.pop()
+
+    def _spread(self, folders: list[str]) -> None:
+        """Before the epoch's hand-out: each free worker keeping more of its tasks than its
+        share releases the excess."""
+        with self._cond:
+            excess = self._homes.excess(self._free, folders, self._connected)
+            for worker, _folders in excess:
+                self._free.remove(worker)
+        for worker, doomed in excess:
+            if not self._release(worker, doomed):
+                raise ResidentWorkersClosed(self.group)
+            with self._cond:
+                self._homes.released(doomed)
+            self._give_back(worker)
+
+    def _release(self, worker: _Worker, folders: list[str]) -> bool:
+        """Have ``worker`` close the stores it keeps of the tasks at ``folders``; False when it
+        is gone."""
+        try:
+            worker.connection.send(("release", folders))
+            answer = worker.connection.recv()
+        except (EOFError, OSError, ValueError):
+            _say_goodbye(worker)
+            self.close()
+            return False
+        return bool(answer[0] == "released")
 
     def _give_back(self, worker: _Worker) -> None:
         """A worker that finished its task epochs: free again, or told to stop when the pool
@@ -322,16 +346,17 @@ class ResidentWorkers:
         """Send ``tasks`` to ``worker``; False when it is gone."""
         known = digest in worker.digests
         try:
-            worker.connection.send((digest, None if known else blob, tasks))
+            worker.connection.send(("epochs", digest, None if known else blob, tasks))
         except (OSError, ValueError):
             _say_goodbye(worker)
             return False
         worker.digests.add(digest)
         return True
 
-    def _result(self, worker: _Worker, index: int, assignment: EpochAssignment) -> EpochResult:
+    def _result(self, worker: _Worker, index: int, assignment: EpochAssignment, folder: str) -> EpochResult:
+        """The worker's result of the task epoch ``index``; its stores' keeper noted."""
         try:
-            sent_for, result, failure = worker.connection.recv()
+            sent_for, result, failure, keeps = worker.connection.recv()
         except (EOFError, OSError) as error:
             raise self._lost(worker, assignment, error) from error
         if failure is not None:
@@ -346,6 +371,8 @@ class ResidentWorkers:
                 f"{index} ({assignment.task_name}) was expected"
             )
             raise JobError(msg)
+        with self._cond:
+            self._homes.noted(folder, worker, keeps=keeps)
         return result
 
     def _lost(self, worker: _Worker, assignment: EpochAssignment, error: BaseException | None) -> JobError:

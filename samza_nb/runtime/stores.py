@@ -28,10 +28,11 @@ from rocksdict import Options, Rdict, WriteBatch
 
 from samza_nb.errors import JobError
 from samza_nb.runtime.faults import reached as kill_point
+from samza_nb.runtime.kept_stores import kept_stores
 from samza_nb.secrecy import private_dir
 from samza_nb.systems.base import MessageKind, Record, StreamSystem
 
-__all__ = ["ChangelogRef", "TaskStore", "is_tombstone", "store_path"]
+__all__ = ["ChangelogRef", "StoreHeldOpen", "TaskStore", "is_tombstone", "store_path", "task_store_folder"]
 
 _META_KEY = b"\x00samza_nb.meta"
 _PUT = b"\x01"
@@ -42,6 +43,10 @@ _MISSING = object()
 _RESTORE_CHUNK = 100_000
 #: RocksDB keeps this many info LOG files per store (each open rolls one over).
 _KEEP_LOG_FILES = 2
+#: How long opening a store waits for another process to release it (a resident worker that
+#: kept it open is told to release it, or is returning), and how often it tries.
+_LOCK_WAIT_S = 30.0
+_LOCK_RETRY_S = 0.005
 
 
 def _options() -> Options:
@@ -63,6 +68,41 @@ def is_tombstone(value: bytes) -> bool:
 def store_path(store_root: str | Path, location_id: str, task: str, store: str) -> Path:
     """``{store_root}/{location_id}/{task}/{store}`` with path-safe components."""
     return Path(store_root) / _safe(location_id) / _safe(task) / _safe(store)
+
+
+def task_store_folder(store_root: str | Path, location_id: str, task: str) -> str:
+    """The folder holding every store of ``task`` at ``location_id``."""
+    return str(Path(store_root) / _safe(location_id) / _safe(task))
+
+
+def _is_lock_error(error: Exception) -> bool:
+    """Whether RocksDB refused to open a store because a process holds its ``LOCK`` file."""
+    text = str(error)
+    return "lock hold by current process" in text or ("While lock file" in text and "LOCK" in text)
+
+
+class StoreHeldOpen(JobError):
+    """Another process (or this one) holds a store open: RocksDB refused its ``LOCK`` file."""
+
+
+def _open_rdict(path: Path, name: str, task: str, wait_s: float | None = None) -> Rdict:
+    """``Rdict(path)``, waiting up to ``wait_s`` (default :data:`_LOCK_WAIT_S`) while another
+    process holds the store open."""
+    wait_s = _LOCK_WAIT_S if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return Rdict(str(path), _options())
+        except Exception as error:  # RocksDB reports everything as a bare Exception
+            if not _is_lock_error(error):
+                raise
+            if time.monotonic() >= deadline:
+                msg = (
+                    f"store {name!r} of task {task!r} at {path} is still held open by another "
+                    f"process after {wait_s:.0f} s (RocksDB: {error})"
+                )
+                raise StoreHeldOpen(msg) from error
+            time.sleep(_LOCK_RETRY_S)
 
 
 def _safe(part: str) -> str:
@@ -111,12 +151,17 @@ class TaskStore:
         A store at ``committed_seq`` (or one epoch ahead: flushed, not yet committed) is used
         as it is. A stale store that knows its changelog offset replays only the changelog
         after it; a missing, unreadable or divergent store is rebuilt from the start."""
-        private_dir(self.path.parent)
-        try:
-            self._db = Rdict(str(self.path), _options())
-        except Exception as error:  # RocksDB reports corruption as a bare Exception
-            self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
-            return self.restore(committed_seq)
+        kept = kept_stores()
+        self._db = kept.take(self.path) if kept is not None else None
+        if self._db is None:
+            private_dir(self.path.parent)
+            try:
+                self._db = self._open_rdict()
+            except JobError:
+                raise
+            except Exception as error:  # RocksDB reports corruption as a bare Exception
+                self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
+                return self.restore(committed_seq)
         meta = self.meta()
         seq = int(meta.get("seq", 0))
         offset = meta.get("changelogOffset")
@@ -140,7 +185,7 @@ class TaskStore:
         (up to offset ``upto`` when given)."""
         self.close()
         shutil.rmtree(self.path, ignore_errors=True)
-        self._db = Rdict(str(self.path), _options())
+        self._db = self._open_rdict()
         self.changelog_offset = 0 if self._changelog is not None else None
         if committed_seq <= 0:
             return {}
@@ -154,7 +199,11 @@ class TaskStore:
         private_dir(self.path.parent)
         before = self.restored_records
         try:
-            self._db = Rdict(str(self.path), _options())
+            self._db = _open_rdict(self.path, self.name, self.task, wait_s=0)
+        except StoreHeldOpen:
+            # The active task runs at this same location (its processor's resident worker
+            # keeps the store open): the store is the active's own, current as it commits.
+            return 0
         except Exception as error:  # RocksDB reports corruption as a bare Exception
             self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
             self.restore(committed_seq, upto)
@@ -222,10 +271,20 @@ class TaskStore:
         self.restores += 1
         return meta
 
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+    def close(self, *, keep: bool = False) -> None:
+        """Close the store; with ``keep``, in a resident worker, hand it to the worker's kept
+        stores instead (open for the task's next epoch: runtime/kept_stores.py)."""
+        db, self._db = self._db, None
+        if db is None:
+            return
+        kept = kept_stores() if keep else None
+        if kept is not None:
+            kept.keep(self.path, db)
+        else:
+            db.close()
+
+    def _open_rdict(self) -> Rdict:
+        return _open_rdict(self.path, self.name, self.task)
 
     def _rdict(self) -> Rdict:
         if self._db is None:

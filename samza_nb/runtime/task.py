@@ -394,9 +394,11 @@ class _TaskRun:
             store.write_local(self._store_meta(control))
         return messages_out
 
-    def close(self) -> None:
+    def close(self, *, keep_stores: bool = False) -> None:
+        """Close the task's stores (in a resident worker, ``keep_stores`` keeps them open for
+        the task's next epoch) and drop its buffered records."""
         for store in self.context.stores.values():
-            store.close()
+            store.close(keep=keep_stores)
         # The operators' closures and the context refer to each other; the buffered records
         # go now rather than when the cycle collector finds them.
         for writer in self.context.writers.values():
@@ -467,6 +469,7 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
     """Run one epoch of one task; never raises (a failure is in the result's ``error``)."""
     run = _TaskRun(plan, assignment)
     transaction: TaskTransaction | None = None
+    succeeded = False
     try:
         transaction = task_transaction(plan, assignment)
         if transaction is not None:
@@ -490,11 +493,13 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
             messages_out = run.write_outputs()
             kill_point("after-output-append")
             run.flush_stores(control)
-        return run.result(control, messages_out, replayed=False)
+        result = run.result(control, messages_out, replayed=False)
+        succeeded = True
+        return result
     except Exception as error:  # every failure is reported with its place
         return failed_epoch(run.a, run.context.position, error)
     finally:
         try:
-            run.close()
+            run.close(keep_stores=succeeded)
         except Exception:  # noqa: S110 - closing after a failure must not hide the failure
             pass

@@ -1,21 +1,26 @@
 """What a Spark Python worker does with a task epoch it is handed: the job's plan unpickled
 once per worker (by digest: workers are reused) and the epoch run with CPython's cycle
 collector paused. Both ways of handing epochs over use it: one Spark job per epoch
-(runtime/executor.py) and resident workers (runtime/resident_workers.py)."""
+(runtime/executor.py) and resident workers (runtime/resident_workers.py), whose loop,
+:func:`serve_resident`, is here too."""
 
 from __future__ import annotations
 
 import gc
 import os
+import traceback
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from multiprocessing.connection import Client
 from typing import Any
 
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
+from samza_nb.runtime.kept_stores import keeping_stores_open
+from samza_nb.runtime.stores import task_store_folder
 from samza_nb.runtime.task import run_task_epoch
 
-__all__ = ["collector_paused", "plan_in_worker", "run_in_worker"]
+__all__ = ["collector_paused", "plan_in_worker", "run_in_worker", "serve_resident"]
 
 # A Python worker unpickles each plan once and keeps it by digest (workers are reused, and
 # resident workers live as long as a notebook runs jobs): the plans of the last few jobs.
@@ -67,3 +72,44 @@ def run_in_worker(digest: str, blob: bytes | None, assignment: EpochAssignment) 
     plan = plan_in_worker(digest, blob)
     with collector_paused():
         return run_task_epoch(plan, assignment)
+
+
+def serve_resident(address: str, authkey: bytes, slot: int, _items: Any) -> Iterator[int]:
+    """A resident worker's loop, the resident Spark job's function (runtime/resident_workers.py):
+    take task epochs from the job's process until told to stop or until that process goes
+    away. The stores of the tasks it ran stay open until it is told to release them or
+    returns (runtime/kept_stores.py).
+
+    Messages in: ``("epochs", digest, plan blob or None, [(index, assignment), ...])``,
+    ``("release", [task store folder, ...])`` or None (return). Out: per task epoch
+    ``(index, result, traceback or None, whether it keeps the task's stores open)``; per
+    release ``("released", stores closed)``."""
+    try:
+        connection = Client(address, family="AF_UNIX", authkey=authkey)
+    except Exception:  # the pool closed before this Spark task started: nothing to do
+        yield slot
+        return
+    try:
+        connection.send((slot, os.getpid()))
+        with keeping_stores_open() as kept:
+            while True:
+                message = connection.recv()
+                if message is None:
+                    break
+                if message[0] == "release":
+                    connection.send(("released", kept.release(message[1])))
+                    continue
+                _epochs, digest, blob, tasks = message
+                for index, a in tasks:
+                    try:
+                        result = run_in_worker(digest, blob, a)
+                    except Exception:  # an engine bug: the driver raises it with this traceback
+                        connection.send((index, None, traceback.format_exc(), False))
+                        break
+                    keeps = kept.holds_under(task_store_folder(a.store_root, a.location_id, a.task_name))
+                    connection.send((index, result, None, keeps))
+    except (EOFError, OSError):  # the job's process closed the pool or ended
+        pass
+    finally:
+        connection.close()
+    yield slot

@@ -257,7 +257,8 @@ def test_small_epochs_run_in_the_driver_with_the_same_outputs(
     for name, limit in (("never", "0"), ("default", None), ("always", "1000000")):
         system = EmbeddedSystem("embedded", path=tmp_path / name)
         write_page_views(system, events)
-        config = {"task.max.epoch.messages": "300"}
+        # Resident workers keep the tasks' stores open: epochs then never run in the driver.
+        config = {"task.max.epoch.messages": "300", "job.spark.resident.workers": "false"}
         if limit is not None:
             config["job.spark.driver.epoch.max.messages"] = limit
         job = run(build_app(system), config, clock=StepClock(), executor="spark")
@@ -295,7 +296,10 @@ def test_an_epoch_runs_in_the_driver_only_when_small_local_warm_and_at_least_onc
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     plan = build_app(system).plan()
     small, large = [assignment(0, 60), assignment(1, 40)], [assignment(0, 60), assignment(1, 41)]
-    executor = SparkExecutor(Config({}))
+    resident = SparkExecutor(Config({}))
+    resident._last_seq.update({("Partition 0", "here"): 0, ("Partition 1", "here"): 0})
+    assert not resident._runs_in_driver(plan, small, local())  # its workers keep the stores open
+    executor = SparkExecutor(Config({"job.spark.resident.workers": "false"}))
     assert not executor._runs_in_driver(plan, small, local())  # no epoch of these tasks ran here yet
     executor._last_seq.update({("Partition 0", "here"): 0, ("Partition 1", "here"): 0})
     assert executor._runs_in_driver(plan, small, local())
@@ -307,7 +311,7 @@ def test_an_epoch_runs_in_the_driver_only_when_small_local_warm_and_at_least_onc
     executor._last_seq.update({(f"Partition {task}", "here"): 0 for task in range(9)})
     assert not executor._runs_in_driver(plan, many, local(cores=2))  # 9 task epochs: over 4 per core
     assert executor._runs_in_driver(plan, many, local(cores=3))
-    never = SparkExecutor(Config({"job.spark.driver.epoch.max.messages": "0"}))
+    never = SparkExecutor(Config({"job.spark.driver.epoch.max.messages": "0", "job.spark.resident.workers": "false"}))
     never._last_seq.update(executor._last_seq)
     assert not never._runs_in_driver(plan, small, local())
     exactly_once = build_app(system, config={"task.processing.guarantee": "exactly-once"})

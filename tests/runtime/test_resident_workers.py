@@ -10,6 +10,7 @@ import signal
 import stat
 import threading
 import time
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -203,3 +204,90 @@ def test_a_worker_killed_mid_epoch_fails_the_job_and_the_rerun_counts_everything
     job = run(app(), config, clock=StepClock(), executor="spark")
     assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
 
+
+
+def _locked(path: str) -> bool:
+    from rocksdict import Options, Rdict
+
+    try:
+        Rdict(path, Options(raw_mode=True)).close()
+    except Exception as error:
+        if "lock" in str(error).lower():
+            return True
+        raise
+    return False
+
+
+def test_workers_keep_their_tasks_stores_open_from_epoch_to_epoch(spark: Any, tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    events = generate_page_views(600, seed=12)
+    write_page_views(system, events, end=False)
+    config = {"job.home": str(tmp_path / "home"), "task.max.epoch.messages": "100"}
+    more = generate_page_views(300, seed=13)
+    job = run(build_app(system), config, clock=StepClock(), executor="spark", background=True)
+    try:
+        assert _wait_for(lambda: job.metrics()["streams"]["page-views"]["in"] == len(events))
+        pool = job._executor._pool
+        assert pool is not None and not pool.closed
+        homes = pool._homes.keepers()
+        assert len(homes) == 4  # each task's window store, kept by the worker that ran it
+        stores = [str(store) for folder in homes for store in Path(folder).iterdir()]
+        assert stores and all(_locked(store) for store in stores)  # open in the workers
+        # More input: the next epochs go to the workers keeping the stores, and count on.
+        write_page_views(system, more, end=False)
+        assert _wait_for(lambda: job.metrics()["streams"]["page-views"]["in"] == len(events) + len(more))
+        assert job._executor.resident_jobs == 1
+        assert set(pool._homes.keepers()) == set(homes)
+        # Spread over the workers: a worker that took more than its share (say, the first to
+        # connect) released the excess when an epoch started.
+        kept_by = Counter(worker.pid for worker in pool._homes.keepers().values())
+        assert len(kept_by) == pool._connected and max(kept_by.values()) <= -(-4 // pool._connected)
+        system.end_stream("page-views")
+        job.wait(timeout=60)
+    finally:
+        job.stop()
+    # The panes fired at the end of the stream, from the stores kept open all along.
+    counted = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
+    assert counted == expected_counts(events + more)
+    # The job ended: its workers returned and closed the stores.
+    assert _wait_for(lambda: not any(_locked(store) for store in stores), seconds=10)
+
+
+def test_a_worker_keeping_more_than_its_share_releases_the_excess(spark: Any) -> None:
+    from multiprocessing import Pipe
+
+    from samza_nb.runtime.resident_workers import _Worker
+
+    context = spark.sparkContext
+    pool = ResidentWorkers(context, context.parallelize(range(1), 1), idle_s=60)
+    driver_end, worker_end = Pipe()
+    asked: list[Any] = []
+
+    def answer() -> None:
+        message = worker_end.recv()
+        asked.append(message)
+        worker_end.send(("released", len(message[1])))
+
+    answering = threading.Thread(target=answer, daemon=True)
+    answering.start()
+    try:
+        assert _wait_for(lambda: pool._connected == 1)  # the pool's own worker
+        keeper = _Worker(driver_end, 9, os.getpid())
+        folders = [f"/stores/here/Partition {task}" for task in range(4)]
+        with pool._cond:
+            pool._connected += 1
+            pool._free.append(keeper)
+            for folder in folders:
+                pool._homes.noted(folder, keeper, keeps=True)
+        pool._spread(folders)  # 4 tasks, 2 workers: a share of 2
+        answering.join(timeout=10)
+        assert asked == [("release", folders[2:])]
+        assert {folder: worker.slot for folder, worker in pool._homes.keepers().items()} == dict.fromkeys(folders[:2], 9)
+        assert keeper in pool._free
+        pool._spread(folders)  # within its share now: nothing asked
+        assert len(asked) == 1
+    finally:
+        with pool._cond:
+            if keeper in pool._free:
+                pool._free.remove(keeper)
+        pool.close()
