@@ -66,10 +66,10 @@ class Executor(ABC):
     def close(self) -> None:  # noqa: B027 - executors that hold nothing have nothing to close
         """Give back what the executor holds between epochs (Spark: its resident workers)."""
 
-    def release_stores(self) -> None:  # noqa: B027 - executors that keep no store open
-        """Close the task stores kept open between epochs (Spark: its resident workers keep
-        those of the tasks they ran): some of the processor's tasks may now run elsewhere, and
-        their stores may be opened at this location by another process."""
+    def release_stores(self, folders: list[str]) -> None:  # noqa: B027 - none kept open
+        """Close the stores of the tasks at ``folders`` if kept open between epochs (Spark:
+        its resident workers keep those of the tasks they ran): the tasks may run elsewhere
+        next, and their stores be opened at this location by another process."""
 
 
 class LocalExecutor(Executor):
@@ -250,12 +250,19 @@ class SparkExecutor(Executor):
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.close(wait=False)
+            # Waits (bounded) for the workers to return, having closed the stores they kept:
+            # the job's lease goes next, and with it the job home to whoever takes it.
+            pool.close(wait=True)
 
-    def release_stores(self) -> None:
-        # A pool's workers close the stores they keep when they return; the next epoch starts
-        # a new pool (a job model changes rarely).
-        self.close()
+    def release_stores(self, folders: list[str]) -> None:
+        with self._lock:
+            pool = self._pool
+        if pool is None or pool.closed:
+            return  # its workers closed their stores when they returned
+        try:
+            pool.release(folders)
+        except ResidentWorkersClosed:
+            pass  # a worker was gone: the pool closed, and the others closed theirs
 
     def _runs_in_driver(self, plan: ExecutionPlan, assignments: list[EpochAssignment], context: Any) -> bool:
         """Whether this epoch is small enough to run here (see the class docstring)."""

@@ -22,7 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KeptStores", "kept_stores", "keeping_stores_open"]
+__all__ = ["KEPT_LIMIT", "KeptStores", "kept_stores", "keeping_stores_open"]
+
+#: The most stores one worker keeps open (each holds a memtable of up to 4 MB and a few open
+#: files); a task whose stores were closed for room opens them again, as before.
+KEPT_LIMIT = 64
 
 
 class KeptStores:
@@ -36,7 +40,11 @@ class KeptStores:
         return self._open.pop(str(path), None)
 
     def keep(self, path: Path, db: Any) -> None:
+        """Keep ``db`` open; beyond :data:`KEPT_LIMIT` stores, the one idle longest closes."""
         self._open[str(path)] = db
+        while len(self._open) > KEPT_LIMIT:
+            oldest = next(iter(self._open))
+            self._open.pop(oldest).close()
 
     def holds_under(self, folder: str) -> bool:
         """Whether any store of the task folder ``folder`` is kept open."""

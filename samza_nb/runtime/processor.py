@@ -32,6 +32,7 @@ from samza_nb.runtime.executor import Executor
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.retention import BackgroundRetention
 from samza_nb.runtime.standby import StandbyProgress, apply_standby, standby_lag, standby_progress
+from samza_nb.runtime.stores import task_store_folder
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -136,6 +137,7 @@ class StreamProcessor:
                 self._cond.wait(0.1)
             # Any of its tasks may run elsewhere before the next model hands them back.
             self._stale_cache = True
+        self._release_task_stores()
         kill_point("in-rebalance")
 
     def on_new_job_model(self, processor_id: str, job_model: JobModel) -> None:
@@ -145,7 +147,6 @@ class StreamProcessor:
             # opens elsewhere at this location.
             standbys_only = not self._paused
             before = set(self._container.tasks) if self._container is not None else set()
-            active_before = set(self.active_tasks())
             self._model = job_model
             self._container = job_model.containers.get(processor_id)
             # Tasks arriving from another processor resume from the store's checkpoint, never
@@ -157,9 +158,6 @@ class StreamProcessor:
                 name: task.ssps for name, task in job_model.active_tasks().items()
             }
             self._counts = producer_counts(self.plan, active)
-            if active_before - set(self.active_tasks()):
-                # Tasks this processor ran may now run elsewhere at this location.
-                self.executor.release_stores()
             self._paused = False
             self._cond.notify_all()
             while standbys_only and self._in_epoch and threading.current_thread() is not self._thread:
@@ -240,6 +238,7 @@ class StreamProcessor:
                     with self._cond:
                         self._paused = True
                         self._stale_cache = True
+                    self._release_task_stores()
                     worked = False
                 finally:
                     with self._cond:
@@ -259,11 +258,27 @@ class StreamProcessor:
             self.error = error
             self.state = "failed"
         finally:
+            self._release_task_stores()
             if self._monitor is not None:
                 self._monitor.stop()
             self._retention_stopped()
             self.compactor.join()
             self.events.processor_stopped(self)
+
+    def _release_task_stores(self) -> None:
+        """Have the executor close the stores it keeps open of this processor's active tasks
+        (resident workers keep them between epochs): the tasks may run elsewhere next, and
+        another process at this location may open their stores (Samza closes a container's
+        stores when its job model expires)."""
+        container = self._container
+        if container is None:
+            return
+        location = container.location_id or self.location_id
+        folders = [task_store_folder(self.driver.store_root, location, name) for name in self.active_tasks()]
+        try:
+            self.executor.release_stores(folders)
+        except Exception as error:  # the stores close when the workers return anyway
+            _log.warning("processor %s: releasing its tasks' stores failed: %s", self.processor_id, error)
 
     def _retention_stopped(self) -> None:
         """Wait for a retention pass still running and end its thread (after a failure of the

@@ -114,6 +114,8 @@ class ResidentWorkers:
         self._wakers: set[int] = set()
         #: Which worker keeps which task's stores open: the task's epochs go to it.
         self._homes: TaskHomes[_Worker] = TaskHomes()
+        #: Task store folders busy workers are to release when they finish their task epochs.
+        self._to_release: dict[_Worker, set[str]] = {}
         #: Workers that ever connected (the pool closes when any of them is lost).
         self._connected = 0
         function = partial(serve_resident, self._address, authkey)
@@ -306,12 +308,42 @@ class ResidentWorkers:
             excess = self._homes.excess(self._free, folders, self._connected)
             for worker, _folders in excess:
                 self._free.remove(worker)
-        for worker, doomed in excess:
-            if not self._release(worker, doomed):
-                raise ResidentWorkersClosed(self.group)
-            with self._cond:
-                self._homes.released(doomed)
+        self._release_from(excess)
+
+    def release(self, folders: list[str]) -> None:
+        """Have the workers keeping the stores of the tasks at ``folders`` close them: free
+        workers now, busy ones when they finish their task epochs. No epoch goes to them for
+        those tasks any more."""
+        with self._cond:
+            keepers = self._homes.keepers()
+            self._homes.released(folders)
+            doomed: dict[_Worker, list[str]] = {}
+            for folder in folders:
+                keeper = keepers.get(folder)
+                if keeper is not None:
+                    doomed.setdefault(keeper, []).append(folder)
+            now = []
+            for worker, kept in doomed.items():
+                if worker in self._free:
+                    self._free.remove(worker)
+                    now.append((worker, kept))
+                else:
+                    self._to_release.setdefault(worker, set()).update(kept)
+        self._release_from(now)
+
+    def _release_from(self, workers: list[tuple[_Worker, list[str]]]) -> None:
+        """Have each of ``workers`` (taken from the free list) release its folders, then give
+        it back; the first that is gone closes the pool, and the others are told to return."""
+        failed = False
+        for worker, doomed in workers:
+            if not failed and self._release(worker, doomed):
+                with self._cond:
+                    self._homes.released(doomed)
+            else:
+                failed = True
             self._give_back(worker)
+        if failed:
+            raise ResidentWorkersClosed(self.group)
 
     def _release(self, worker: _Worker, folders: list[str]) -> bool:
         """Have ``worker`` close the stores it keeps of the tasks at ``folders``; False when it
@@ -326,8 +358,16 @@ class ResidentWorkers:
         return bool(answer[0] == "released")
 
     def _give_back(self, worker: _Worker) -> None:
-        """A worker that finished its task epochs: free again, or told to stop when the pool
-        closed meanwhile (its connection was this run's, so this run closes it)."""
+        """A worker that finished its task epochs: free again (once it released the stores
+        it was asked to meanwhile), or told to stop when the pool closed meanwhile (its
+        connection was this run's, so this run closes it)."""
+        with self._cond:
+            doomed = self._to_release.pop(worker, None)
+        if doomed and not self._closed:
+            if not self._release(worker, sorted(doomed)):
+                return
+            with self._cond:
+                self._homes.released(sorted(doomed))
         with self._cond:
             if not self._closed:
                 self._free.append(worker)

@@ -92,9 +92,12 @@ def apply_standby(
             progress.active, producer="",
         )
         try:
-            applied += store.follow(checkpoint.seq, upto)
+            followed = store.follow(checkpoint.seq, upto)
         finally:
             store.close()
+        if followed is None:  # held open elsewhere: this step leaves the standby where it is
+            return applied
+        applied += followed
         if store.rebuilt_because:
             progress.rebuilt = [*(progress.rebuilt or []), store.rebuilt_because]
         offsets[key] = upto

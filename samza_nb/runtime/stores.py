@@ -2,8 +2,9 @@
 
 A store lives at ``{store_root}/{location_id}/{task}/{store}`` so any processor at the same
 location finds it (SEP host affinity). A task opens its stores for one epoch and closes them
-before it returns: Spark reuses Python workers, and a store left open in one worker must never
-be written by another.
+before it returns, except in a resident worker, which keeps them open for the task's next
+epochs (runtime/kept_stores.py) until it is told to release them. RocksDB lets one process at
+a time open a store: opening one another process holds waits, bounded, for it.
 
 Consistency: every flush writes the epoch's updates *and* the task's store metadata (epoch
 sequence number, input offsets, control state, the changelog offset the store now reflects) in
@@ -47,10 +48,17 @@ _KEEP_LOG_FILES = 2
 #: kept it open is told to release it, or is returning), and how often it tries.
 _LOCK_WAIT_S = 30.0
 _LOCK_RETRY_S = 0.005
+_WRITE_BUFFER_BYTES = 4 << 20
+_OPEN_TABLE_FILES = 64
 
 
 def _options() -> Options:
     options = Options(raw_mode=True)
+    # A resident worker keeps its tasks' stores open (many per process): each flushes its
+    # memtable at 4 MB (RocksDB's default is 64 MB; Samza divides 32 MB among a container's
+    # tasks) and keeps at most 64 of its table files open.
+    options.set_write_buffer_size(_WRITE_BUFFER_BYTES)
+    options.set_max_open_files(_OPEN_TABLE_FILES)
     options.set_keep_log_file_num(_KEEP_LOG_FILES)
     # A task opens its stores every epoch: opening must not read every table file's stats.
     options.set_skip_stats_update_on_db_open(True)
@@ -75,10 +83,10 @@ def task_store_folder(store_root: str | Path, location_id: str, task: str) -> st
     return str(Path(store_root) / _safe(location_id) / _safe(task))
 
 
-def _is_lock_error(error: Exception) -> bool:
-    """Whether RocksDB refused to open a store because a process holds its ``LOCK`` file."""
+def _held_by_another_process(error: Exception) -> bool:
+    """Whether RocksDB refused to open a store because another process holds its ``LOCK``."""
     text = str(error)
-    return "lock hold by current process" in text or ("While lock file" in text and "LOCK" in text)
+    return "While lock file" in text and "LOCK" in text
 
 
 class StoreHeldOpen(JobError):
@@ -94,7 +102,12 @@ def _open_rdict(path: Path, name: str, task: str, wait_s: float | None = None) -
         try:
             return Rdict(str(path), _options())
         except Exception as error:  # RocksDB reports everything as a bare Exception
-            if not _is_lock_error(error):
+            text = str(error)
+            if "lock hold by current process" in text or "Too many open files" in text:
+                # Not the store's fault, and waiting would not help: never rebuild it.
+                msg = f"store {name!r} of task {task!r} at {path} cannot be opened here: {text}"
+                raise JobError(msg) from error
+            if not _held_by_another_process(error):
                 raise
             if time.monotonic() >= deadline:
                 msg = (
@@ -191,19 +204,22 @@ class TaskStore:
             return {}
         return self.catch_up(committed_seq, upto)
 
-    def follow(self, committed_seq: int, upto: int) -> int:
+    def follow(self, committed_seq: int, upto: int) -> int | None:
         """A hot standby's step: bring the store to its active's committed checkpoint
         (``committed_seq`` epochs, changelog up to ``upto``) by applying only what it lacks;
-        returns the records applied. A store ahead of that checkpoint (it ran the task here
-        and flushed an epoch that never committed) or below dropped tombstones is rebuilt."""
+        returns the records applied, None when another process holds the store open (a
+        resident worker that ran the task here and was not told to release it yet: the
+        step applies nothing and tries again next time). A store ahead of that checkpoint (it
+        ran the task here and flushed an epoch that never committed) or below dropped
+        tombstones is rebuilt."""
         private_dir(self.path.parent)
         before = self.restored_records
         try:
             self._db = _open_rdict(self.path, self.name, self.task, wait_s=0)
         except StoreHeldOpen:
-            # The active task runs at this same location (its processor's resident worker
-            # keeps the store open): the store is the active's own, current as it commits.
-            return 0
+            return None
+        except JobError:
+            raise
         except Exception as error:  # RocksDB reports corruption as a bare Exception
             self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
             self.restore(committed_seq, upto)

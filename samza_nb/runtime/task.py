@@ -398,7 +398,10 @@ class _TaskRun:
         """Close the task's stores (in a resident worker, ``keep_stores`` keeps them open for
         the task's next epoch) and drop its buffered records."""
         for store in self.context.stores.values():
-            store.close(keep=keep_stores)
+            try:
+                store.close(keep=keep_stores)
+            except Exception:  # noqa: S110 - each store closes even when another failed to
+                pass
         # The operators' closures and the context refer to each other; the buffered records
         # go now rather than when the cycle collector finds them.
         for writer in self.context.writers.values():

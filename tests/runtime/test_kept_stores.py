@@ -121,9 +121,25 @@ def test_a_standby_step_leaves_a_store_its_active_holds_open_alone(tmp_path: Pat
     finally:
         holder.kill()
         holder.wait(timeout=30)
-    assert applied == 0
-    assert store.open(3)["seq"] == 3 and store.restores == 0  # not rebuilt under the active
+    assert applied is None  # nothing applied: the standby step does not advance
+    assert store.open(3)["seq"] == 3 and store.restores == 0  # not rebuilt under its holder
     store.close()
+
+
+def test_a_store_this_process_holds_fails_at_once_and_is_not_rebuilt(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream(_LOG, 1, compacted=True)
+    store = _store(system, tmp_path / "stores")
+    _one_epoch(store, 0)
+    leaked = Rdict(str(store.path), Options(raw_mode=True))
+    try:
+        started = time.monotonic()
+        with pytest.raises(JobError, match="cannot be opened here"):
+            _store(system, tmp_path / "stores").open(1)
+        assert time.monotonic() - started < 2  # no wait: no other process will release it
+        assert leaked.get(b"k") == b"0"  # not wiped and rebuilt
+    finally:
+        leaked.close()
 
 
 def _failing_app(system: EmbeddedSystem) -> StreamApplication:
@@ -174,3 +190,27 @@ def test_succeeded_task_epochs_keep_their_stores_open_and_failed_ones_close_them
 def test_the_task_store_folder_is_the_parent_of_its_stores(tmp_path: Path) -> None:
     folder = task_store_folder(tmp_path, "host a/1", "Partition 0")
     assert str(store_path(tmp_path, "host a/1", "Partition 0", "counts").parent) == folder
+
+
+def test_beyond_its_limit_a_worker_closes_the_store_idle_longest(monkeypatch: pytest.MonkeyPatch) -> None:
+    import samza_nb.runtime.kept_stores as kept_module
+
+    closed: list[str] = []
+
+    class Handle:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def close(self) -> None:
+            closed.append(self.name)
+
+    monkeypatch.setattr(kept_module, "KEPT_LIMIT", 2)
+    kept = kept_module.KeptStores()
+    for name in ("a", "b"):
+        kept.keep(Path(f"/stores/here/{name}/counts"), Handle(name))
+    again = kept.take(Path("/stores/here/a/counts"))  # a's task ran again: b is idle longest
+    assert again is not None
+    kept.keep(Path("/stores/here/a/counts"), again)
+    kept.keep(Path("/stores/here/c/counts"), Handle("c"))
+    assert closed == ["b"]
+    assert kept.holds_under("/stores/here/a") and not kept.holds_under("/stores/here/b")

@@ -291,3 +291,40 @@ def test_a_worker_keeping_more_than_its_share_releases_the_excess(spark: Any) ->
             if keeper in pool._free:
                 pool._free.remove(keeper)
         pool.close()
+
+
+def test_released_tasks_are_closed_by_free_workers_now_and_by_busy_ones_when_they_finish(spark: Any) -> None:
+    from multiprocessing import Pipe
+
+    from samza_nb.runtime.resident_workers import _Worker
+
+    context = spark.sparkContext
+    pool = ResidentWorkers(context, context.parallelize(range(1), 1), idle_s=60)
+    free_end, free_worker_end = Pipe()
+    busy_end, busy_worker_end = Pipe()
+    asked: dict[str, list[Any]] = {"free": [], "busy": []}
+
+    def answer(name: str, end: Any) -> None:
+        message = end.recv()
+        asked[name].append(message)
+        end.send(("released", len(message[1])))
+
+    for name, end in (("free", free_worker_end), ("busy", busy_worker_end)):
+        threading.Thread(target=answer, args=(name, end), daemon=True).start()
+    free, busy = _Worker(free_end, 8, os.getpid()), _Worker(busy_end, 9, os.getpid())
+    try:
+        with pool._cond:
+            pool._free.append(free)
+            for task, keeper in ((0, free), (1, free), (2, busy), (3, busy)):
+                pool._homes.noted(f"/stores/here/Partition {task}", keeper, keeps=True)
+        pool.release(["/stores/here/Partition 1", "/stores/here/Partition 2"])
+        assert asked["free"] == [("release", ["/stores/here/Partition 1"])]
+        assert asked["busy"] == []  # running task epochs: asked when it finishes
+        assert set(pool._homes.keepers()) == {"/stores/here/Partition 0", "/stores/here/Partition 3"}
+        pool._give_back(busy)  # its task epochs done
+        assert asked["busy"] == [("release", ["/stores/here/Partition 2"])]
+        assert busy in pool._free and free in pool._free
+    finally:
+        with pool._cond:
+            pool._free[:] = [worker for worker in pool._free if worker not in (free, busy)]
+        pool.close()
