@@ -25,7 +25,7 @@ from samza_nb.examples.page_views import (
     write_page_views,
 )
 from samza_nb.runtime import run
-from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
+from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed, _alive
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock
 
@@ -328,3 +328,42 @@ def test_released_tasks_are_closed_by_free_workers_now_and_by_busy_ones_when_the
         with pool._cond:
             pool._free[:] = [worker for worker in pool._free if worker not in (free, busy)]
         pool.close()
+
+
+def test_a_worker_killed_between_epochs_with_stores_open_loses_nothing(spark: Any, tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    events, more = generate_page_views(800, seed=14), generate_page_views(400, seed=15)
+    write_page_views(system, events, end=False)
+    # Epochs start a second apart: the workers are idle for most of it.
+    config = {
+        "job.home": str(tmp_path / "home"), "task.max.epoch.messages": "100",
+        "task.epoch.min.interval.ms": "1000",
+    }  # fmt: skip
+    job = run(build_app(system), config, clock=StepClock(), executor="spark", background=True)
+    try:
+        assert _wait_for(lambda: job.metrics()["streams"]["page-views"]["in"] > 0)
+        pool = job._executor._pool
+        assert pool is not None
+
+        def every_worker_keeps_stores_and_an_epoch_just_ended() -> bool:
+            ended = pool._last_used
+            if not _wait_for(lambda: pool._last_used != ended and pool._running == 0, seconds=5):
+                return False
+            kept_by = {worker.pid for worker in pool._homes.keepers().values()}
+            return len(kept_by) == pool._connected
+
+        assert _wait_for(every_worker_keeps_stores_and_an_epoch_just_ended)
+        keepers = {worker.pid for worker in pool._homes.keepers().values()}
+        for victim in keepers:  # idle, holding their tasks' stores (the last writes in the WAL)
+            os.kill(victim, signal.SIGKILL)
+        assert _wait_for(lambda: not any(map(_alive, keepers)), seconds=10)
+        # The next epoch finds its workers gone before handing anything out: it runs on a new
+        # pool, whose workers open the stores RocksDB recovers from their WAL. (A worker lost
+        # once another has task epochs of the epoch fails the job, as a killed busy one does.)
+        write_page_views(system, more)
+        assert job.wait(timeout=60) is not None
+    finally:
+        job.stop()
+    assert job._executor.resident_jobs >= 2
+    counted = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
+    assert counted == expected_counts(events + more)
