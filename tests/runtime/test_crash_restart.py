@@ -50,7 +50,7 @@ def _committed_epochs(path: Path) -> int:
 def test_killed_processor_restarts_without_loss_or_double_counting(spark: object, tmp_path: Path) -> None:
     path = tmp_path / "log"
     system = EmbeddedSystem("embedded", path=path)
-    events = generate_page_views(40_000, seed=11)
+    events = generate_page_views(200_000, seed=11)
     write_page_views(system, events)
     rng = random.Random(5)
     progress = [0]
@@ -62,7 +62,7 @@ def test_killed_processor_restarts_without_loss_or_double_counting(spark: object
             stderr=subprocess.DEVNULL,
         )
         # Wait until this run has committed an epoch of its own, then kill it at a random point
-        # of a later epoch (epochs here take tens of milliseconds: the input is sized
+        # of a later epoch (epochs here take a few milliseconds: the input is sized
         # so that three runs cannot finish it between their first commit and the kill).
         deadline = time.monotonic() + 120
         while _committed_epochs(path) <= progress[-1] and process.poll() is None:
