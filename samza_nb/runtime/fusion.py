@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-__all__ = ["CompiledChain", "chain_from", "compile_chain"]
+__all__ = ["CompiledChain", "chain_from", "compile_chain", "one_by_one"]
 
 Receiver = Callable[[Any], None]
 
@@ -226,3 +226,19 @@ def _compile(steps: tuple[str, ...], emits: bool) -> Callable[..., Any]:
     exec(code, namespace)  # noqa: S102 - the source is built above from fixed templates only
     build: Callable[..., Any] = namespace["build"]
     return build
+
+
+def one_by_one(push: Callable[[Any], None]) -> tuple[Callable[[list[Any]], None], Callable[[], int]]:
+    """A batch pushed message by message (an input without a compiled chain after it), with
+    how many messages of the last batch were pushed, as a compiled chain's ``run`` and
+    ``entered``."""
+    pushed = 0
+
+    def run(messages: list[Any]) -> None:
+        nonlocal pushed
+        pushed = 0
+        for message in messages:
+            pushed += 1
+            push(message)
+
+    return run, lambda: pushed

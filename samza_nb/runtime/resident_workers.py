@@ -40,7 +40,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -51,6 +50,7 @@ from samza_nb.runtime.socket_folders import close_listener, open_listener
 from samza_nb.runtime.stores import task_store_folder
 from samza_nb.runtime.task_homes import TaskHomes
 from samza_nb.runtime.worker_epochs import serve_resident
+from samza_nb.runtime.worker_link import WorkerLink, process_alive
 
 __all__ = ["ResidentWorkers", "ResidentWorkersClosed"]
 
@@ -78,16 +78,6 @@ class ResidentWorkersClosed(Exception):
     the executor."""
 
 
-@dataclass(eq=False)
-class _Worker:
-    """One connected resident worker: its Spark partition, its process and the plans it has."""
-
-    connection: Connection
-    slot: int
-    pid: int
-    digests: set[str] = field(default_factory=set)
-
-
 class ResidentWorkers:
     """Resident Python workers of ``context``, one per partition of ``slots`` (see the module)."""
 
@@ -101,7 +91,7 @@ class ResidentWorkers:
         self.group = f"{_GROUP_PREFIX}{os.getpid()}-{next(_pools)}"
         self._description = "samza_nb: resident Python workers taking task epochs"
         self._cond = threading.Condition()
-        self._free: list[_Worker] = []
+        self._free: list[WorkerLink] = []
         self._closed = False
         self._running = 0
         #: Another Spark job waits for the cores: no new epoch, close once none runs.
@@ -113,9 +103,9 @@ class ResidentWorkers:
         #: says a worker became free (connected, or done with another epoch's task epochs).
         self._wakers: set[int] = set()
         #: Which worker keeps which task's stores open: the task's epochs go to it.
-        self._homes: TaskHomes[_Worker] = TaskHomes()
+        self._homes: TaskHomes[WorkerLink] = TaskHomes()
         #: Task store folders busy workers are to release when they finish their task epochs.
-        self._to_release: dict[_Worker, set[str]] = {}
+        self._to_release: dict[WorkerLink, set[str]] = {}
         #: Workers that ever connected (the pool closes when any of them is lost).
         self._connected = 0
         function = partial(serve_resident, self._address, authkey)
@@ -156,7 +146,7 @@ class ResidentWorkers:
                 if self._closed:
                     connection.close()
                     return
-                worker = _Worker(connection, slot, pid)
+                worker = WorkerLink(connection, slot, pid)
                 self._connected += 1
                 self._free.append(worker)
                 self._worker_freed()
@@ -210,7 +200,7 @@ class ResidentWorkers:
         order = sorted(range(len(assignments)), key=lambda i: (-sizes[i], i))
         left = sum(sizes)
         results: dict[int, EpochResult] = {}
-        busy: dict[Connection, tuple[_Worker, deque[int]]] = {}
+        busy: dict[Connection, tuple[WorkerLink, deque[int]]] = {}
         handed = False
         woken, waker = os.pipe()
         os.set_blocking(waker, False)
@@ -240,7 +230,7 @@ class ResidentWorkers:
                     chosen = set(chunk)
                     order = [index for index in order if index not in chosen]
                     tasks = [(index, assignments[index]) for index in chunk]
-                    if not self._hand(worker, digest, blob, tasks):
+                    if not worker.hand(digest, blob, tasks):
                         if not handed:  # an idle worker died: nothing of this epoch ran
                             raise ResidentWorkersClosed(self.group)
                         raise self._lost(worker, assignments[chunk[0]], None)
@@ -283,7 +273,7 @@ class ResidentWorkers:
 
     def _take(
         self, order: list[int], folders: list[str], *, block: bool, handed: bool
-    ) -> tuple[_Worker, list[int]] | None:
+    ) -> tuple[WorkerLink, list[int]] | None:
         """A free worker and the task epochs of ``order`` it may run (runtime/task_homes.py)."""
         with self._cond:
             while True:
@@ -317,7 +307,7 @@ class ResidentWorkers:
         with self._cond:
             keepers = self._homes.keepers()
             self._homes.released(folders)
-            doomed: dict[_Worker, list[str]] = {}
+            doomed: dict[WorkerLink, list[str]] = {}
             for folder in folders:
                 keeper = keepers.get(folder)
                 if keeper is not None:
@@ -331,7 +321,7 @@ class ResidentWorkers:
                     self._to_release.setdefault(worker, set()).update(kept)
         self._release_from(now)
 
-    def _release_from(self, workers: list[tuple[_Worker, list[str]]]) -> None:
+    def _release_from(self, workers: list[tuple[WorkerLink, list[str]]]) -> None:
         """Have each of ``workers`` (taken from the free list) release its folders, then give
         it back; the first that is gone closes the pool, and the others are told to return."""
         failed = False
@@ -345,19 +335,15 @@ class ResidentWorkers:
         if failed:
             raise ResidentWorkersClosed(self.group)
 
-    def _release(self, worker: _Worker, folders: list[str]) -> bool:
-        """Have ``worker`` close the stores it keeps of the tasks at ``folders``; False when it
-        is gone."""
-        try:
-            worker.connection.send(("release", folders))
-            answer = worker.connection.recv()
-        except (EOFError, OSError, ValueError):
-            _say_goodbye(worker)
-            self.close()
-            return False
-        return bool(answer[0] == "released")
+    def _release(self, worker: WorkerLink, folders: list[str]) -> bool:
+        """Have ``worker`` close the stores it keeps of the tasks at ``folders``; False (the
+        pool closed) when it is gone."""
+        if worker.release(folders):
+            return True
+        self.close()
+        return False
 
-    def _give_back(self, worker: _Worker) -> None:
+    def _give_back(self, worker: WorkerLink) -> None:
         """A worker that finished its task epochs: free again (once it released the stores
         it was asked to meanwhile), or told to stop when the pool closed meanwhile (its
         connection was this run's, so this run closes it)."""
@@ -373,7 +359,7 @@ class ResidentWorkers:
                 self._free.append(worker)
                 self._worker_freed()
                 return
-        _say_goodbye(worker)
+        worker.goodbye()
 
     def _worker_freed(self) -> None:
         """Wake every epoch waiting for a worker (called with the lock held)."""
@@ -382,21 +368,10 @@ class ResidentWorkers:
             with contextlib.suppress(OSError):  # full (it wakes anyway) or just closed
                 os.write(waker, b"!")
 
-    def _hand(self, worker: _Worker, digest: str, blob: bytes, tasks: list[tuple[int, EpochAssignment]]) -> bool:
-        """Send ``tasks`` to ``worker``; False when it is gone."""
-        known = digest in worker.digests
-        try:
-            worker.connection.send(("epochs", digest, None if known else blob, tasks))
-        except (OSError, ValueError):
-            _say_goodbye(worker)
-            return False
-        worker.digests.add(digest)
-        return True
-
-    def _result(self, worker: _Worker, index: int, assignment: EpochAssignment, folder: str) -> EpochResult:
+    def _result(self, worker: WorkerLink, index: int, assignment: EpochAssignment, folder: str) -> EpochResult:
         """The worker's result of the task epoch ``index``; its stores' keeper noted."""
         try:
-            sent_for, result, failure, keeps = worker.connection.recv()
+            sent_for, result, failure, keeps = worker.answer()
         except (EOFError, OSError) as error:
             raise self._lost(worker, assignment, error) from error
         if failure is not None:
@@ -415,7 +390,7 @@ class ResidentWorkers:
             self._homes.noted(folder, worker, keeps=keeps)
         return result
 
-    def _lost(self, worker: _Worker, assignment: EpochAssignment, error: BaseException | None) -> JobError:
+    def _lost(self, worker: WorkerLink, assignment: EpochAssignment, error: BaseException | None) -> JobError:
         """The worker running ``assignment`` went away (killed, crashed, its Spark task
         cancelled); Spark's reason when the resident job says one."""
         with self._cond:
@@ -436,7 +411,7 @@ class ResidentWorkers:
         return JobError(f"the resident Spark job {self.group} ended during the epoch: {reason}")
 
     @staticmethod
-    def _stop(workers: Iterator[_Worker]) -> None:
+    def _stop(workers: Iterator[WorkerLink]) -> None:
         """Kill ``workers`` (each still running a task epoch of a failed epoch) and wait,
         bounded, until they are gone."""
         pids = []
@@ -448,7 +423,7 @@ class ResidentWorkers:
                 worker.connection.close()
         deadline = time.monotonic() + _EXIT_WAIT_S
         while pids and time.monotonic() < deadline:
-            pids = [pid for pid in pids if _alive(pid)]
+            pids = [pid for pid in pids if process_alive(pid)]
             if pids:
                 time.sleep(0.02)
         if pids:
@@ -475,7 +450,7 @@ class ResidentWorkers:
             free, self._free = self._free, []
             self._cond.notify_all()
         for worker in free:
-            _say_goodbye(worker)
+            worker.goodbye()
         self._wake_accept()
         close_listener(self._listener, self._address)
         with self._cond:
@@ -495,29 +470,6 @@ class ResidentWorkers:
                 probe.connect(self._address)
         except OSError:
             pass  # nothing is accepting any more
-
-
-def _say_goodbye(worker: _Worker) -> None:
-    """Tell a worker that is not running a task epoch to return, and close its connection."""
-    with contextlib.suppress(OSError, ValueError):
-        worker.connection.send(None)
-    with contextlib.suppress(OSError):
-        worker.connection.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A killed worker stays a zombie until the PySpark daemon (its parent) reaps it.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _first_line(error: BaseException | None) -> str:

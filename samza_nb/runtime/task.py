@@ -15,7 +15,7 @@ returned as the result's ``error`` with the operator or store, the SSP and the o
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -47,6 +47,7 @@ from samza_nb.runtime.decoding import (
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
 from samza_nb.runtime.exactly_once import TaskTransaction, task_transaction
 from samza_nb.runtime.faults import reached as kill_point
+from samza_nb.runtime.fusion import one_by_one
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.runtime.sampling import tap_operators
@@ -184,7 +185,7 @@ class _TaskRun:
         push = input_impl.emitter()
         # A decoded batch goes into the input's compiled chain in one call when it has one.
         chain = input_impl.batch_emitter()
-        run_batch, entered = (chain.run, chain.entered) if chain is not None else _one_by_one(push)
+        run_batch, entered = (chain.run, chain.entered) if chain is not None else one_by_one(push)
         serde = self.plan.streams[stream_id].serde
         decode_kv = message_decoder(serde)
         decode_value = None if isinstance(serde, KVSerde) else raw_decoder(serde)
@@ -434,22 +435,6 @@ class _TaskRun:
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],
             samples={op_id: list(buffer) for op_id, buffer in self.samples.items() if buffer},
         )
-
-
-def _one_by_one(push: Callable[[Any], None]) -> tuple[Callable[[list[Any]], None], Callable[[], int]]:
-    """A batch pushed message by message (an input without a compiled chain after it), with
-    how many messages of the last batch were pushed, as a compiled chain's ``run`` and
-    ``entered``."""
-    pushed = 0
-
-    def run(messages: list[Any]) -> None:
-        nonlocal pushed
-        pushed = 0
-        for message in messages:
-            pushed += 1
-            push(message)
-
-    return run, lambda: pushed
 
 
 def _side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any]]:

@@ -25,7 +25,8 @@ from samza_nb.examples.page_views import (
     write_page_views,
 )
 from samza_nb.runtime import run
-from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed, _alive
+from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
+from samza_nb.runtime.worker_link import WorkerLink, process_alive
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock
 
@@ -256,7 +257,6 @@ def test_workers_keep_their_tasks_stores_open_from_epoch_to_epoch(spark: Any, tm
 def test_a_worker_keeping_more_than_its_share_releases_the_excess(spark: Any) -> None:
     from multiprocessing import Pipe
 
-    from samza_nb.runtime.resident_workers import _Worker
 
     context = spark.sparkContext
     pool = ResidentWorkers(context, context.parallelize(range(1), 1), idle_s=60)
@@ -272,7 +272,7 @@ def test_a_worker_keeping_more_than_its_share_releases_the_excess(spark: Any) ->
     answering.start()
     try:
         assert _wait_for(lambda: pool._connected == 1)  # the pool's own worker
-        keeper = _Worker(driver_end, 9, os.getpid())
+        keeper = WorkerLink(driver_end, 9, os.getpid())
         folders = [f"/stores/here/Partition {task}" for task in range(4)]
         with pool._cond:
             pool._connected += 1
@@ -296,7 +296,6 @@ def test_a_worker_keeping_more_than_its_share_releases_the_excess(spark: Any) ->
 def test_released_tasks_are_closed_by_free_workers_now_and_by_busy_ones_when_they_finish(spark: Any) -> None:
     from multiprocessing import Pipe
 
-    from samza_nb.runtime.resident_workers import _Worker
 
     context = spark.sparkContext
     pool = ResidentWorkers(context, context.parallelize(range(1), 1), idle_s=60)
@@ -311,7 +310,7 @@ def test_released_tasks_are_closed_by_free_workers_now_and_by_busy_ones_when_the
 
     for name, end in (("free", free_worker_end), ("busy", busy_worker_end)):
         threading.Thread(target=answer, args=(name, end), daemon=True).start()
-    free, busy = _Worker(free_end, 8, os.getpid()), _Worker(busy_end, 9, os.getpid())
+    free, busy = WorkerLink(free_end, 8, os.getpid()), WorkerLink(busy_end, 9, os.getpid())
     try:
         with pool._cond:
             pool._free.append(free)
@@ -356,7 +355,7 @@ def test_a_worker_killed_between_epochs_with_stores_open_loses_nothing(spark: An
         keepers = {worker.pid for worker in pool._homes.keepers().values()}
         for victim in keepers:  # idle, holding their tasks' stores (the last writes in the WAL)
             os.kill(victim, signal.SIGKILL)
-        assert _wait_for(lambda: not any(map(_alive, keepers)), seconds=10)
+        assert _wait_for(lambda: not any(map(process_alive, keepers)), seconds=10)
         # The next epoch finds its workers gone before handing anything out: it runs on a new
         # pool, whose workers open the stores RocksDB recovers from their WAL. (A worker lost
         # once another has task epochs of the epoch fails the job, as a killed busy one does.)
