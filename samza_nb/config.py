@@ -386,7 +386,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "job.spark.driver.epoch.max.messages",
         "100",
         "An epoch reading at most this many messages runs in the job's process, not as a Spark "
-        "job (local masters, at-least-once; 0: never).",
+        "job (local masters, at-least-once, job.spark.resident.workers off; 0: never).",
         minimum=0,
     ),
     ConfigKey(
