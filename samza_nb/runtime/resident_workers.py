@@ -348,12 +348,12 @@ class ResidentWorkers:
         it was asked to meanwhile), or told to stop when the pool closed meanwhile (its
         connection was this run's, so this run closes it)."""
         with self._cond:
-            doomed = self._to_release.pop(worker, None)
+            doomed = sorted(self._to_release.pop(worker, ()))
         if doomed and not self._closed:
-            if not self._release(worker, sorted(doomed)):
+            if not self._release(worker, doomed):
                 return
             with self._cond:
-                self._homes.released(sorted(doomed))
+                self._homes.released(doomed)
         with self._cond:
             if not self._closed:
                 self._free.append(worker)

@@ -60,7 +60,8 @@ def _options() -> Options:
     options.set_write_buffer_size(_WRITE_BUFFER_BYTES)
     options.set_max_open_files(_OPEN_TABLE_FILES)
     options.set_keep_log_file_num(_KEEP_LOG_FILES)
-    # A task opens its stores every epoch: opening must not read every table file's stats.
+    # Outside resident workers a task opens its stores every epoch: opening must not read
+    # every table file's stats.
     options.set_skip_stats_update_on_db_open(True)
     # ... nor start RocksDB's default 16 threads to open a handful of table files (strace: 16
     # clone3 calls per open; one thread opens them as fast).
@@ -90,7 +91,7 @@ def _held_by_another_process(error: Exception) -> bool:
 
 
 class StoreHeldOpen(JobError):
-    """Another process (or this one) holds a store open: RocksDB refused its ``LOCK`` file."""
+    """Another process holds a store open: RocksDB refused its ``LOCK`` file."""
 
 
 def _open_rdict(path: Path, name: str, task: str, wait_s: float | None = None) -> Rdict:
