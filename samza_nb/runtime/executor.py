@@ -250,9 +250,9 @@ class SparkExecutor(Executor):
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            # Waits (bounded) for the workers to return, having closed the stores they kept:
-            # the job's lease goes next, and with it the job home to whoever takes it.
-            pool.close(wait=True)
+            # The stores its workers keep are closed before this returns: the job's lease goes
+            # next, and with it the job home to whoever takes it.
+            pool.end()
 
     def release_stores(self, folders: list[str]) -> None:
         with self._lock:

@@ -430,6 +430,20 @@ class ResidentWorkers:
             _log.warning("resident workers: processes %s still alive %.0f s after SIGKILL", pids, _EXIT_WAIT_S)
 
     # -- giving the cores back -------------------------------------------------------------------
+    def end(self) -> None:
+        """The job ended: its workers close every store they keep now, and the resident job
+        ends in the background (about 20 ms the caller does not wait for). When an epoch
+        still runs or a worker is gone, waits for the workers to return, as :meth:`close`."""
+        with self._cond:
+            idle = self._running == 0 and not self._closed
+            folders = sorted(self._homes.keepers())
+        if idle:
+            try:
+                self.release(folders)
+            except ResidentWorkersClosed:
+                idle = False
+        self.close(wait=not idle)
+
     def close(self, *, wait: bool = True) -> None:
         """Tell every free worker to return and end the resident job (cancelled if a Spark task
         of it has not ended after a moment; in the background when ``wait`` is false). Workers
