@@ -108,6 +108,10 @@ class ResidentWorkers:
         self._to_release: dict[WorkerLink, set[str]] = {}
         #: Workers that ever connected (the pool closes when any of them is lost).
         self._connected = 0
+        #: The session's status tracker (fetched by the watching thread), and the ids of the
+        #: Spark jobs known to be this pool's or a closing pool's.
+        self._tracker: Any = None
+        self._not_others: set[int] = set()
         function = partial(serve_resident, self._address, authkey)
         threading.Thread(target=self._hold, args=(slots, function), name=self.group, daemon=True).start()
         threading.Thread(target=self._accept, name=f"{self.group}-accept", daemon=True).start()
@@ -169,14 +173,24 @@ class ResidentWorkers:
         self._shut_down()
 
     def _others_active(self) -> bool:
-        """Whether a Spark job of the session other than this pool's is running or waiting."""
+        """Whether a Spark job of the session other than this pool's is running or waiting.
+
+        Asked every 50 ms: each py4j round trip costs the JVM and this process about half a
+        millisecond of CPU, and the cores are the workers'. So the tracker is fetched once,
+        and the groups' jobs are looked up only when an active job is not one already known
+        to be this pool's or a closing pool's (job ids are never reused)."""
         try:
-            tracker = self.context.statusTracker()
-            active = tracker.getActiveJobsIds()  # first: a job of ours started after it is ours
+            tracker = self._tracker
+            if tracker is None:
+                tracker = self._tracker = self.context.statusTracker()
+            active = set(tracker.getActiveJobsIds())  # first: a job of ours started after it is ours
+            if active <= self._not_others:
+                return False
             ours = set(tracker.getJobIdsForGroup(self.group))
             for group in list(_ending):
                 ours.update(tracker.getJobIdsForGroup(group))
-            return any(job not in ours for job in active)
+            self._not_others |= ours
+            return not active <= self._not_others
         except Exception:  # a stopped context: the resident job ends with it
             return False
 
