@@ -157,9 +157,15 @@ class ResidentWorkers:
 
     def _watch(self) -> None:
         """Give the cores back once no epoch runs and either none came for ``idle_s`` or
-        another Spark job of the session is active."""
+        another Spark job of the session is active. Spark is asked every ``_WATCH_S`` only:
+        the pool's condition also wakes this thread whenever a worker becomes free or an
+        epoch ends, several times an epoch."""
+        waiting = False
+        next_look = 0.0
         while True:
-            waiting = self._others_active()
+            if time.monotonic() >= next_look:
+                waiting = self._others_active()
+                next_look = time.monotonic() + _WATCH_S
             with self._cond:
                 if self._closed:
                     return
@@ -169,7 +175,7 @@ class ResidentWorkers:
                     # Closed under the lock: an epoch starting now sees it and takes a new pool.
                     self._closed = True
                     break
-                self._cond.wait(_WATCH_S)
+                self._cond.wait(max(0.001, next_look - time.monotonic()))
         self._shut_down()
 
     def _others_active(self) -> bool:
