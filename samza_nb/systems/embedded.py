@@ -38,8 +38,9 @@ from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
 from samza_nb.systems.batch_format import StoredBatch, decode_batch, encode_batch
 from samza_nb.systems.compaction import compacted_runs, decode_offsets
+from samza_nb.systems.embedded_appends import EncodedBatch, insert_batch, insert_batches
 from samza_nb.systems.embedded_notebook import EmbeddedNotebookIO
-from samza_nb.systems.embedded_retention import EmbeddedRetention, producer_name
+from samza_nb.systems.embedded_retention import EmbeddedRetention
 from samza_nb.systems.embedded_sqlite import Connections, transaction
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
@@ -253,7 +254,8 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         ``controls`` are the indexes of its control messages in the batch."""
         db = self._db()
         with transaction(db):
-            return self._insert(db, stream_id, partition, payload, count, producer, producer_seq, controls)
+            batch = (stream_id, partition, payload, count, controls)
+            return insert_batch(db, batch, producer, producer_seq, self._missing_partition)
 
     def append_all(
         self,
@@ -266,7 +268,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         transaction: all of them become visible, or none (a partition that does not exist
         fails the whole epoch's writes, not the ones after it). A batch the producer already
         appended at ``producer_seq`` is skipped, as :meth:`append` does."""
-        encoded = []
+        encoded: list[EncodedBatch] = []
         for stream_id, partition, records in batches:
             if records:
                 controls = _control_indexes(records)
@@ -275,64 +277,11 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
             return
         db = self._db()
         with transaction(db):
-            for stream_id, partition, payload, count, controls in encoded:
-                self._insert(db, stream_id, partition, payload, count, producer, producer_seq, controls)
+            insert_batches(db, encoded, producer, producer_seq, self._missing_partition)
 
-    def _insert(
-        self,
-        db: sqlite3.Connection,
-        stream_id: str,
-        partition: int,
-        payload: bytes,
-        count: int,
-        producer: str | None,
-        producer_seq: int | None,
-        controls: Sequence[int],
-    ) -> bool:
-        """One batch, inside the caller's transaction; False when it is a producer's repeat."""
-        row = db.execute(
-            "SELECT next_offset FROM partitions WHERE stream = ? AND partition = ?",
-            (stream_id, partition),
-        ).fetchone()
-        if row is None:
-            self._require_partitions(stream_id)
-            msg = f"stream {stream_id!r} of system {self.name!r} has no partition {partition}"
-            raise StreamSystemError(msg)
-        if producer is not None:
-            duplicate = db.execute(
-                "SELECT 1 FROM batches WHERE stream = ? AND partition = ? AND producer = ? "
-                "AND producer_seq = ?",
-                (stream_id, partition, producer, producer_seq),
-            ).fetchone()
-            if duplicate is not None:
-                return False
-            # The batch may be gone: a processor killed after appending an epoch's
-            # intermediate batches leaves its plan pending; before its tasks fail over,
-            # their consumers read those batches, commit, and retention deletes them. The
-            # new owner replays the plan, and without this refusal the repeat would be
-            # read again, counted twice (test_zookeeper_processes.py, crashed epoch).
-            retired = db.execute(
-                "SELECT max_seq FROM retired_producers WHERE stream = ? AND partition = ? AND name = ?",
-                (stream_id, partition, producer_name(producer)),
-            ).fetchone()
-            if retired is not None and producer_seq is not None and producer_seq <= retired[0]:
-                return False
-        first = int(row[0])
-        db.execute(
-            "INSERT INTO batches (stream, partition, first_offset, count, payload, producer, "
-            "producer_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (stream_id, partition, first, count, payload, producer, producer_seq),
-        )
-        db.execute(
-            "UPDATE partitions SET next_offset = ? WHERE stream = ? AND partition = ?",
-            (first + count, stream_id, partition),
-        )
-        if controls:
-            db.executemany(
-                "INSERT OR IGNORE INTO control_offsets (stream, partition, offset) VALUES (?, ?, ?)",
-                [(stream_id, partition, first + index) for index in controls],
-            )
-        return True
+    def _missing_partition(self, stream_id: str, partition: int) -> Exception:
+        self._require_partitions(stream_id)  # a stream that does not exist says so
+        return StreamSystemError(f"stream {stream_id!r} of system {self.name!r} has no partition {partition}")
 
     def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:
         if end <= start:

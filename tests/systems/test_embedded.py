@@ -109,6 +109,53 @@ def test_a_deleted_batch_still_refuses_a_late_repeat_of_its_epoch(tmp_path: Path
     assert system.append("s", 0, records, producer="job/task@plan-e", producer_seq=0)
 
 
+def _log_rows(system: EmbeddedSystem, stream_id: str) -> list[tuple[object, ...]]:
+    rows = system._db().execute(
+        "SELECT partition, first_offset, count, payload, producer, producer_seq FROM batches "
+        "WHERE stream = ? ORDER BY partition, first_offset",
+        (stream_id,),
+    )
+    return [tuple(row) for row in rows]
+
+
+def test_an_epochs_batches_append_as_one_by_one_appends_would(tmp_path: Path) -> None:
+    # append_all looks up a task epoch's partitions, repeats and retired producers in a few
+    # queries per stream: the log it leaves is the one appending batch by batch leaves.
+    user = [Record(MessageKind.USER, None, b"u", None)]
+    with_control = [Record(MessageKind.USER, None, b"v", None), Record(MessageKind.END_OF_STREAM, None, b"", None)]
+    logs = {}
+    for way in ("one-by-one", "all"):
+        system = EmbeddedSystem("embedded", path=tmp_path / way)
+        system.create_stream("a", 3)
+        system.create_stream("b", 2)
+        # Already there: partition 1 of "a" has the producer's batch for seq 7 (a retried
+        # task epoch), and partition 0 of "b" retired the producer's name up to seq 8.
+        system.append("a", 1, user, producer="job/t@plan-1", producer_seq=7)
+        system.append("b", 0, user, producer="job/t@plan-0", producer_seq=8)
+        assert system.delete_before("b", 0, 1) == 1
+        batches = [
+            ("a", 0, user), ("a", 1, user), ("a", 2, with_control), ("b", 0, user), ("b", 1, user),
+            ("a", 0, with_control),  # the same partition twice: the first one's repeat
+        ]
+        if way == "all":
+            system.append_all(batches, producer="job/t@plan-1", producer_seq=7)
+        else:
+            for stream_id, partition, records in batches:
+                system.append(stream_id, partition, records, producer="job/t@plan-1", producer_seq=7)
+        logs[way] = (
+            _log_rows(system, "a"), _log_rows(system, "b"), system.newest_offsets("a"),
+            system.newest_offsets("b"), system.control_messages("a", 2, 0, 10),
+        )
+        with pytest.raises(StreamNotFoundError, match="'c' does not exist"):
+            system.append_all([("a", 0, user), ("c", 0, user)], producer="job/t@plan-1", producer_seq=8)
+        assert system.newest_offsets("a") == logs[way][2]  # nothing of the failed call
+    assert logs["all"] == logs["one-by-one"]
+    a_rows, b_rows, a_next, b_next, controls = logs["all"]
+    assert a_next == {0: 1, 1: 1, 2: 2} and b_next == {0: 1, 1: 1} and controls == 1
+    assert [row[:3] for row in a_rows] == [(0, 0, 1), (1, 0, 1), (2, 0, 2)]
+    assert [row[:3] for row in b_rows] == [(1, 0, 1)]  # partition 0: the producer retired
+
+
 def test_watermarks_and_end_of_stream_are_stored_in_band(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path)
     system.create_stream("s", 2)
