@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from samza_nb.errors import StreamSystemError
@@ -70,6 +71,9 @@ CREATE TABLE IF NOT EXISTS retired_producers (
 _ADD_OFFSETS = "ALTER TABLE batches ADD COLUMN offsets BLOB"
 
 _BUSY_TIMEOUT_S = 60.0
+#: A writer's pauses between tries for the write lock (see :class:`transaction`).
+_FIRST_PAUSE_S = 0.0001
+_LONGEST_PAUSE_S = 0.002
 #: Epoch batches are megabytes. A log created now uses 64 KiB pages (SQLite ignores the page
 #: size of a file that already has tables), its write-ahead log is checkpointed every 64 MiB
 #: instead of every 4 MiB (each checkpoint syncs the files), and reads go through a memory map:
@@ -150,17 +154,45 @@ class Connections:
 
 
 class transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error): one writer at a time."""
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error): one writer at a time.
+
+    A writer waiting for another's transaction tries again after 0.1 ms, doubling up to 2 ms,
+    for up to the busy timeout. SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ms…
+    between tries: two Python workers appending one transaction per task epoch (each held
+    for about a millisecond) left the waiting one asleep for up to 79 ms at a time, most of
+    it after the lock was free."""
 
     def __init__(self, db: sqlite3.Connection):
         self._db = db
 
     def __enter__(self) -> sqlite3.Connection:
-        self._db.execute("BEGIN IMMEDIATE")
-        return self._db
+        db = self._db
+        db.execute("PRAGMA busy_timeout = 0")
+        try:
+            _begin_immediate(db)
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        return db
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self._db.execute("COMMIT")
         else:
             self._db.execute("ROLLBACK")
+
+
+def _begin_immediate(db: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE`` with the connection's busy timeout off, tried again while another
+    connection holds the write lock (see :class:`transaction`)."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    pause = _FIRST_PAUSE_S
+    while True:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            busy = getattr(error, "sqlite_errorcode", None)
+            if busy is None or busy & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, _LONGEST_PAUSE_S)
