@@ -27,6 +27,13 @@ def producer_name(producer: str) -> str:
     return producer.rpartition("@")[0] or producer
 
 
+#: Whether a partition holds a batch or a control message's offset below an offset.
+_ANYTHING_BELOW = (
+    "SELECT EXISTS (SELECT 1 FROM batches WHERE stream = ?1 AND partition = ?2 AND first_offset + count <= ?3) "
+    "OR EXISTS (SELECT 1 FROM control_offsets WHERE stream = ?1 AND partition = ?2 AND offset < ?3)"
+)
+
+
 class EmbeddedRetention:
     """The retention and compaction methods of :class:`~samza_nb.systems.embedded.EmbeddedSystem`."""
 
@@ -37,6 +44,9 @@ class EmbeddedRetention:
 
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         db = self._db()
+        # Nothing to delete: no write transaction (appends wait for one).
+        if not db.execute(_ANYTHING_BELOW, (stream_id, partition, offset)).fetchone()[0]:
+            return 0
         with transaction(db):
             row = db.execute(
                 "SELECT COALESCE(SUM(count), 0) FROM batches WHERE stream = ? AND partition = ? "

@@ -67,3 +67,34 @@ def test_a_failing_retention_pass_fails_the_job_with_its_error(
     monkeypatch.setattr(EmbeddedSystem, "delete_before", refuse)
     with pytest.raises(StreamSystemError, match=r"cannot delete .*partition_by-by-tens\[\d\] below \d+"):
         run_local(app, {"task.max.epoch.messages": "200"})
+
+
+def test_passes_start_at_most_once_an_interval_and_join_runs_the_newest_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each deletion is a write transaction the tasks' appends wait for: passes asked for
+    # within a second of the last one wait (collapsing into the newest), unless joined.
+    import time
+
+    from samza_nb.runtime import retention as retention_module
+    from samza_nb.runtime.checkpoints import Checkpoint
+
+    passes: list[tuple[float, dict[str, Checkpoint]]] = []
+    monkeypatch.setattr(
+        retention_module,
+        "apply_retention",
+        lambda plan, task_ssps, checkpoints, deleted_below: passes.append((time.monotonic(), checkpoints)),
+    )
+    background = retention_module.BackgroundRetention(plan=None)  # type: ignore[arg-type]
+    try:
+        for epoch in range(5):
+            background.after_epoch({}, {"t": Checkpoint(offsets={"s/0": epoch})})
+            time.sleep(0.05)
+        started = time.monotonic()
+        # The first pass ran at once; the four asked for within the interval collapsed.
+        assert [checkpoints["t"].offsets for _, checkpoints in passes] == [{"s/0": 0}]
+        background.join(timeout=5)
+        assert time.monotonic() - started < 0.5  # not the rest of the interval
+        assert [checkpoints["t"].offsets for _, checkpoints in passes] == [{"s/0": 0}, {"s/0": 4}]
+    finally:
+        background.close(timeout=5)
