@@ -15,7 +15,6 @@ overtakes, or that a crash cuts short, loses nothing: the next pass deletes the 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -24,14 +23,12 @@ from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.faults import reached as kill_point
+from samza_nb.systems.base import StreamSystem
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
 __all__ = ["BackgroundRetention", "apply_retention"]
-
-#: The shortest time between the starts of two background passes.
-_PASS_INTERVAL_S = 1.0
 
 
 def apply_retention(
@@ -55,12 +52,16 @@ def apply_retention(
             offset = checkpoint.offsets.get(ssp_key(ssp.stream, ssp.partition), 0)
             place = (ssp.stream, ssp.partition)
             lowest[place] = min(lowest.get(place, offset), offset)
+    by_system: dict[int, tuple[StreamSystem, list[tuple[str, int, int]]]] = {}
     for (stream_id, partition), offset in lowest.items():
         if offset > 0 and (deleted_below is None or deleted_below.get((stream_id, partition)) != offset):
-            system_of(plan, stream_id).delete_before(stream_id, partition, offset)
-            if deleted_below is not None:
-                deleted_below[(stream_id, partition)] = offset
-            kill_point("in-retention")
+            system = system_of(plan, stream_id)
+            by_system.setdefault(id(system), (system, []))[1].append((stream_id, partition, offset))
+    for system, deletions in by_system.values():
+        system.delete_before_all(deletions)
+        if deleted_below is not None:
+            deleted_below.update(((stream_id, partition), offset) for stream_id, partition, offset in deletions)
+        kill_point("in-retention")
 
 
 class BackgroundRetention:
@@ -68,12 +69,10 @@ class BackgroundRetention:
     to it; one pass at a time, passes asked for while one runs collapse into the newest. The
     thread (and its log connection) lives until :meth:`close`.
 
-    A pass starts at most once every ``_PASS_INTERVAL_S`` (the newest asked for meanwhile
-    waits), and at once when :meth:`join` or :meth:`close` asks. Each partition's deletion is
-    a write transaction of the embedded log, and a task's appends wait for it: with 64
-    partitions, a pass every epoch held the log's write lock for about 180 ms of a one-second
-    run, and the two Python workers waited 25–40 ms each for it. Deleting consumed data a
-    second later keeps no more than a second of a shuffle's messages on disk.
+    A pass deletes a system's partitions in one write transaction of its log (a task's
+    appends wait for each: with 64 partitions, one per partition held the embedded log's
+    write lock for about 180 ms of a one-second run), and skips the partitions whose
+    consumers did not move since the last pass.
 
     A pass that fails is raised by the next :meth:`after_epoch` or :meth:`join`, so a
     retention failure still fails the job (one epoch later), as it did in the epoch path.
@@ -90,9 +89,6 @@ class BackgroundRetention:
         self._error: BaseException | None = None
         #: (stream, partition) -> the offset the passes last deleted below.
         self._deleted_below: dict[tuple[str, int], int] = {}
-        #: When the last pass started (monotonic), and whether a caller waits for the next.
-        self._last_pass = float("-inf")
-        self._hurry = False
 
     def after_epoch(
         self,
@@ -115,25 +111,16 @@ class BackgroundRetention:
     def _work(self) -> None:
         while True:
             with self._cond:
-                while True:
-                    if self._pending is None and not self._closing:
-                        self._busy = False
-                        self._cond.notify_all()
-                        self._cond.wait()
-                        continue
-                    early = self._last_pass + _PASS_INTERVAL_S - time.monotonic()
-                    if self._pending is not None and early > 0 and not (self._closing or self._hurry):
-                        self._cond.wait(early)
-                        continue
-                    break
+                while self._pending is None and not self._closing:
+                    self._busy = False
+                    self._cond.notify_all()
+                    self._cond.wait()
                 request, self._pending = self._pending, None
-                self._hurry = False
                 if request is None:  # closing, nothing left to do
                     self._busy = False
                     self._thread = None
                     self._cond.notify_all()
                     return
-                self._last_pass = time.monotonic()
             try:
                 apply_retention(self.plan, *request, self._deleted_below)
             except BaseException as error:  # reported by the next after_epoch or join
@@ -141,10 +128,8 @@ class BackgroundRetention:
                     self._error = error
 
     def join(self, timeout: float | None = None) -> None:
-        """Run the pass asked for now and wait for it; raise a pass's failure."""
+        """Wait for the passes asked for so far; raise a pass's failure."""
         with self._cond:
-            self._hurry = self._pending is not None
-            self._cond.notify_all()
             self._cond.wait_for(lambda: not self._busy, timeout)
             self._raise_error()
 

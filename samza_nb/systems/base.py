@@ -200,6 +200,10 @@ class StreamSystem(ABC):
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         """Delete messages before ``offset`` (retention); returns how many were deleted."""
 
+    def delete_before_all(self, deletions: Sequence[tuple[str, int, int]]) -> int:
+        """:meth:`delete_before` for each (stream, partition, offset); how many were deleted."""
+        return sum(self.delete_before(stream_id, partition, offset) for stream_id, partition, offset in deletions)
+
     def close(self) -> None:  # noqa: B027 - an optional hook; most systems hold nothing
         """Release connections held by this process."""
 

@@ -26,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -98,14 +99,16 @@ def _write_settings(settings: Path) -> None:
         path.write_text(json.dumps(value), encoding="utf-8")
 
 
-def _small_copy(source: Path, target: Path) -> None:
-    """The notebook with the small parameters written into its parameters cell."""
+def _small_copy(source: Path, target: Path, data_dir: Path) -> None:
+    """The notebook with the small parameters written into its parameters cell, its data in
+    ``data_dir`` (under the test's temporary folder: a kernel shut down through the server's
+    API is killed before its exit handlers remove a folder of the temp dir)."""
     notebook = nbformat.read(source, as_version=4)
     for cell in notebook.cells:
         if "parameters" in cell.metadata.get("tags", []):
             cell.source = "\n".join(
                 [f"{name} = {value!r}" for name, value in SMALL_PARAMETERS.items()]
-                + ['data_dir = ""']
+                + [f"data_dir = {str(data_dir)!r}"]
             )
     nbformat.write(notebook, target)
 
@@ -116,6 +119,9 @@ class Lab:
     def __init__(self, base: Path) -> None:
         self.root = base / "root"
         self.root.mkdir()
+        #: The notebooks' data folders.
+        self.data = base / "notebook-data"
+        self.data.mkdir()
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -381,7 +387,7 @@ class Notebook:
 
 def _open_copy(browser: Any, lab: Lab, stem: str, edit: Callable[[Any], None] | None = None) -> Notebook:
     target = lab.root / f"{stem}.ipynb"
-    _small_copy(NOTEBOOKS_BY_STEM[stem], target)
+    _small_copy(NOTEBOOKS_BY_STEM[stem], target, Path(tempfile.mkdtemp(prefix=f"{stem}-", dir=lab.data)))
     if edit is not None:
         notebook = nbformat.read(target, as_version=4)
         edit(notebook)

@@ -60,41 +60,65 @@ def test_a_failing_retention_pass_fails_the_job_with_its_error(
 ) -> None:
     app = _reshuffled(system, 2_000)
 
-    def refuse(self: EmbeddedSystem, stream_id: str, partition: int, offset: int) -> None:
+    def refuse(self: EmbeddedSystem, deletions: list[tuple[str, int, int]]) -> None:
+        stream_id, partition, offset = deletions[0]
         msg = f"embedded log: cannot delete {stream_id}[{partition}] below {offset}"
         raise StreamSystemError(msg)
 
-    monkeypatch.setattr(EmbeddedSystem, "delete_before", refuse)
+    monkeypatch.setattr(EmbeddedSystem, "delete_before_all", refuse)
     with pytest.raises(StreamSystemError, match=r"cannot delete .*partition_by-by-tens\[\d\] below \d+"):
         run_local(app, {"task.max.epoch.messages": "200"})
 
 
-def test_passes_start_at_most_once_an_interval_and_join_runs_the_newest_at_once(
-    monkeypatch: pytest.MonkeyPatch,
+
+def test_a_pass_deletes_in_one_transaction_and_skips_partitions_whose_consumers_did_not_move(
+    system: EmbeddedSystem, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Each deletion is a write transaction the tasks' appends wait for: passes asked for
-    # within a second of the last one wait (collapsing into the newest), unless joined.
-    import time
+    # Each write transaction of the log is one the tasks' appends wait for.
+    app = _reshuffled(system, 3_000)
+    calls: list[list[tuple[str, int, int]]] = []
+    one_by_one: list[tuple[str, int, int]] = []
+    delete_all = EmbeddedSystem.delete_before_all
+    delete_one = EmbeddedSystem.delete_before
 
-    from samza_nb.runtime import retention as retention_module
-    from samza_nb.runtime.checkpoints import Checkpoint
+    def recorded_all(self: EmbeddedSystem, deletions: list[tuple[str, int, int]]) -> int:
+        calls.append(list(deletions))
+        return delete_all(self, deletions)
 
-    passes: list[tuple[float, dict[str, Checkpoint]]] = []
-    monkeypatch.setattr(
-        retention_module,
-        "apply_retention",
-        lambda plan, task_ssps, checkpoints, deleted_below: passes.append((time.monotonic(), checkpoints)),
-    )
-    background = retention_module.BackgroundRetention(plan=None)  # type: ignore[arg-type]
+    def recorded_one(self: EmbeddedSystem, stream_id: str, partition: int, offset: int) -> int:
+        one_by_one.append((stream_id, partition, offset))
+        return delete_one(self, stream_id, partition, offset)
+
+    monkeypatch.setattr(EmbeddedSystem, "delete_before_all", recorded_all)
+    monkeypatch.setattr(EmbeddedSystem, "delete_before", recorded_one)
+    job = run_local(app, {"task.max.epoch.messages": "200"})
+    assert len(job.collect("out")) == 3_000
+    assert calls and one_by_one == []  # every pass: one call for the log's partitions
+    seen: dict[tuple[str, int], int] = {}
+    for deletions in calls:
+        for stream_id, partition, offset in deletions:
+            # Asked again only when its consumers moved past where the last pass deleted.
+            assert offset > seen.get((stream_id, partition), 0)
+            seen[(stream_id, partition)] = offset
+    stream = _intermediate(system)
+    assert {partition for (name, partition) in seen if name == stream} == {0, 1}
+    # What the last pass asked for is gone (a batch it ends inside stays whole).
+    oldest = system.oldest_offsets(stream)
+    assert all(0 < oldest[p] <= seen[(stream, p)] for p in (0, 1)), (oldest, seen)
+
+
+def test_deleting_below_where_nothing_is_left_takes_no_write_transaction(system: EmbeddedSystem) -> None:
+    from samza_nb.systems import MessageKind, Record
+
+    system.create_stream("s", 2)
+    system.append("s", 0, [Record(MessageKind.USER, None, b"x", None)] * 3)
+    system.append("s", 1, [Record(MessageKind.USER, None, b"y", None)] * 3)
+    assert system.delete_before_all([("s", 0, 3), ("s", 1, 2)]) == 3  # partition 1's batch spans 2
+    assert system.oldest_offsets("s") == {0: 3, 1: 0}
+    statements: list[str] = []
+    system._db().set_trace_callback(statements.append)
     try:
-        for epoch in range(5):
-            background.after_epoch({}, {"t": Checkpoint(offsets={"s/0": epoch})})
-            time.sleep(0.05)
-        started = time.monotonic()
-        # The first pass ran at once; the four asked for within the interval collapsed.
-        assert [checkpoints["t"].offsets for _, checkpoints in passes] == [{"s/0": 0}]
-        background.join(timeout=5)
-        assert time.monotonic() - started < 0.5  # not the rest of the interval
-        assert [checkpoints["t"].offsets for _, checkpoints in passes] == [{"s/0": 0}, {"s/0": 4}]
+        assert system.delete_before_all([("s", 0, 3), ("s", 1, 2)]) == 0
     finally:
-        background.close(timeout=5)
+        system._db().set_trace_callback(None)
+    assert not any(statement.startswith(("BEGIN", "DELETE", "UPDATE")) for statement in statements)
