@@ -60,7 +60,6 @@ class EmbeddedRetention:
                 deleted += _delete_below(db, stream_id, partition, offset)
         return deleted
 
-
     # -- compaction (systems/compaction.py) ---------------------------------------------------
     def compact(
         self,
