@@ -250,8 +250,9 @@ class SparkExecutor(Executor):
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            # The stores its workers keep are closed before this returns: the job's lease goes
-            # next, and with it the job home to whoever takes it.
+            # The stores its workers keep are closed before this returns (or, when an epoch
+            # still ran or a worker was lost, the workers waited for, bounded): the job's lease
+            # goes next, and with it the job home to whoever takes it.
             pool.end()
 
     def release_stores(self, folders: list[str]) -> None:

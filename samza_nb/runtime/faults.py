@@ -28,7 +28,7 @@ KILL_POINTS = (
     "after-transaction-commit",  # exactly-once: a task's transaction committed, stores not yet written
     "after-flush-before-commit",  # every task of the epoch returned, before the commit
     "mid-commit",  # checkpoints written, before the job records the epoch and applies retention
-    "in-retention",  # retention deleted intermediate data of one partition, not yet the others
+    "in-retention",  # a retention pass deleted one system's consumed intermediate data, not yet the next's
     "in-rebalance",  # processors expired for a new model, before the model is stored
 )
 

@@ -108,6 +108,8 @@ class ResidentWorkers:
         self._to_release: dict[WorkerLink, set[str]] = {}
         #: Workers that ever connected (the pool closes when any of them is lost).
         self._connected = 0
+        #: Epochs started on the pool so far.
+        self._runs = 0
         #: The session's status tracker (fetched by the watching thread), and the ids of the
         #: Spark jobs known to be this pool's or a closing pool's.
         self._tracker: Any = None
@@ -230,6 +232,7 @@ class ResidentWorkers:
                 os.close(waker)
                 raise ResidentWorkersClosed(self.group)
             self._running += 1
+            self._runs += 1
             self._wakers.add(waker)
         try:
             self._spread(folders)
@@ -453,16 +456,21 @@ class ResidentWorkers:
     def end(self) -> None:
         """The job ended: its workers close every store they keep now, and the resident job
         ends in the background (about 20 ms the caller does not wait for). When an epoch
-        still runs or a worker is gone, waits for the workers to return, as :meth:`close`."""
+        ran or started meanwhile, or a worker is gone, waits for the workers to return, as
+        :meth:`close`."""
         with self._cond:
             idle = self._running == 0 and not self._closed
+            runs = self._runs
             folders = sorted(self._homes.keepers())
         if idle:
             try:
                 self.release(folders)
             except ResidentWorkersClosed:
                 idle = False
-        self.close(wait=not idle)
+        with self._cond:
+            # Closed in the same step as the check: no epoch starts on the pool after it.
+            background = idle and self._running == 0 and self._runs == runs
+        self.close(wait=not background)
 
     def close(self, *, wait: bool = True) -> None:
         """Tell every free worker to return and end the resident job (cancelled if a Spark task
@@ -472,14 +480,15 @@ class ResidentWorkers:
             if self._closed:
                 return
             self._closed = True
+            if not self._job_done:
+                # Ending, not waiting for cores: the next pool's first look must know it.
+                _ending.add(self.group)
         if wait:
             self._shut_down()
         else:
             threading.Thread(target=self._shut_down, name=f"{self.group}-close", daemon=True).start()
 
     def _shut_down(self) -> None:
-        if not self._job_done:
-            _ending.add(self.group)
         with self._cond:
             free, self._free = self._free, []
             self._cond.notify_all()

@@ -5,7 +5,8 @@ the same sequence number (a retried task epoch) is skipped, as is one of a produ
 or above it (systems/embedded_retention.py). One batch costs five statements. A task epoch
 appends a batch to every partition its shuffle reached, so with 64 partitions an epoch of 64
 tasks appends 4,096 of them; :func:`insert_batches` appends a task epoch's batches with three
-queries per stream and one statement per table instead of five statements per batch.
+queries per stream (per 500 of its partitions) and one statement per table instead of five
+statements per batch.
 """
 
 from __future__ import annotations

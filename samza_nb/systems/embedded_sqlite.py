@@ -71,9 +71,11 @@ CREATE TABLE IF NOT EXISTS retired_producers (
 _ADD_OFFSETS = "ALTER TABLE batches ADD COLUMN offsets BLOB"
 
 _BUSY_TIMEOUT_S = 60.0
-#: A writer's pauses between tries for the write lock (see :class:`transaction`).
+#: A writer's pauses between tries for the write lock (see :class:`transaction`), and the
+#: result codes it tries again on: SQLITE_BUSY, SQLITE_BUSY_RECOVERY, SQLITE_BUSY_TIMEOUT.
 _FIRST_PAUSE_S = 0.0001
 _LONGEST_PAUSE_S = 0.002
+_WAIT_FOR = frozenset({5, 261, 773})
 #: Epoch batches are megabytes. A log created now uses 64 KiB pages (SQLite ignores the page
 #: size of a file that already has tables), its write-ahead log is checkpointed every 64 MiB
 #: instead of every 4 MiB (each checkpoint syncs the files), and reads go through a memory map:
@@ -99,7 +101,8 @@ class Connections:
     """One SQLite connection per (process, thread, database file). Spark forks Python workers
     and a connection must never cross a fork; and a notebook's driver appends from several
     threads at once (the user's cell, a job, a generator), while a connection holds only one
-    transaction at a time. SQLite's WAL and busy timeout serialize the writers."""
+    transaction at a time. SQLite's WAL serializes the writers: :class:`transaction` waits
+    for the write lock, and the busy timeout covers every other statement."""
 
     _local = threading.local()
 
@@ -168,10 +171,18 @@ class transaction:
     def __enter__(self) -> sqlite3.Connection:
         db = self._db
         db.execute("PRAGMA busy_timeout = 0")
+        began = False
         try:
             _begin_immediate(db)
+            began = True
         finally:
-            db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            try:
+                db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            except BaseException:
+                # The caller never reaches __exit__: no transaction may stay open here.
+                if began:
+                    db.execute("ROLLBACK")
+                raise
         return db
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -191,8 +202,9 @@ def _begin_immediate(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as error:
-            busy = getattr(error, "sqlite_errorcode", None)
-            if busy is None or busy & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+            # Not SQLITE_BUSY_SNAPSHOT: that one does not clear while this connection reads
+            # an older snapshot, and SQLite itself fails it at once.
+            if getattr(error, "sqlite_errorcode", None) not in _WAIT_FOR or time.monotonic() >= deadline:
                 raise
         time.sleep(pause)
         pause = min(2 * pause, _LONGEST_PAUSE_S)

@@ -118,9 +118,12 @@ def _log_rows(system: EmbeddedSystem, stream_id: str) -> list[tuple[object, ...]
     return [tuple(row) for row in rows]
 
 
-def test_an_epochs_batches_append_as_one_by_one_appends_would(tmp_path: Path) -> None:
+def test_an_epochs_batches_append_as_one_by_one_appends_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # append_all looks up a task epoch's partitions, repeats and retired producers in a few
     # queries per stream: the log it leaves is the one appending batch by batch leaves.
+    from samza_nb.systems import embedded_appends
+
+    monkeypatch.setattr(embedded_appends, "_IN_CHUNK", 2)  # stream "a" takes two lookups
     user = [Record(MessageKind.USER, None, b"u", None)]
     with_control = [Record(MessageKind.USER, None, b"v", None), Record(MessageKind.END_OF_STREAM, None, b"", None)]
     logs = {}
@@ -248,3 +251,37 @@ def test_write_takes_an_iterable_of_messages_not_one_message(tmp_path: Path) -> 
             system.write("s", one)  # type: ignore[arg-type]
     assert system.newest_offsets("s") == {0: 0}
     assert system.write("s", ["hello"]) == 1
+
+
+def test_a_writer_waits_for_another_connections_transaction_then_writes(tmp_path: Path) -> None:
+    # transaction() takes the write lock itself (short pauses instead of SQLite's busy
+    # handler) and leaves the connection's busy timeout as it was.
+    import sqlite3
+    import threading
+
+    from samza_nb.systems.embedded_sqlite import transaction
+
+    path = tmp_path / "log.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("CREATE TABLE t (v INTEGER)")
+    waiter = sqlite3.connect(path, isolation_level=None, timeout=60, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO t VALUES (1)")
+    wrote = threading.Event()
+
+    def write() -> None:
+        with transaction(waiter) as db:
+            db.execute("INSERT INTO t VALUES (2)")
+        wrote.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    assert not wrote.wait(0.2)  # the holder's transaction is open: the writer waits
+    holder.execute("COMMIT")
+    thread.join(timeout=10)
+    assert wrote.is_set()
+    assert [row[0] for row in holder.execute("SELECT v FROM t ORDER BY v")] == [1, 2]
+    assert waiter.execute("PRAGMA busy_timeout").fetchone()[0] == 60_000
+    holder.close()
+    waiter.close()
