@@ -34,23 +34,22 @@ import itertools
 import logging
 import os
 import secrets
-import signal
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 from functools import partial
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from samza_nb.errors import JobError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
+from samza_nb.runtime.other_spark_jobs import OtherSparkJobs, ended, ending
 from samza_nb.runtime.socket_folders import close_listener, open_listener
 from samza_nb.runtime.stores import task_store_folder
 from samza_nb.runtime.task_homes import TaskHomes
 from samza_nb.runtime.worker_epochs import serve_resident
-from samza_nb.runtime.worker_link import WorkerLink, process_alive
+from samza_nb.runtime.worker_link import WorkerLink, kill_workers
 
 __all__ = ["ResidentWorkers", "ResidentWorkersClosed"]
 
@@ -62,14 +61,10 @@ _GROUP_PREFIX = "samza-nb-resident-"
 _LIVENESS_S = 0.5
 #: How long closing waits for the resident job to end before cancelling it.
 _CLOSE_WAIT_S = 2.0
-#: How long a failed epoch waits for the workers it killed to be gone.
-_EXIT_WAIT_S = 10.0
 #: How often an open pool looks whether another Spark job waits for its cores.
 _WATCH_S = 0.05
 
 _pools = itertools.count(1)
-#: Job groups of closed pools whose Spark job has not ended yet: ending, not waiting for cores.
-_ending: set[str] = set()
 
 
 class ResidentWorkersClosed(Exception):
@@ -110,10 +105,7 @@ class ResidentWorkers:
         self._connected = 0
         #: Epochs started on the pool so far.
         self._runs = 0
-        #: The session's status tracker (fetched by the watching thread), and the ids of the
-        #: Spark jobs known to be this pool's or a closing pool's.
-        self._tracker: Any = None
-        self._not_others: set[int] = set()
+        self._other_jobs = OtherSparkJobs(context, self.group)
         function = partial(serve_resident, self._address, authkey)
         threading.Thread(target=self._hold, args=(slots, function), name=self.group, daemon=True).start()
         threading.Thread(target=self._accept, name=f"{self.group}-accept", daemon=True).start()
@@ -131,7 +123,7 @@ class ResidentWorkers:
             with self._cond:
                 self._job_done = True
                 self._cond.notify_all()
-            _ending.discard(self.group)
+            ended(self.group)
         # Its workers are gone (cancelled, the session stopped, or closed): no epoch may start.
         self.close()
 
@@ -159,14 +151,13 @@ class ResidentWorkers:
 
     def _watch(self) -> None:
         """Give the cores back once no epoch runs and either none came for ``idle_s`` or
-        another Spark job of the session is active. Spark is asked every ``_WATCH_S`` only:
-        the pool's condition also wakes this thread whenever a worker becomes free or an
-        epoch ends, several times an epoch."""
+        another Spark job of the session is active (asked every ``_WATCH_S``, not each time
+        the pool's condition wakes this thread)."""
         waiting = False
         next_look = 0.0
         while True:
             if time.monotonic() >= next_look:
-                waiting = self._others_active()
+                waiting = self._other_jobs.active()
                 next_look = time.monotonic() + _WATCH_S
             with self._cond:
                 if self._closed:
@@ -179,28 +170,6 @@ class ResidentWorkers:
                     break
                 self._cond.wait(max(0.001, next_look - time.monotonic()))
         self._shut_down()
-
-    def _others_active(self) -> bool:
-        """Whether a Spark job of the session other than this pool's is running or waiting.
-
-        Asked every 50 ms: each py4j round trip costs the JVM and this process about half a
-        millisecond of CPU, and the cores are the workers'. So the tracker is fetched once,
-        and the groups' jobs are looked up only when an active job is not one already known
-        to be this pool's or a closing pool's (job ids are never reused)."""
-        try:
-            tracker = self._tracker
-            if tracker is None:
-                tracker = self._tracker = self.context.statusTracker()
-            active = set(tracker.getActiveJobsIds())  # first: a job of ours started after it is ours
-            if active <= self._not_others:
-                return False
-            ours = set(tracker.getJobIdsForGroup(self.group))
-            for group in list(_ending):
-                ours.update(tracker.getJobIdsForGroup(group))
-            self._not_others |= ours
-            return not active <= self._not_others
-        except Exception:  # a stopped context: the resident job ends with it
-            return False
 
     # -- epochs ----------------------------------------------------------------------------------
     @property
@@ -276,7 +245,7 @@ class ResidentWorkers:
             # The epoch failed: its task epochs still running stop now (their workers are
             # killed, as Spark's cancellation kills a task's worker), before anyone may run
             # the epoch again. Their connections are this run's to close.
-            self._stop(worker for worker, _pending in busy.values())
+            kill_workers(worker for worker, _pending in busy.values())
             self.close()
             raise
         finally:
@@ -433,25 +402,6 @@ class ResidentWorkers:
         reason = _first_line(self._job_error) or "its workers returned"
         return JobError(f"the resident Spark job {self.group} ended during the epoch: {reason}")
 
-    @staticmethod
-    def _stop(workers: Iterator[WorkerLink]) -> None:
-        """Kill ``workers`` (each still running a task epoch of a failed epoch) and wait,
-        bounded, until they are gone."""
-        pids = []
-        for worker in workers:
-            with contextlib.suppress(OSError):
-                os.kill(worker.pid, signal.SIGKILL)
-                pids.append(worker.pid)
-            with contextlib.suppress(OSError):
-                worker.connection.close()
-        deadline = time.monotonic() + _EXIT_WAIT_S
-        while pids and time.monotonic() < deadline:
-            pids = [pid for pid in pids if process_alive(pid)]
-            if pids:
-                time.sleep(0.02)
-        if pids:
-            _log.warning("resident workers: processes %s still alive %.0f s after SIGKILL", pids, _EXIT_WAIT_S)
-
     # -- giving the cores back -------------------------------------------------------------------
     def end(self) -> None:
         """The job ended: its workers close every store they keep now, and the resident job
@@ -467,22 +417,31 @@ class ResidentWorkers:
                 self.release(folders)
             except ResidentWorkersClosed:
                 idle = False
-        with self._cond:
-            # Closed in the same step as the check: no epoch starts on the pool after it.
+        with self._cond:  # closed in the same step as the check: no epoch starts after it
             background = idle and self._running == 0 and self._runs == runs
-        self.close(wait=not background)
+            if not self._mark_closed():
+                return
+        self._finish_closing(wait=not background)
 
     def close(self, *, wait: bool = True) -> None:
         """Tell every free worker to return and end the resident job (cancelled if a Spark task
         of it has not ended after a moment; in the background when ``wait`` is false). Workers
         busy with an epoch are told by the epoch's run once they finish. Idempotent."""
         with self._cond:
-            if self._closed:
+            if not self._mark_closed():
                 return
-            self._closed = True
-            if not self._job_done:
-                # Ending, not waiting for cores: the next pool's first look must know it.
-                _ending.add(self.group)
+        self._finish_closing(wait=wait)
+
+    def _mark_closed(self) -> bool:
+        """Close the pool (with the lock held); False when it already was."""
+        if self._closed:
+            return False
+        self._closed = True
+        if not self._job_done:  # ending, not waiting for cores: the next pool must know it
+            ending(self.group)
+        return True
+
+    def _finish_closing(self, *, wait: bool) -> None:
         if wait:
             self._shut_down()
         else:

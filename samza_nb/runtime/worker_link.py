@@ -10,14 +10,23 @@ it keeps the task's stores open)``; per release ``("released", stores closed)``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import signal
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from samza_nb.runtime.epoch import EpochAssignment
 
-__all__ = ["WorkerLink", "process_alive"]
+__all__ = ["WorkerLink", "kill_workers", "process_alive"]
+
+_log = logging.getLogger("samza_nb.runtime.resident_workers")
+
+#: How long a failed epoch waits for the workers it killed to be gone.
+_EXIT_WAIT_S = 10.0
 
 
 @dataclass(eq=False)
@@ -80,3 +89,23 @@ def process_alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def kill_workers(workers: Iterable[WorkerLink]) -> None:
+    """Kill ``workers`` (each still running a task epoch of a failed epoch: Spark's
+    cancellation kills a task's Python worker the same way) and wait, bounded, until they
+    are gone."""
+    pids = []
+    for worker in workers:
+        with contextlib.suppress(OSError):
+            os.kill(worker.pid, signal.SIGKILL)
+            pids.append(worker.pid)
+        with contextlib.suppress(OSError):
+            worker.connection.close()
+    deadline = time.monotonic() + _EXIT_WAIT_S
+    while pids and time.monotonic() < deadline:
+        pids = [pid for pid in pids if process_alive(pid)]
+        if pids:
+            time.sleep(0.02)
+    if pids:
+        _log.warning("resident workers: processes %s still alive %.0f s after SIGKILL", pids, _EXIT_WAIT_S)

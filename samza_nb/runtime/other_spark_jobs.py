@@ -1,0 +1,60 @@
+"""Whether a Spark job of the session other than a resident pool's own waits for its cores.
+
+A pool of resident workers (runtime/resident_workers.py) holds Spark's cores, so it asks this
+every 50 ms and gives them back once no epoch of it runs while another job is active (a
+notebook's DataFrame query, another samza_nb job's pool). A pool that is closing (its Spark
+job not ended yet) is not waiting for cores: its group is noted here while it ends.
+
+Each py4j round trip costs the JVM and the job's process about half a millisecond of CPU on
+the workers' cores; PySpark's tracker calls read Java arrays element by element, and a look
+made six round trips. So the tracker is fetched once, and the groups' jobs are looked up only
+when an active job is not one already known to be the pool's or a closing pool's (Spark never
+reuses a job id).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["OtherSparkJobs", "ended", "ending"]
+
+#: Job groups of closed pools whose Spark job has not ended yet.
+_ending: set[str] = set()
+
+
+def ending(group: str) -> None:
+    """The pool of ``group`` is closing: its Spark job is not one waiting for cores."""
+    _ending.add(group)
+
+
+def ended(group: str) -> None:
+    """The Spark job of ``group`` ended."""
+    _ending.discard(group)
+
+
+class OtherSparkJobs:
+    """Asks the session ``context`` whether a job outside ``group`` and the closing pools'
+    groups is running or waiting."""
+
+    def __init__(self, context: Any, group: str) -> None:
+        self._context = context
+        self._group = group
+        self._tracker: Any = None
+        #: Ids of the jobs known to be ``group``'s or a closing pool's.
+        self._not_others: set[int] = set()
+
+    def active(self) -> bool:
+        try:
+            tracker = self._tracker
+            if tracker is None:
+                tracker = self._tracker = self._context.statusTracker()
+            active = set(tracker.getActiveJobsIds())  # first: a job of ours started after it is ours
+            if active <= self._not_others:
+                return False
+            ours = set(tracker.getJobIdsForGroup(self._group))
+            for group in list(_ending):
+                ours.update(tracker.getJobIdsForGroup(group))
+            self._not_others |= ours
+            return not active <= self._not_others
+        except Exception:  # a stopped context: the resident job ends with it
+            return False
