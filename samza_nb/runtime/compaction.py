@@ -7,14 +7,21 @@ records as the last compaction kept (Kafka's dirty ratio of 0.5), the compactor 
 committed part to the latest record per key on a thread of its own, one compaction at a time:
 an epoch never waits for it, and only the short rewrite holds the log's write lock. Systems
 that compact by themselves (Kafka topics are created ``cleanup.policy=compact``) are skipped.
+
+A compaction that fails does not stop the job (its changelog only keeps more records than it
+needs, as when compaction is off): it is logged as a warning naming the changelog stream and
+partition, counted in the job's metrics (``changelog_compaction``), and tried again after the
+next epoch, when it is still due. The other partitions of the pass are still compacted.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from samza_nb.errors import StreamSystemError
 from samza_nb.model import JobModel
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import default_system_of
@@ -25,6 +32,8 @@ if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
 __all__ = ["ChangelogCompactor"]
+
+_log = logging.getLogger(__name__)
 
 _KEEP_RESULTS = 100
 
@@ -42,7 +51,9 @@ class ChangelogCompactor:
         self._lock = threading.Lock()
         #: The latest compactions (CompactionResult), oldest first.
         self.results: list[Any] = []
-        self.error: BaseException | None = None
+        #: Compactions that failed so far, and the newest failure.
+        self.failures = 0
+        self.error: StreamSystemError | None = None
 
     def due(self, model: JobModel, checkpoints: Mapping[str, Checkpoint]) -> list[tuple[str, int, int]]:
         """(changelog stream, partition, committed offset) of every partition to compact now."""
@@ -88,18 +99,34 @@ class ChangelogCompactor:
         self._compact(self.due(model, checkpoints))
         return self.results[before:]
 
+    def report(self) -> dict[str, Any]:
+        """What the job's metrics show of compaction: counts and the newest failure."""
+        return {
+            "compactions": len(self.results),
+            "failures": self.failures,
+            "last_failure": str(self.error) if self.error is not None else None,
+        }
+
     def _compact(self, work: list[tuple[str, int, int]]) -> None:
         system: Any = default_system_of(self.plan)
-        try:
-            for stream_id, partition, upto in work:
+        for stream_id, partition, upto in work:
+            try:
                 result = system.compact(
                     stream_id, partition, upto,
                     is_tombstone=is_tombstone, tombstone_retention_ms=self.retention_ms,
                 )
-                if result is not None:
-                    self.results = [*self.results[-_KEEP_RESULTS + 1 :], result]
-        except Exception as error:  # a compaction failure never stops the job; it is reported
-            self.error = error
+            except Exception as error:  # never stops the job: logged, counted, tried again
+                failure = StreamSystemError(
+                    f"compacting changelog {stream_id!r} partition {partition} below offset {upto} "
+                    f"failed: {type(error).__name__}: {error}"
+                )
+                failure.__cause__ = error
+                self.failures += 1
+                self.error = failure
+                _log.warning("%s; the changelog keeps its records, tried again after the next epoch", failure)
+                continue
+            if result is not None:
+                self.results = [*self.results[-_KEEP_RESULTS + 1 :], result]
 
     def join(self, timeout: float | None = None) -> None:
         thread = self._thread

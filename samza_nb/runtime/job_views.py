@@ -196,7 +196,8 @@ class JobViews:
         return unassigned_standbys(self.job_model, int(factor))
 
     def metrics(self) -> dict[str, Any]:
-        """Per task and per stream: messages in/out, lag, epoch time, restores."""
+        """Per task and per stream: messages in/out, lag, epoch time, restores; changelog
+        compactions and their failures."""
         lag_by_stream: dict[str, int] = {}
         lag_by_task: dict[str, int] = {}
         lag_by_partition: dict[str, int] = {}
@@ -214,7 +215,19 @@ class JobViews:
         snapshot["partitions"] = dict(sorted(lag_by_partition.items()))
         snapshot["standbys"] = self.standby_lags()
         snapshot["unassigned_standbys"] = self._unassigned_standbys()
+        snapshot["changelog_compaction"] = self._compaction_report()
         return snapshot
+
+    def _compaction_report(self) -> dict[str, Any]:
+        """Changelog compactions of this process's processors (only the retention owner
+        compacts): how many ran, how many failed, the newest failure."""
+        report: dict[str, Any] = {"compactions": 0, "failures": 0, "last_failure": None}
+        for processor in list(self._processors.values()):
+            mine = processor.compactor.report()
+            report["compactions"] += mine["compactions"]
+            report["failures"] += mine["failures"]
+            report["last_failure"] = mine["last_failure"] or report["last_failure"]
+        return report
 
     def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
         """Per task and operator: (input watermark, output watermark) as last committed."""

@@ -14,6 +14,7 @@ returned as the result's ``error`` with the operator or store, the SSP and the o
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run_task_epoch"]
 
+_log = logging.getLogger(__name__)
 
 _READ_CHUNK = 50_000
 
@@ -398,11 +400,13 @@ class _TaskRun:
     def close(self, *, keep_stores: bool = False) -> None:
         """Close the task's stores (in a resident worker, ``keep_stores`` keeps them open for
         the task's next epoch) and drop its buffered records."""
-        for store in self.context.stores.values():
+        for name, store in self.context.stores.items():
             try:
                 store.close(keep=keep_stores)
-            except Exception:  # noqa: S110 - each store closes even when another failed to
-                pass
+            except Exception as error:  # each store closes even when another failed to
+                # Its writes were flushed and committed before: nothing is lost, but a store
+                # left open keeps its RocksDB lock until this process ends.
+                _log.warning("task %s: closing store %r failed: %s", self.context.task_name, name, error)
         # The operators' closures and the context refer to each other; the buffered records
         # go now rather than when the cycle collector finds them.
         for writer in self.context.writers.values():

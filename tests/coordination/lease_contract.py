@@ -1,4 +1,5 @@
-"""The JobLease contract, one test class every backend reuses (embedded, ZooKeeper, Azure).
+"""The JobLease contract, one test class every backend reuses (embedded, ZooKeeper, Azure:
+test_embedded_lease.py, zk/test_lease_lock.py, azure/test_lease_lock.py).
 
 A backend's test module subclasses :class:`JobLeaseContract` and provides two fixtures:
 

@@ -81,8 +81,8 @@ def test_conditional_writes_refuse_a_changed_blob(store: AzureBlobMetadataStore)
 def test_fenced_put_all_checks_the_generation(store: AzureBlobMetadataStore) -> None:
     store.put("gen", b"2")
     store.put_all({"a": b"1"}, fence=("gen", 2))
+    store.put("gen", b"3")
     with pytest.raises(JobLeaseError, match="generation 3 is current"):
-        store.put("gen", b"3")
         store.put_all({"b": b"1"}, fence=("gen", 2))
     assert store.get("b") is None and store.get("a") == b"1"
 

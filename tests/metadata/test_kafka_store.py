@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -11,11 +12,19 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from samza_nb import drain
 from samza_nb.coordination.assignments import TaskAssignmentManager
-from samza_nb.errors import MetadataStoreError
+from samza_nb.errors import JobLeaseError, MetadataStoreError
+from samza_nb.examples.page_views import (
+    build_app,
+    expected_counts,
+    generate_page_views,
+    write_page_views,
+)
 from samza_nb.kafka_settings import KafkaClientConfig
 from samza_nb.metadata import NamespacedMetadataStore, get_metadata_store, namespaced_key
 from samza_nb.metadata.kafka import CoordinatorStreamMetadataStore, coordinator_stream_name
 from samza_nb.model import TaskMode
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import run_local
 
 pytestmark = pytest.mark.services
 
@@ -135,3 +144,49 @@ def test_an_unreachable_broker_is_a_metadata_store_error() -> None:
     store = CoordinatorStreamMetadataStore(KafkaClientConfig.build("127.0.0.1:1", {}), "topic", timeout=1.0)
     with pytest.raises(MetadataStoreError, match=r"127\.0\.0\.1:1"):
         store.get("k")
+
+
+def test_a_fenced_put_all_writes_nothing(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    topic = kafka_topic_prefix + "fenced"
+    old_run, new_run = store_for(kafka_bootstrap, topic), store_for(kafka_bootstrap, topic)
+    old_run.put("gen", b"2")
+    old_run.put_all({"offsets": b"1"}, fence=("gen", 2))
+    new_run.put("gen", b"3")  # another run of the job took the lease
+    with pytest.raises(JobLeaseError, match="generation 2 .* generation 3 is current"):
+        old_run.put_all({"offsets": b"stale", "more": b"x"}, fence=("gen", 2))
+    new_run.put_all({"offsets": b"2"}, fence=("gen", 3))
+    reader = store_for(kafka_bootstrap, topic)
+    assert reader.get("offsets") == b"2" and reader.get("more") is None
+
+
+def test_a_job_keeps_its_checkpoints_in_the_coordinator_stream(
+    kafka_bootstrap: str, kafka_topic_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAMZA_NB_HOME", str(tmp_path / "home"))
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    events = generate_page_views(600, seed=3)
+    write_page_views(system, events, end=False)
+    name = kafka_topic_prefix + "views"
+    config = {
+        "metadata.store.factory": "kafka",
+        "job.coordinator.system": "kafka",
+        "systems.kafka.bootstrap.servers": kafka_bootstrap,
+        "task.max.epoch.messages": "100",
+    }
+    try:
+        first = run_local(build_app(system, name=name), config, until="caught-up")
+        assert isinstance(first.metadata, CoordinatorStreamMetadataStore)
+        more = generate_page_views(300, seed=4)
+        system.write("page-views", more)
+        system.end_stream("page-views")
+        # A second run starts from the checkpoints the first one committed to the topic:
+        # every event is counted once over both runs (the output stream holds both runs').
+        second = run_local(build_app(system, name=name), config, until="end-of-stream")
+        counted = second.collect("page-counts")
+        assert counted.groupby("key")["value"].sum().to_dict() == expected_counts(events + more)
+        assert second.metrics()["streams"]["page-views"]["in"] == len(more)
+    finally:
+        admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+        topics = [t for t in admin.list_topics(timeout=10).topics if name in t]
+        for future in admin.delete_topics(topics).values():
+            future.result(timeout=15)

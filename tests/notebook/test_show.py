@@ -87,6 +87,12 @@ def test_run_progress_draws_a_sparkline_of_the_rate_while_the_job_runs(system: E
                 if progress.messages_in >= read + 10 or batch == 0 and progress.messages_in >= 40:
                     break
                 time.sleep(0.02)
+        deadline = time.monotonic() + 30
+        while progress.messages_in < 70 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            progress.refresh()
+        assert progress.messages_in == 70  # the 30 written first and the four batches of 10
+        assert any(rate > 0 for rate in progress.rates), progress.rates
         assert len(progress.rates) >= 2
         assert 'class="samza-sparkline"' in progress.counters.value
         assert progress.spark_ui is None  # the in-process executor has no UI

@@ -71,21 +71,30 @@ def test_fenced_commits_stop_once_another_incarnation_took_over(
 def test_lock_is_mutually_exclusive_and_times_out(store: AzureBlobMetadataStore) -> None:
     container = store._client
     inside: list[int] = []
+    entered: list[int] = []
     overlaps: list[int] = []
+    errors: list[BaseException] = []
 
     def work(n: int) -> None:
-        with AzureLock(container, "streams", timeout=30, lease_duration=15):
-            if inside:
-                overlaps.append(n)
-            inside.append(n)
-            time.sleep(0.2)
-            inside.remove(n)
+        try:
+            with AzureLock(container, "streams", timeout=30, lease_duration=15):
+                if inside:
+                    overlaps.append(n)
+                inside.append(n)
+                entered.append(n)
+                time.sleep(0.2)
+                inside.remove(n)
+        except BaseException as error:
+            errors.append(error)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+    assert sorted(entered) == [0, 1, 2]
     assert not overlaps
     held = AzureLock(container, "streams", lease_duration=15)
     held.acquire()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+import textwrap
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from kazoo.exceptions import NoNodeError
@@ -12,9 +15,46 @@ from samza_nb.coordination.zk import ZkDistributedLock, ZkJobLease, ZkKeyBuilder
 from samza_nb.errors import CoordinationError, JobLeaseError
 from samza_nb.metadata.zk_client import ZkClient
 
+from ..lease_contract import JobLeaseContract, NewLease
 from .conftest import SESSION_MS, expire_session, wait_until
 
 pytestmark = pytest.mark.services
+
+
+class TestZkJobLease(JobLeaseContract):
+    """The contract every lease backend meets. Each lease has a ZooKeeper session of its own,
+    as each incarnation of a job would; a SIGKILLed holder's lease goes with its session."""
+
+    release_seconds = SESSION_MS / 1000 + 10.0
+
+    @pytest.fixture
+    def new_lease(self, zk_connect: str, keys: ZkKeyBuilder) -> Iterator[NewLease]:
+        clients: list[ZkClient] = []
+
+        def make() -> ZkJobLease:
+            client = ZkClient(zk_connect, session_timeout=SESSION_MS / 1000, error=CoordinationError)
+            clients.append(client)
+            return ZkJobLease(client, keys)
+
+        yield make
+        for client in clients:
+            client.close()
+
+    @pytest.fixture
+    def holder_argv(self, zk_connect: str, keys: ZkKeyBuilder) -> list[str]:
+        script = textwrap.dedent(
+            f"""
+            import time
+            from samza_nb.coordination.zk import ZkJobLease, ZkKeyBuilder
+            from samza_nb.errors import CoordinationError
+            from samza_nb.metadata.zk_client import ZkClient
+            client = ZkClient({zk_connect!r}, session_timeout={SESSION_MS / 1000}, error=CoordinationError)
+            lease = ZkJobLease(client, ZkKeyBuilder({keys.root!r}))
+            print("HELD", lease.acquire(), flush=True)
+            time.sleep(120)
+            """
+        )
+        return [sys.executable, "-c", script]
 
 
 @pytest.fixture
