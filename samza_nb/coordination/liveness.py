@@ -42,4 +42,10 @@ def live_processors(config: Config) -> LiveProcessors | None:
         observed = observer.observe()
     finally:
         observer.close()
-    return LiveProcessors([processor.processor_id for processor in observed.processors], observed.where)
+    # ZooKeeper observes ObservedProcessor nodes; Azure live rows as processor id -> location.
+    ids = (
+        sorted(observed.processors)
+        if isinstance(observed.processors, dict)
+        else [processor.processor_id for processor in observed.processors]
+    )
+    return LiveProcessors(ids, observed.where)

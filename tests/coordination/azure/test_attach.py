@@ -139,3 +139,19 @@ def test_an_account_that_does_not_answer_is_a_coordination_error_naming_it(
         observer.observe()
     assert key not in str(caught.value)
     observer.close()
+
+
+def test_the_cli_sees_the_live_processors_of_a_running_job(
+    coordinators: Callable[..., Any], job_config: Config
+) -> None:
+    # What `samza-nb drain --wait` waits on and `samza-nb reset` refuses a running job by.
+    from samza_nb.coordination.liveness import live_processors
+
+    coordinators("p1", "host-a")
+    coordinators("p2", "host-b")
+    config = Config({**job_config.to_dict(), "job.coordinator.factory": "azure"})
+    live = live_processors(config)
+    assert live is not None
+    wait_until(lambda: (live_processors(config) or live).ids == ["p1", "p2"], 30, "p1 and p2 live")
+    connect = job_config.get_str("azure.storage.connect") or ""
+    assert connect not in live.where and "AccountKey" not in live.where
