@@ -18,7 +18,7 @@ from samza_nb.coordination.agreed_model import AgreedModelCoordinator
 from samza_nb.coordination.azure.blob import CoordinationBlob
 from samza_nb.coordination.azure.lock import AzureLock
 from samza_nb.coordination.azure.names import AzureNames
-from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorTable
+from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorTable, new_incarnation
 from samza_nb.coordination.azure.timings import AzureTimings
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.errors import CoordinationError
@@ -37,6 +37,8 @@ class _Round:
     participants: frozenset[str]
     model: JobModel
     started: float
+    #: (processor id, incarnation) of the participants.
+    members: frozenset[tuple[str, str]] = frozenset()
 
 
 class AzureCoordinatorBase(AgreedModelCoordinator):
@@ -80,7 +82,11 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
         self._pending: tuple[str, JobModel] | None = None
         self._round: _Round | None = None
         self._needs_round = False
-        self._seen_live: frozenset[str] | None = None  # the live set the leader saw last
+        #: The live (processor id, incarnation) pairs the leader saw last, and published last.
+        self._seen_live: frozenset[tuple[str, str]] | None = None
+        self._published_members: frozenset[tuple[str, str]] | None = None
+        #: This process's incarnation of its processor id (see processors.py).
+        self._incarnation = new_incarnation()
         self._seen_at = 0.0  # when it last changed
         self._working = False
         self._expired = True
@@ -115,12 +121,17 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
 
     # -- heartbeats --------------------------------------------------------------------------------
     def _heartbeat(self) -> None:
+        self._write_row(self._version or UNASSIGNED)
+
+    def _write_row(self, version: str) -> None:
+        """This processor's row in ``version`` (a heartbeat refreshes it)."""
         self.table.upsert(
-            self._version or UNASSIGNED,
+            version,
             self.processor_id,
             is_leader=self._leading,
             location_id=self.location_id,
             run_id=self._run_id,
+            incarnation=self._incarnation,
         )
 
     @abstractmethod

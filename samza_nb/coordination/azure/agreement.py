@@ -56,9 +56,7 @@ class AzureAgreement(AzureCoordinatorBase):
                 self._listener().on_job_model_expired()
                 self._working = False
             self._expired = True
-        self.table.upsert(
-            version, pid, is_leader=self._leading, location_id=self.location_id, run_id=self._run_id
-        )
+        self._write_row(version)
         self._pending = (version, model)
         self._poll_pending()
 

@@ -4,7 +4,11 @@ SAMZA.md §10.5, with Samza's two bugs fixed (the leader groups over the live pr
 with their locations and the task locality of the metadata store; no trimming loop):
 
 1. **start**: a row ``UNASSIGNED``/pid in the processor table; a fencing lease on the blob
-   ``processors/<pid>``; heartbeats; an attempt to lead.
+   ``processors/<pid>``; heartbeats; an attempt to lead. Rows carry the process's incarnation.
+   While another process heartbeats under the same id, the start waits for it to leave (a
+   rolling restart) and fails as a duplicate after twice the liveness timeout (as on
+   ZooKeeper); one whose heartbeats stopped for two intervals (a processor restarted under its
+   id) is taken over, and if it wakes up it finds a newer incarnation and stops.
 2. **leader** (holder of the page blob's lease, renewed every ``lease.renew.interval``; a failed
    renewal demotes): every ``membership.check.interval`` it compares the live processors of the
    table with the list on the blob; a difference (or a barrier that timed out, or having just
@@ -46,7 +50,7 @@ from samza_nb.coordination.azure.blob import CoordinationBlob, LeaseLost
 from samza_nb.coordination.azure.leadership import STREAMS_LOCK_ID, AzureLeadership
 from samza_nb.coordination.azure.lock import AzureLock
 from samza_nb.coordination.azure.names import AzureNames
-from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorTable
+from samza_nb.coordination.azure.processors import UNASSIGNED, ProcessorRow, ProcessorTable
 from samza_nb.coordination.azure.run_id import AzureRunIdGenerator
 from samza_nb.coordination.azure.timings import AzureTimings
 from samza_nb.errors import CoordinationError, JobLeaseError
@@ -91,6 +95,7 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
             self._services.append(tables)
             self.table = ProcessorTable(tables.get_table_client(self.names.table))
             self.table.ensure()
+            self._wait_out_predecessor()
             self._fence_blob = self.container.get_blob_client(AzureNames.processor_blob(pid))
             self._fence_lease = self._take_fence_lease()
             self._heartbeat()
@@ -183,6 +188,55 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
             )
             raise CoordinationError(msg) from error
 
+    # -- one process per processor id -------------------------------------------------------
+    def _others_rows(self) -> list[ProcessorRow]:
+        """Fresh rows of this processor id written by another incarnation, newest first."""
+        rows = [
+            row
+            for row in self.table.rows(self.processor_id)
+            if row.incarnation != self._incarnation and row.age() <= self.timings.liveness
+        ]
+        return sorted(rows, key=lambda row: row.timestamp, reverse=True)
+
+    def _wait_out_predecessor(self) -> None:
+        """Before joining, while another process heartbeats under this processor id: wait until
+        it leaves (a rolling restart: start the new process, then stop the old one), or until
+        its heartbeats stopped for two intervals (it died or froze: this process takes the id
+        over). One that still heartbeats after twice the liveness timeout is a duplicate: the
+        start fails, naming it (as on ZooKeeper)."""
+        others = self._others_rows()
+        if not others:
+            return
+        seen = others[0]
+        _log.info(
+            "processor %s: another process (on %s) used this id %.1f s ago; waiting for it to "
+            "leave or to stop heartbeating",
+            self.processor_id, seen.location_id or "unknown", seen.age(),
+        )
+        quiet_for = 2 * self.timings.heartbeat
+        began = quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < quiet_for:
+            if time.monotonic() - began >= 2 * self.timings.liveness:
+                msg = (
+                    f"Processor: {self.processor_id} is duplicate in the group {self.names.container} "
+                    f"on {self.account.description}: another process (on {seen.location_id or 'unknown'}) "
+                    f"has heartbeat under the same id for {time.monotonic() - began:.0f} s. "
+                    "Registration failed; give every processor its own processor.id."
+                )
+                raise CoordinationError(msg)
+            time.sleep(min(1.0, self.timings.heartbeat / 2))
+            newest = self._others_rows()
+            if not newest:
+                return  # it left, or its rows went stale
+            if newest[0].timestamp > seen.timestamp:
+                seen, quiet_since = newest[0], time.monotonic()
+
+    def _superseded_by(self) -> ProcessorRow | None:
+        """A fresh row of this processor id from an incarnation that started after this one: a
+        process that took the id over while this one was frozen or cut off."""
+        newer = [row for row in self._others_rows() if row.incarnation > self._incarnation]
+        return newer[0] if newer else None
+
     # -- heartbeats and lease renewal (their own thread) ---------------------------------------
     def _beat(self) -> None:
         next_beat = time.monotonic() + self.timings.heartbeat
@@ -193,6 +247,15 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
             if now >= next_beat:
                 next_beat = now + self.timings.heartbeat
                 try:
+                    newer = self._superseded_by()
+                    if newer is not None:
+                        msg = (
+                            f"processor {self.processor_id!r} was taken over in {self.names.container} "
+                            f"by a newer process with the same processor.id (on "
+                            f"{newer.location_id or 'unknown'}): this one stops"
+                        )
+                        self._stop(CoordinationError(msg))
+                        return
                     self._heartbeat()
                 except Exception as error:  # noqa: BLE001 - Samza only logs a failed heartbeat
                     if self._stopped:

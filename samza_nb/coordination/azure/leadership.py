@@ -53,22 +53,29 @@ class AzureLeadership(AzureCoordinatorBase):
     def _check_membership(self) -> None:
         if not self._leading:
             return
-        live = frozenset(row.processor_id for row in self.table.live(self.timings.liveness))
+        # Processors by id *and* incarnation: one restarted under its id is a change too (the
+        # new process waits for a version that lists it; the ids alone would not change).
+        live = frozenset((row.processor_id, row.incarnation) for row in self.table.live(self.timings.liveness))
         now = time.monotonic()
         if live != self._seen_live:
             self._seen_live, self._seen_at = live, now
         if now - self._seen_at < self.debounce:
             return  # membership still settling: one round once it is quiet
         current = self._round
-        if current is not None and current.participants == live:
+        if current is not None and current.members == live:
             return
-        if self._needs_round or live != set(self.blob.read_processors()):
+        if (
+            self._needs_round
+            or live != self._published_members
+            or {pid for pid, _ in live} != set(self.blob.read_processors())
+        ):
             self._new_round()
 
     def _new_round(self) -> None:
         """The leader's doOnProcessorChange: the next version for the live processors."""
         rows = self.table.live(self.timings.liveness)
         processors = {row.processor_id: row.location_id or "unknown" for row in rows}
+        members = frozenset((row.processor_id, row.incarnation) for row in rows)
         if not processors:
             return
         bundle = self.blob.read_bundle()
@@ -105,7 +112,8 @@ class AzureLeadership(AzureCoordinatorBase):
         for processor_id in dropped:
             self._break_fence(processor_id)
         with self._state:
-            self._round = _Round(version, frozenset(processors), model, time.monotonic())
+            self._round = _Round(version, frozenset(processors), model, time.monotonic(), members)
+            self._published_members = members
             self._needs_round = False
         _log.info(
             "leader %s published job model version %s for %s",

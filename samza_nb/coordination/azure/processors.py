@@ -6,11 +6,17 @@ One row per processor and job-model version: PartitionKey = the version the proc
 changes. A row is *live* while that Timestamp is younger than the freshness window. The row also
 carries the processor's ``locationId`` and ``runId``, so the leader groups over live processors *with* their
 locations (host affinity), which Samza's table cannot.
+
+It also carries the ``incarnation`` of the process behind the id (when it started, then a random
+part): processor ids are the user's ``processor.id`` and outlive a process, so a processor
+restarted under its id is told apart from the one before it, and the newer incarnation wins.
 """
 
 from __future__ import annotations
 
 import random
+import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,9 +24,15 @@ from typing import Any
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata.azure_storage import describe_error
 
-__all__ = ["UNASSIGNED", "ProcessorRow", "ProcessorTable"]
+__all__ = ["UNASSIGNED", "ProcessorRow", "ProcessorTable", "new_incarnation"]
 
 UNASSIGNED = "UNASSIGNED"
+
+
+def new_incarnation() -> str:
+    """A process's incarnation: its start time in nanoseconds (zero-padded, so later ones sort
+    after earlier ones) and a random part."""
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,7 @@ class ProcessorRow:
     location_id: str
     timestamp: datetime
     run_id: str = ""
+    incarnation: str = ""
 
     def age(self, now: datetime | None = None) -> float:
         """Seconds since the last heartbeat (server time)."""
@@ -68,6 +81,7 @@ class ProcessorTable:
         is_leader: bool,
         location_id: str,
         run_id: str = "",
+        incarnation: str = "",
     ) -> None:
         """Write (or refresh: a heartbeat) the row of ``processor_id`` in ``version``."""
         from azure.core.exceptions import AzureError
@@ -80,6 +94,7 @@ class ProcessorTable:
             "liveness": random.randint(2, 10001),
             "locationId": location_id,
             "runId": run_id,
+            "incarnation": incarnation,
         }
         try:
             self.table.upsert_entity(entity, mode=UpdateMode.REPLACE)
@@ -99,16 +114,19 @@ class ProcessorTable:
             what = f"delete the row of {processor_id!r} in {version}"
             raise self._error(what, error) from error
 
-    def rows(self) -> list[ProcessorRow]:
-        """Every row (none while the table does not exist yet)."""
+    def rows(self, processor_id: str | None = None) -> list[ProcessorRow]:
+        """Every row, or every row of ``processor_id`` (none while the table does not exist)."""
         from azure.core.exceptions import AzureError, ResourceNotFoundError
 
         try:
-            entities = list(self.table.list_entities())
+            if processor_id is None:
+                entities = list(self.table.list_entities())
+            else:
+                entities = list(self.table.query_entities("RowKey eq @id", parameters={"id": processor_id}))
         except ResourceNotFoundError:
             return []
         except AzureError as error:
-            what = "list the processors"
+            what = "list the processors" if processor_id is None else f"read the rows of {processor_id!r}"
             raise self._error(what, error) from error
         return [
             ProcessorRow(
@@ -118,6 +136,7 @@ class ProcessorTable:
                 str(e.get("locationId") or ""),
                 e.metadata["timestamp"],
                 str(e.get("runId") or ""),
+                str(e.get("incarnation") or ""),
             )
             for e in entities
         ]

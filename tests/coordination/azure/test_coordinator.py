@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from samza_nb.coordination.azure import (
     AzureNames,
 )
 from samza_nb.coordination.azure.coordinator import STREAMS_LOCK_ID
+from samza_nb.coordination.azure.processors import UNASSIGNED, new_incarnation
 from samza_nb.errors import CoordinationError, JobLeaseError
 from samza_nb.metadata.azure import AzureBlobMetadataStore
 from samza_nb.services import ServiceInfo, ServicesHome
@@ -108,6 +110,78 @@ def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
     assert metadata.get("late") is None
     metadata.put_all({"fresh": b"1"}, guard=survivor.fence)
     assert metadata.get("fresh") == b"1"
+
+
+def _two_agreed(coordinators: Make) -> tuple[AzureJobCoordinator, AzureJobCoordinator, str]:
+    first, _ = coordinators("p1", "host-a")
+    second, _ = coordinators("p2", "host-b")
+    version = wait_until(
+        lambda: agreed(first, second) if first.job_model and len(first.job_model.containers) == 2 else None,
+        30,
+        "both processors on one model",
+    )
+    return first, second, version
+
+
+def test_a_processor_restarted_under_its_id_gets_its_tasks_back(coordinators: Make) -> None:
+    first, second, version = _two_agreed(coordinators)
+    assert first.job_model is not None
+    tasks = frozenset(first.job_model.containers["p2"].tasks)
+    crash(second)  # its rows stay fresh for the liveness window
+    began = time.monotonic()
+    restarted, listener = coordinators("p2", "host-b")  # at once, as a supervisor restarts it
+    waited = time.monotonic() - began
+    assert waited >= 2 * 0.5  # two heartbeat intervals without one from the old process
+    # The ids are the same, the incarnation is not: a new version lists the new process.
+    wait_until(lambda: listener.tasks() == tasks, 30, "the restarted p2 running its tasks again")
+    now = wait_until(lambda: agreed(first, restarted), 30, "p1 on the restarted p2's version")
+    assert int(now) > int(version)
+    model = restarted.job_model
+    assert model is not None and frozenset(model.containers["p1"].tasks) == ALL_TASKS - tasks
+
+
+def test_a_second_process_under_a_live_processors_id_is_a_duplicate(
+    coordinators: Make, metadata: AzureBlobMetadataStore
+) -> None:
+    first, second, version = _two_agreed(coordinators)
+    began = time.monotonic()
+    with pytest.raises(CoordinationError, match="Processor: p2 is duplicate in the group .*own processor.id"):
+        coordinators("p2", "host-c")
+    assert time.monotonic() - began >= 2 * 3.0  # twice the liveness timeout
+    # The running p2 lost nothing: its fencing lease still lets it commit, no new round ran.
+    metadata.put_all({"still": b"1"}, guard=second.fence)
+    assert metadata.get("still") == b"1"
+    assert agreed(first, second) == version
+
+
+def test_a_rolling_restart_starts_the_new_process_once_the_old_one_left(coordinators: Make) -> None:
+    first, second, _ = _two_agreed(coordinators)
+    assert first.job_model is not None
+    tasks = frozenset(first.job_model.containers["p2"].tasks)
+    started: list[tuple[AzureJobCoordinator, RecordingListener]] = []
+    starting = threading.Thread(target=lambda: started.append(coordinators("p2", "host-b")))
+    starting.start()
+    time.sleep(1.5)
+    assert not started  # it waits while the old p2 heartbeats
+    second.stop()
+    starting.join(30)
+    assert started, "the new p2 did not start after the old one left"
+    newer, listener = started[0]
+    wait_until(lambda: listener.tasks() == tasks, 30, "the new p2 running p2's tasks")
+    wait_until(lambda: agreed(first, newer), 30, "p1 on the new p2's version")
+
+
+def test_a_processor_that_finds_a_newer_incarnation_of_its_id_stops(coordinators: Make) -> None:
+    # What a processor frozen past the liveness window finds when it wakes up: another process
+    # took its id over (that one waited out its heartbeats and took the fencing lease).
+    coordinators("p1", "host-a")
+    second, listener = coordinators("p2", "host-b")
+    newer = new_incarnation()
+    second.table.upsert(UNASSIGNED, "p2", is_leader=False, location_id="host-c", incarnation=newer)
+    wait_until(lambda: "failure" in listener.kinds(), 10, "p2 stopping")
+    error = next(value for kind, value in listener.events if kind == "failure")
+    assert "taken over" in str(error) and "host-c" in str(error)
+    assert second.stopped
 
 
 def test_a_processor_missing_the_barrier_times_it_out_and_a_new_round_follows(
