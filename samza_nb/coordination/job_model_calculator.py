@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from samza_nb.config import Config
+from samza_nb.errors import GroupingError
 from samza_nb.grouping import (
     GroupByPartition,
     GrouperMetadata,
@@ -35,7 +36,7 @@ from samza_nb.grouping import (
 )
 from samza_nb.grouping.ssp_groupers import GroupBySystemStreamPartition
 from samza_nb.grouping.standby import assign_with_standbys, failover
-from samza_nb.model import JobModel, LocationId, SystemStreamPartition, TaskModel
+from samza_nb.model import ContainerModel, JobModel, LocationId, SystemStreamPartition, TaskModel
 
 __all__ = ["JobInputs", "JobModelCalculator", "assign_tasks", "unassigned_standbys"]
 
@@ -75,16 +76,44 @@ def assign_tasks(
 ) -> JobModel:
     """Steps 4 and 5: tasks over the live ``processors`` (id → location) with ``metadata``."""
     models = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
+    containers: Iterable[ContainerModel]
     if replication_factor > 1:
         containers = assign_with_standbys(models, metadata.with_processors(processors), replication_factor)
     else:
-        containers = grouper_for_processors(grouper, processors, options).group(
-            models, metadata.with_processors(processors)
+        containers = _onto_live_processors(
+            grouper_for_processors(grouper, processors, options).group(models, metadata.with_processors(processors)),
+            processors,
+            grouper,
         )
     return JobModel(
         {},
         [c.replace(location_id=processors.get(c.processor_id, c.location_id)) for c in containers],
     )
+
+
+def _onto_live_processors(
+    containers: Iterable[ContainerModel], processors: Mapping[str, LocationId], grouper: str
+) -> list[ContainerModel]:
+    """The grouper's containers, each on a live processor. Count groupers name their containers
+    ``"0"`` … ``"N-1"``, which are the processor ids only until one of them leaves (processors
+    ``1`` and ``2`` after ``0`` was killed): a container whose id is not a live processor goes
+    to a live processor that has none, in id order, so no task is left on a processor that
+    is gone."""
+    made = sorted(containers, key=lambda c: c.processor_id)
+    unknown = [c for c in made if c.processor_id not in processors]
+    if not unknown:
+        return made
+    free = sorted(set(processors) - {c.processor_id for c in made})
+    if len(unknown) > len(free):
+        msg = (
+            f"grouper {grouper!r} made containers {[c.processor_id for c in made]} for the live "
+            f"processors {sorted(processors)}: more containers than processors, so tasks of "
+            f"{[c.processor_id for c in unknown[len(free):]]} would run nowhere; set "
+            "job.container.count to at most the processor count, or leave it unset"
+        )
+        raise GroupingError(msg)
+    moved = dict(zip((c.processor_id for c in unknown), free, strict=False))
+    return [c.replace(processor_id=moved.get(c.processor_id, c.processor_id)) for c in made]
 
 
 def unassigned_standbys(model: JobModel, replication_factor: int) -> int:

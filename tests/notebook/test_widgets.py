@@ -135,11 +135,12 @@ def test_standby_placement_and_invariant_checks() -> None:
     assert explorer.violations == [] and explorer.balance.is_balanced
 
 
-def test_count_grouper_after_a_kill_names_containers_that_are_not_live() -> None:
+def test_count_grouper_after_a_kill_puts_its_containers_on_live_processors() -> None:
     explorer = GrouperExplorer(tasks=6, processors=3, grouper="group-by-container-count")
     explorer.kill("1")
-    assert set(explorer.active_proposal.containers) == {"0", "1"}
-    assert "which are not live processors" in explorer.checks.value
+    # Its containers are "0" and "1"; "1" is gone, so that container goes to processor 2.
+    assert set(explorer.active_proposal.containers) == {"0", "2"}
+    assert "which are not live processors" not in explorer.checks.value
     explorer.grouper.value = "single-container"
     assert list(explorer.active_proposal.containers) == ["0"]
     explorer.grouper.value = "group-by-container-ids"
@@ -746,13 +747,12 @@ def test_the_explorers_preview_is_the_model_the_job_then_runs(spark: Any, tmp_pa
     assert preview is not None and not explorer.apply_button.disabled
     assert explorer.apply() == preview  # tasks, modes, changelog partitions and locations
     assert job.job_model == preview
-    # A count grouper names containers 0..N-1 whatever the processor ids: Apply says why not.
+    # A count grouper names containers 0..N-1 whatever the processor ids: the proposal puts
+    # them on the live processors, so it may be applied too.
     explorer.grouper.value = "group-by-container-count"
-    assert explorer.apply_button.disabled
-    assert "not live processors" in explorer.apply_button.tooltip
-    assert "Apply is off" in explorer.apply_note.value
-    with pytest.raises(ConfigError, match="nothing applied"):
-        explorer.apply()
+    counted = explorer.active_proposal
+    assert counted is not None and set(counted.containers) == set(preview.containers)
+    assert not explorer.apply_button.disabled
     assert job.job_model == preview
     job.stop()
     explorer.grouper.value = "host-affinity"

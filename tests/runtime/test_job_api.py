@@ -312,6 +312,32 @@ def test_a_recreated_input_behind_an_ended_checkpoint_is_refused_until_the_job_i
     assert len(system.read("out")) == 25
 
 
+def test_killing_processor_0_under_the_count_grouper_moves_its_tasks_to_a_live_processor(
+    system: EmbeddedSystem,
+) -> None:
+    # The count grouper names its containers "0".."N-1": with processor 0 gone, its container
+    # "0" must land on processor 1, not on nobody.
+    events = generate_page_views(3_000, seed=8)
+    write_page_views(system, events[:1_000], end=False)
+    job = run(build_app(system, name="orphans"), {"task.max.epoch.messages": "200"}, processors=2,
+              until="end-of-stream", background=True, executor="local")
+    try:
+        deadline = time.monotonic() + 60
+        while job.epoch < 2:
+            assert time.monotonic() < deadline, "two epochs within 60 s"
+            time.sleep(0.05)
+        model = job.kill_processor("0")
+        assert set(model.containers) == {"1"} and len(model.containers["1"].tasks) == 4
+        system.write("page-views", events[1_000:])
+        system.end_stream("page-views")
+        status = job.wait(timeout=120)
+    finally:
+        job.stop()
+    assert status.state == "finished"
+    totals = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
+    assert totals == expected_counts(events)
+
+
 def test_killing_a_processor_of_a_finished_job_says_the_job_finished(system: EmbeddedSystem) -> None:
     write_page_views(system, generate_page_views(20))
     job = run(build_app(system, name="ended"), executor="local")

@@ -363,9 +363,6 @@ class GrouperExplorer(GrouperExplorerText):
             return f"the job has {state}; a job that ended keeps the model it ended with"
         if self.active_proposal is None:
             return f"the draft cannot be grouped ({self.error})"
-        unknown = [pid for pid in self.active_proposal.containers if pid not in self.draft]
-        if unknown:
-            return f"the proposal has containers {', '.join(unknown)} that are not live processors"
         if self.violations:
             return f"the proposal breaks a standby invariant: {self.violations[0]}"
         return None

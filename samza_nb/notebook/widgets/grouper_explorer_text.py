@@ -68,14 +68,6 @@ class GrouperExplorerText(LiveWidget):
             if self.violations
             else [f"✓ every standby invariant holds (replication factor {replicas})"]
         )
-        # Count groupers name containers "0" … "N-1" whatever the processor ids: say so
-        # rather than let a container that no live processor runs pass unnoticed.
-        unknown = [pid for pid in self.active_proposal.containers if pid not in self.draft]
-        if unknown:
-            lines.append(
-                f"✗ {self.grouper.value} made containers {', '.join(unknown)}, which are not "
-                f"live processors ({', '.join(java_sorted(self.draft))})"
-            )
         return lines
 
     def _model_rows(self) -> list[list[str]]:
