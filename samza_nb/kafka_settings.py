@@ -23,6 +23,7 @@ from typing import Any
 
 from samza_nb.config import Config, environment, parse_properties
 from samza_nb.errors import ConfigError
+from samza_nb.secrecy import is_secret_key, mask_value, redact
 
 __all__ = ["KafkaClientConfig", "is_secret_option", "mask_options"]
 
@@ -56,14 +57,16 @@ _SAMZA_ONLY = ("samza.", "default.stream.", "config.file", "tansu")
 
 
 def is_secret_option(key: str) -> bool:
-    """Whether a librdkafka option carries a secret (its value is never shown)."""
+    """Whether a librdkafka option carries a secret (its value is never shown): the words
+    above, or whatever makes a config key secret (samza_nb.secrecy)."""
     lowered = key.lower()
-    return any(word in lowered for word in _SECRET_WORDS)
+    return any(word in lowered for word in _SECRET_WORDS) or is_secret_key(key)
 
 
 def mask_options(options: Mapping[str, Any]) -> dict[str, str]:
-    """``options`` as text with every secret value replaced by ``********``."""
-    return {key: (_MASK if is_secret_option(key) else str(value)) for key, value in options.items()}
+    """``options`` as text with every secret value replaced by ``********``, and the secret
+    parts of the others (``clientSecret=`` in ``sasl.oauthbearer.config``) masked."""
+    return {key: (_MASK if is_secret_option(key) else mask_value(key, str(value))) for key, value in options.items()}
 
 
 def _librdkafka_key(key: str) -> str:
@@ -188,7 +191,7 @@ class KafkaClientConfig:
 
     def describe(self) -> str:
         """The settings for a repr: bootstrap servers and options, secrets masked."""
-        parts = [f"bootstrap_servers={self.bootstrap_servers!r}"]
+        parts = [f"bootstrap_servers={redact(self.bootstrap_servers)!r}"]
         for label, options in (("", self.common), ("consumer.", self.consumer), ("producer.", self.producer)):
             parts.extend(f"{label}{k}={v!r}" for k, v in sorted(mask_options(options).items()))
         if self.config_file:

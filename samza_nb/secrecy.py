@@ -3,7 +3,8 @@ that only their owner can enter.
 
 A value is secret when its *key* says so (``*.password``, ``*.secret``, ``sasl.jaas.config``,
 ``*.connection.string``, ``azure.storage.connect`` …, or a ``*key*`` whose value looks like a
-key), and parts of any text are secret when the *value* says so, whatever the key: ``password=``,
+key), and parts of any text are secret when the *value* says so, whatever the key: a PEM
+private key, ``password=``,
 ``AccountKey=``, ``SharedAccessKey=``, ``SharedAccessSignature=``/``sig=``, the options of a JAAS
 ``LoginModule``, the password of a ``scheme://user:password@host`` URL. Both rules apply
 everywhere text about a config is shown: ``repr(Config)``, ``Config.masked()``, error messages,
@@ -58,17 +59,28 @@ _SECRET_KEY_WORDS = (
     "connect.string",
     "connection.string",
     "connectionstring",
-    "private.key",
+    "private",
+    "key.pem",
+    "keystore.key",
+    "passphrase",
     "api.key",
     "apikey",
     "token",
 )
 _SECRET_KEYS = frozenset({"azure.storage.connect"})
+# Parts of a key (between ".", "_" and "-") that make it secret: ``DB_PASS``, ``db.pwd``.
+_SECRET_KEY_PARTS = frozenset({"pass", "pwd", "pw"})
+_KEY_PARTS = re.compile(r"[._-]")
 # A value that looks like a key: one run of base64/hex-like characters, long enough to be one.
 _KEY_LIKE = re.compile(r"[A-Za-z0-9+/_=-]{16,}")
 
 _QUOTED_OR_BARE = r"(\"[^\"]*\"?|'[^']*'?|[^;&,\s\"']*)"
 _VALUE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # PEM private keys (``ssl.key.pem``, a key pasted anywhere), from BEGIN to END.
+    (
+        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL),
+        MASK,
+    ),
     # JAAS: everything after the control flag is options (usernames, passwords, key tabs).
     (
         re.compile(
@@ -94,7 +106,11 @@ _VALUE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 def is_secret_key(key: str) -> bool:
     """Whether every value of ``key`` is secret, from its name alone."""
     lowered = key.lower()
-    return lowered in _SECRET_KEYS or any(word in lowered for word in _SECRET_KEY_WORDS)
+    return (
+        lowered in _SECRET_KEYS
+        or any(word in lowered for word in _SECRET_KEY_WORDS)
+        or not _SECRET_KEY_PARTS.isdisjoint(_KEY_PARTS.split(lowered))
+    )
 
 
 def _looks_like_key(value: str) -> bool:

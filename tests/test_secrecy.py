@@ -70,6 +70,11 @@ _FORMS: list[tuple[str, str]] = [
     ("systems.db.url", "postgresql://bob:{s}@db.example.com:5432/x"),
     ("systems.db.options", "user=bob;password={s};timeout=5"),
     ("systems.x.client.secret", "{s}"),
+    ("systems.kafka.ssl.key.pem", "-----BEGIN PRIVATE KEY-----\n{s}\n-----END PRIVATE KEY-----"),
+    ("systems.x.certificate", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA{s}\n-----END ENCRYPTED PRIVATE KEY-----"),
+    ("systems.kafka.ssl.keystore.key", "{s}"),
+    ("spark.executorEnv.DB_PASS", "{s}"),
+    ("systems.kafka.sasl.oauthbearer.config", "principal=svc clientSecret={s} scope=x"),
 ]
 
 
@@ -245,3 +250,20 @@ def test_private_dir_leaves_existing_folders_alone(tmp_path: Path) -> None:
 def test_the_key_table_and_the_secret_rules_agree() -> None:
     for key in KNOWN_KEYS.values():
         assert is_secret_key(key.name) == key.secret, key.name
+
+
+def test_a_kafka_systems_repr_and_errors_mask_secret_parts_of_options() -> None:
+    from samza_nb.systems import KafkaSystem
+
+    config = Config(
+        {
+            "systems.kafka.bootstrap.servers": "SASL_SSL://app:Hunter2pw@127.0.0.1:9093",
+            "systems.kafka.sasl.oauthbearer.config": "principal=svc clientSecret=Oauth2secret scope=x",
+            "systems.kafka.ssl.key.pem": "-----BEGIN PRIVATE KEY-----\nMIIEvQPemBody\n-----END PRIVATE KEY-----",
+        }
+    )
+    system = KafkaSystem.from_config("kafka", config)
+    for shown in (repr(system), system.where, system.scrub("failed: clientSecret=Oauth2secret via SASL_SSL://app:Hunter2pw@127.0.0.1:9093")):
+        for secret in ("Hunter2pw", "Oauth2secret", "MIIEvQPemBody"):
+            assert secret not in shown, shown
+    assert "principal=svc" in repr(system) and "127.0.0.1:9093" in system.where

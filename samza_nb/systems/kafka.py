@@ -30,6 +30,7 @@ import msgspec
 from samza_nb.config import Config
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.kafka_settings import KafkaClientConfig, broker_api_versions, is_secret_option
+from samza_nb.secrecy import redact
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
 from samza_nb.systems.kafka_reader import (
     DedupTracker,
@@ -226,15 +227,16 @@ class KafkaSystem(StreamSystem):
     @property
     def where(self) -> str:
         """The system and its bootstrap servers, for messages."""
-        return f"Kafka system {self.name!r} (bootstrap servers {self.bootstrap_servers})"
+        return f"Kafka system {self.name!r} (bootstrap servers {redact(self.bootstrap_servers)})"
 
     def scrub(self, text: str) -> str:
-        """``text`` with the value of every secret option masked."""
+        """``text`` with the value of every secret option, and every secret-looking part,
+        masked."""
         options = {**self._settings.common, **self._settings.consumer, **self._settings.producer}
         for key, value in options.items():
             if is_secret_option(key) and len(value) >= 3:
                 text = text.replace(value, "********")
-        return text
+        return redact(text)
 
     def _fail(self, operation: str, error: BaseException) -> StreamSystemError:
         msg = self.scrub(f"{self.where}: {operation} failed: {error}")
