@@ -15,13 +15,14 @@ What a processor reports (committed results, a drain it saw, its failure) goes t
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from samza_nb.drain import DrainMonitor
-from samza_nb.errors import JobLeaseError
+from samza_nb.errors import JobError, JobLeaseError
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.runtime.checkpoints import CheckpointStore
@@ -265,6 +266,20 @@ class StreamProcessor:
             self.compactor.join()
             self.events.processor_stopped(self)
 
+    def _now_ms(self) -> int:
+        """The epoch's processing time from the job's clock, checked before anything records it
+        (a pending epoch's plan keeps it, and a restart replays that plan)."""
+        now = self._clock()
+        if isinstance(now, float) and math.isfinite(now):
+            now = int(now)
+        if isinstance(now, bool) or not isinstance(now, int) or now < 0:
+            msg = (
+                f"the job's clock returned {now!r} ({type(now).__name__}); run(clock=...) must "
+                "return the processing time in epoch milliseconds, an int >= 0"
+            )
+            raise JobError(msg)
+        return now
+
     def _release_task_stores(self) -> None:
         """Have the executor close the stores it keeps open of this processor's active tasks
         (resident workers keep them between epochs): the tasks may run elsewhere next, and
@@ -310,7 +325,7 @@ class StreamProcessor:
         self.driver.check_lease()
         self.epoch += 1
         self._last_epoch_at = time.monotonic()
-        now = self._clock()
+        now = self._now_ms()
         location = container.location_id or self.location_id
         drain = self.drain_requested
         assignments = self.driver.assignments(

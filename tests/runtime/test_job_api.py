@@ -369,3 +369,17 @@ def test_ctrl_c_while_spark_starts_stops_the_job_and_releases_its_lease(
     again = run(app, executor="local")
     assert again.status().state == "finished"
     assert again.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+
+
+@pytest.mark.parametrize("reading", ["now", None, -5, True])
+def test_a_clock_that_returns_no_time_fails_the_run_and_leaves_the_job_runnable(
+    system: EmbeddedSystem, reading: Any
+) -> None:
+    events = generate_page_views(300, seed=9)
+    write_page_views(system, events)
+    with pytest.raises(JobError, match=r"the job's clock returned .*epoch milliseconds"):
+        run(build_app(system, name="clocked"), executor="local", clock=lambda: reading)
+    # Nothing recorded the bad time: the next run (with the default clock) counts everything once.
+    job = run(build_app(system, name="clocked"), executor="local")
+    totals = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
+    assert totals == expected_counts(events)
