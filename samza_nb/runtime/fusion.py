@@ -11,8 +11,10 @@ its own, so its sampling wrapper sees every message it receives.
 Every step keeps the closures' semantics (runtime/stateless.py): the user function alone inside
 its ``try``; a failure goes to the operator's ``failed`` (skip and count, or raise
 UserFunctionError naming it); a map or flat_map returning None drops the message and counts it
-in ``dropped``; a flat_map iterates its results outside the ``try``; every operator counts the
-messages it received. Messages still go through the chain one at a time and in order.
+in ``dropped``; a flat_map's results are collected inside its ``try`` (a generator that raises
+half-way, or a result that is no iterable, is the operator's failure, and a skipped message
+emits none of its results); every operator counts the messages it received. Messages still go
+through the chain one at a time and in order.
 
 Two entries come out of one compiled chain:
   - ``receive(message)``: one message (the per-message read path, window panes, joins);
@@ -131,6 +133,8 @@ _FLAT_MAP = """\
 {count} += 1
 try:
     results_{k} = {fn}({message})
+    if results_{k} is not None and type(results_{k}) is not list and type(results_{k}) is not tuple:
+        results_{k} = list(results_{k})
 except Exception as error:
     {failed}(error)
     {exit}

@@ -153,3 +153,42 @@ def test_a_side_input_processor_failing_names_the_table_and_offset(system: Embed
     error = failure.value
     assert error.op_id == "table profiles-table" and (error.ssp, error.offset) == ("profiles#0", 1)
     assert isinstance(error.__cause__, ValueError)
+
+
+def _parts_of(n: int) -> Any:
+    """A flat_map that is a generator failing half-way for 6, and returns no iterable for 3."""
+    if n == 3:
+        return 5
+
+    def parts() -> Any:
+        for i in range(3):
+            if n == 6 and i == 2:
+                msg = "no third part of 6"
+                raise ValueError(msg)
+            yield n * 10 + i
+
+    return parts()
+
+
+def _exploding_app(system: EmbeddedSystem, name: str) -> StreamApplication:
+    app = StreamApplication(name)
+    out = app.output(system.output(f"{name}-out", partitions=1))
+    app.input(system.input("items", partitions=1)).flat_map(_parts_of).send_to(out)
+    return app
+
+
+def test_a_flat_map_failing_while_its_results_are_read_names_the_operator_and_is_skipped(
+    system: EmbeddedSystem,
+) -> None:
+    system.create_stream("items", 1)
+    system.write("items", list(range(8)))
+    system.end_stream("items")
+    with pytest.raises(TaskError, match=r"operator stopped-1-flat_map-1 failed .* offset 3: TypeError") as raised:
+        run_local(_exploding_app(system, "stopped"))
+    assert raised.value.op_id == "stopped-1-flat_map-1"
+    job = run_local(_exploding_app(system, "skipping"), {"task.errors.skip": "true"})
+    # 3 and 6 are skipped whole: none of 6's first two parts went out.
+    kept = [n * 10 + i for n in range(8) if n not in (3, 6) for i in range(3)]
+    assert sorted(system.read_frame("skipping-out")["value"]) == kept
+    counters = job.metrics()["operator_counters"]["skipping-1-flat_map-1"]
+    assert (counters["in"], counters["skipped"], counters["errors"]) == (8, 2, 2)
