@@ -66,7 +66,8 @@ class JobMetrics:
 
     def operator_counters(self, failed_op: str | None = None) -> dict[str, dict[str, int]]:
         """Per operator: messages in, ``skipped`` after an error (``task.errors.skip``),
-        ``dropped`` (a map or flat_map returning None) and ``errors`` (the skipped ones plus
+        ``dropped`` (a map or flat_map returning None, a message an event-time window got after
+        the watermark passed its pane) and ``errors`` (the skipped ones plus
         the one that failed the job, ``failed_op``)."""
         with self._lock:
             counters = {

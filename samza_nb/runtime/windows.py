@@ -124,8 +124,8 @@ class WindowImpl(OperatorImpl):
         #: pane fires (it may be deleted or reset) and when the panes are loaded.
         self._touched: dict[Any, tuple[bytes, _Pane]] = {}
         self.deleted: set[bytes] = set()
-        #: Event-time messages dropped because the watermark had passed their pane's end.
-        self.late = 0
+        # Event-time messages the watermark had passed (their pane, or every window of a
+        # hopping one, had fired) are counted in ``dropped``, as a map returning None is.
 
     def load(self) -> None:
         # In place: the fused receiver holds this dict.
@@ -258,7 +258,7 @@ class WindowImpl(OperatorImpl):
 
     def _fuse_event_time(self) -> Callable[[Any], None]:
         """Event-time tumbling panes: the pane of the message's timestamp; a message for a
-        pane the watermark already passed is late and dropped (counted in ``late``)."""
+        pane the watermark already passed is late and dropped (counted in ``dropped``)."""
         window = self.window
         now = self.context.now_ms
         size = window.size_ms
@@ -290,7 +290,7 @@ class WindowImpl(OperatorImpl):
                 failed(error)
                 return
             if window_ts + size <= self.input_watermark:
-                self.late += 1
+                self.dropped += 1
                 return
             pane = panes.get(store_key)
             if pane is None:
@@ -320,7 +320,8 @@ class WindowImpl(OperatorImpl):
     def _fuse_hopping(self) -> Callable[[Any], None]:
         """Event-time hopping panes: the message goes to the pane of every window covering
         its timestamp (starts at multiples of the slide, latest first). Windows the watermark
-        already passed are skipped (the message counts once in ``late``); the rest take it."""
+        already passed are skipped; the rest take it (one that no window takes counts in
+        ``dropped``)."""
         window = self.window
         now = self.context.now_ms
         size = window.size_ms
@@ -348,11 +349,12 @@ class WindowImpl(OperatorImpl):
                 failed(error)
                 return
             watermark = self.input_watermark
-            window_ts = timestamp - timestamp % slide
+            window_ts = latest = timestamp - timestamp % slide
             while window_ts > timestamp - size:
                 if window_ts + size <= watermark:
-                    # This window and every earlier one have fired.
-                    self.late += 1
+                    # This window and every earlier one have fired: dropped if it was the latest.
+                    if window_ts == latest:
+                        self.dropped += 1
                     return
                 if cached:
                     store_key = store_keys.get((key, window_ts))

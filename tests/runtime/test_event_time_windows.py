@@ -127,8 +127,10 @@ def test_late_messages_are_dropped(tmp_path: Path) -> None:
         .map(lambda pane: KV(pane.key.key, [int(pane.key.pane_id), pane.message]))
         .send_to(out)
     )
-    run_local(app, until="end-of-stream")
+    job = run_local(app, until="end-of-stream")
     assert _panes(system, "late-counts") == Counter({("a", 0): 1, ("a", 30_000): 1})
+    window = next(op for op in job.metrics()["operator_counters"] if op.endswith("window-count"))
+    assert job.metrics()["operator_counters"][window]["dropped"] == 1  # the late one, counted
 
 
 def test_event_time_must_be_a_one_argument_function() -> None:

@@ -140,10 +140,12 @@ def test_a_late_message_joins_only_its_windows_still_open(tmp_path: Path) -> Non
         .map(lambda pane: KV(pane.key.key, [int(pane.key.pane_id), pane.message]))
         .send_to(out)
     )
-    run_local(app, until="end-of-stream")
+    job = run_local(app, until="end-of-stream")
     assert _panes(system, "late-hop-counts") == Counter(
         {(None, -8_000): 1, (None, -6_000): 1, (None, -4_000): 1, (None, -2_000): 2, (None, 0): 2}
     )
+    window = next(op for op in job.metrics()["operator_counters"] if op.endswith("window-count"))
+    assert job.metrics()["operator_counters"][window]["dropped"] == 0  # two windows still took it
 
 
 def test_an_early_trigger_fires_each_hopping_pane_before_the_watermark(tmp_path: Path) -> None:
