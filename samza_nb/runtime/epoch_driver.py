@@ -264,7 +264,7 @@ def task_error(failure: dict[str, Any]) -> TaskError:
     if failure.get("ssp") is not None:
         place = f" on {failure['ssp']} at offset {failure['offset']}"
     else:
-        place = " while firing timers or control messages"
+        place = " while firing timers or control messages, or saving state"
     hint = (
         " (set task.errors.skip=true to skip such messages)" if failure.get("user_code") else ""
     )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from samza_nb.errors import SerdeError
 from samza_nb.plan.keys import check_partition_key
 from samza_nb.plan.operators import WindowOperatorSpec
 from samza_nb.plan.windows import (
@@ -139,7 +140,18 @@ class WindowImpl(OperatorImpl):
                 self.store.delete(key)
         for key, pane in self.panes.items():
             if pane.dirty:
-                self.store.put(key, pane.encode())
+                try:
+                    encoded = pane.encode()
+                except (TypeError, ValueError, OverflowError) as error:
+                    what = "aggregate" if self.window.is_aggregating else "messages"
+                    msg = (
+                        f"window operator {self.op_id}: the pane of key {pane.key!r} cannot be "
+                        f"saved in its store: its {what} ({type(pane.value).__name__}) is not a "
+                        f"value a store holds ({error}); initial= and fold= must return None, "
+                        "bool, int, float, str, bytes, lists, dicts or KVs of them"
+                    )
+                    raise SerdeError(msg) from error
+                self.store.put(key, encoded)
                 pane.dirty = False
         self.deleted.clear()
 

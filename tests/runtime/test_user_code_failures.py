@@ -192,3 +192,23 @@ def test_a_flat_map_failing_while_its_results_are_read_names_the_operator_and_is
     assert sorted(system.read_frame("skipping-out")["value"]) == kept
     counters = job.metrics()["operator_counters"]["skipping-1-flat_map-1"]
     assert (counters["in"], counters["skipped"], counters["errors"]) == (8, 2, 2)
+
+
+class _Tally:
+    """An aggregate a store cannot hold."""
+
+
+def test_a_window_aggregate_a_store_cannot_hold_names_the_operator_and_key(system: EmbeddedSystem) -> None:
+    system.create_stream("items", 1)
+    system.write("items", [1, 2, 3])
+    app = StreamApplication("tallies")
+    (
+        app.input(system.input("items", partitions=1))
+        .window(Windows.keyed_tumbling(lambda n: n % 2, timedelta(hours=1), initial=lambda: 0,
+                                       fold=lambda n, tally: _Tally()), op_id="tally")
+        .map(lambda pane: KV(str(pane.key.key), 1))
+        .send_to(app.output(system.output("tallies-out", partitions=1)))
+    )
+    with pytest.raises(TaskError, match=r"saving state: SerdeError: window operator tallies-1-window-tally: "
+                                        r"the pane of key \d cannot be saved .*aggregate \(_Tally\)"):
+        run_local(app, until="caught-up")
