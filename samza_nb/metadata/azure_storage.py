@@ -97,11 +97,15 @@ def describe_error(error: BaseException) -> str:
 def _check_parses(connect: str, source: str) -> None:
     """Refuse a connection string the Azure SDK cannot read, naming where it came from (the
     SDK's own error, deep in the first client call, names neither the setting nor the job)."""
+    from azure.data.tables import TableServiceClient
     from azure.storage.blob import BlobServiceClient
 
     try:
+        # Both clients: the table client reads the endpoints its own way (a BlobEndpoint that
+        # is no URL passes the blob client and fails the table client with a TypeError).
         BlobServiceClient.from_connection_string(connect)
-    except ValueError as error:
+        TableServiceClient.from_connection_string(connect)
+    except (ValueError, TypeError) as error:
         msg = (
             f"the Azure connection string from {source} does not parse ({redact(str(error))}); "
             "expected DefaultEndpointsProtocol=...;AccountName=...;AccountKey=...;"

@@ -29,8 +29,8 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from samza_nb.config import Config
 from samza_nb.errors import MetadataStoreError
@@ -44,8 +44,11 @@ from samza_nb.metadata.base import (
     namespaced_key,
     parse_namespaced_key,
 )
+from samza_nb.secrecy import redact
 
 __all__ = ["CoordinatorStreamMetadataStore", "coordinator_stream_name"]
+
+_Client = TypeVar("_Client")
 
 _log = logging.getLogger(__name__)
 
@@ -133,11 +136,22 @@ class CoordinatorStreamMetadataStore(MetadataStore):
             self._initialized = True
             self._catch_up()
 
+    def _new_client(self, kind: str, make: Callable[[], _Client]) -> _Client:
+        """A librdkafka client, or a MetadataStoreError naming the store when its options are
+        refused (an option librdkafka does not know, a JAAS config it cannot read)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return make()
+        except (KafkaException, ValueError, TypeError) as error:
+            msg = f"{self._where}: cannot create its Kafka {kind} client: {redact(str(error))}"
+            raise MetadataStoreError(msg) from None
+
     def _ensure_topic(self) -> None:
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        admin = AdminClient(self.settings.admin_options())
+        admin = self._new_client("admin", lambda: AdminClient(self.settings.admin_options()))
         try:
             # The full listing: asking for one topic's metadata auto-creates it on Tansu.
             topics = admin.list_topics(timeout=self.timeout).topics
@@ -174,17 +188,16 @@ class CoordinatorStreamMetadataStore(MetadataStore):
         # A consumer per read: librdkafka crashes if a consumer outlives a deleted topic (see
         # samza_nb.systems.kafka_reader); the end of partition event carries the true high
         # watermark, which Tansu's ListOffsets under-reports.
-        consumer = Consumer(
-            {
-                **self.settings.consumer_options({}),
-                "group.id": "samza-nb-coordinator-stream",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "earliest",
-                "allow.auto.create.topics": False,
-                "fetch.wait.max.ms": 10,
-            }
-        )
+        options = {
+            **self.settings.consumer_options({}),
+            "group.id": "samza-nb-coordinator-stream",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "allow.auto.create.topics": False,
+            "fetch.wait.max.ms": 10,
+        }
+        consumer = self._new_client("consumer", lambda: Consumer(options))
         try:
             consumer.assign([TopicPartition(self.topic, 0, self._offset)])
             deadline = time.monotonic() + self.timeout
@@ -305,12 +318,11 @@ class CoordinatorStreamMetadataStore(MetadataStore):
         with self._lock:
             self.init()
             if self._producer is None:
-                self._producer = Producer(
-                    self.settings.producer_options(
-                        {"acks": "all", "enable.idempotence": True, "linger.ms": 0,
-                         "message.timeout.ms": int(self.timeout * 1000)}
-                    )
+                options = self.settings.producer_options(
+                    {"acks": "all", "enable.idempotence": True, "linger.ms": 0,
+                     "message.timeout.ms": int(self.timeout * 1000)}
                 )
+                self._producer = self._new_client("producer", lambda: Producer(options))
             errors: list[Any] = []
 
             def delivered(error: Any, _message: Any) -> None:

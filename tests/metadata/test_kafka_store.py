@@ -190,3 +190,10 @@ def test_a_job_keeps_its_checkpoints_in_the_coordinator_stream(
         topics = [t for t in admin.list_topics(timeout=10).topics if name in t]
         for future in admin.delete_topics(topics).values():
             future.result(timeout=15)
+
+
+def test_an_option_librdkafka_refuses_is_a_metadata_store_error_naming_the_store() -> None:
+    settings = KafkaClientConfig.build("127.0.0.1:1", {"key.deserializer": "x"})
+    store = CoordinatorStreamMetadataStore(settings, "topic", timeout=1.0)
+    with pytest.raises(MetadataStoreError, match=r"cannot create its Kafka (admin|consumer) client: .*key.deserializer"):
+        store.get("k")

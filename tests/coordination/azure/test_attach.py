@@ -155,3 +155,16 @@ def test_the_cli_sees_the_live_processors_of_a_running_job(
     wait_until(lambda: (live_processors(config) or live).ids == ["p1", "p2"], 30, "p1 and p2 live")
     connect = job_config.get_str("azure.storage.connect") or ""
     assert connect not in live.where and "AccountKey" not in live.where
+
+
+@pytest.mark.parametrize(
+    "connect",
+    [
+        "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=c2VjcmV0a2V5;BlobEndpoint=not a url;TableEndpoint=::::",
+        "DefaultEndpointsProtocol=http; AccountName=acct; AccountKey = c2VjcmV0a2V5 ;BlobEndpoint=http://127.0.0.1:1/acct",
+    ],
+)
+def test_a_connection_string_the_sdk_cannot_read_is_a_config_error(connect: str) -> None:
+    with pytest.raises(ConfigError, match="the Azure connection string from azure.storage.connect does not parse") as raised:
+        AzureJobObserver({"app.name": "unread", "azure.storage.connect": connect})
+    assert "c2VjcmV0a2V5" not in str(raised.value)
