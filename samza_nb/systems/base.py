@@ -183,9 +183,10 @@ class StreamSystem(ABC):
                     for index, (kind, key, value, timestamp) in enumerate(records):
                         if kind == MessageKind.USER:
                             decoded_key = decode_key(key) if key is not None else None
-                            rows.append(
-                                (partition, first + index, decoded_key, decode_value(value), timestamp)
-                            )
+                            # A record without a value is a tombstone (a compacted topic's
+                            # delete): its value is None.
+                            decoded = decode_value(value) if value is not None else None
+                            rows.append((partition, first + index, decoded_key, decoded, timestamp))
                 if fetched.next_offset <= offset:
                     break
                 offset = fetched.next_offset

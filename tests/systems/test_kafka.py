@@ -120,6 +120,18 @@ def test_compacted_streams_are_compacted_topics(kafka_bootstrap: str, kafka_topi
     assert config["retention.ms"] == "3600000"
 
 
+def test_read_frame_shows_a_tombstone_as_a_none_value(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "deletes"
+    system.create_stream(topic, 1, compacted=True)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    producer.produce(topic, key=b'"k1"', value=b'{"a": 1}')
+    producer.produce(topic, key=b'"k1"', value=None)
+    assert producer.flush(10) == 0
+    frame = system.read_frame(topic)
+    assert list(zip(frame["key"], frame["value"], strict=True)) == [("k1", {"a": 1}), ("k1", None)]
+
+
 def test_keyed_placement_matches_the_embedded_system(
     kafka_bootstrap: str, kafka_topic_prefix: str, tmp_path: Path
 ) -> None:
