@@ -107,17 +107,34 @@ class Connections:
     _local = threading.local()
 
     @classmethod
-    def _mine(cls) -> dict[tuple[int, str], sqlite3.Connection]:
-        connections: dict[tuple[int, str], sqlite3.Connection] | None = getattr(cls._local, "by_key", None)
+    def _mine(cls) -> dict[tuple[int, str], tuple[sqlite3.Connection, int]]:
+        """(process, file) -> (connection, the file's inode when it was opened)."""
+        connections: dict[tuple[int, str], tuple[sqlite3.Connection, int]] | None = getattr(
+            cls._local, "by_key", None
+        )
         if connections is None:
             connections = cls._local.by_key = {}
         return connections
 
     @classmethod
     def get(cls, path: Path) -> sqlite3.Connection:
+        """This thread's connection to ``path``; a new one when the file was deleted or
+        replaced since (a notebook that removed its data folder to start afresh must not
+        keep writing into the deleted file)."""
         connections = cls._mine()
         key = (os.getpid(), str(path))
-        connection = connections.get(key)
+        cached = connections.get(key)
+        connection = None
+        if cached is not None:
+            try:
+                same = os.stat(path).st_ino == cached[1]
+            except FileNotFoundError:
+                same = False
+            if same:
+                connection = cached[0]
+            else:
+                del connections[key]
+                cached[0].close()
         if connection is None:
             # Owner only: the log holds the job's data (SQLite's -wal and -shm follow its mode).
             private_file(path)
@@ -143,15 +160,15 @@ class Connections:
                     "from a copy, or move it away to start an empty log"
                 )
                 raise StreamSystemError(msg) from error
-            connections[key] = connection
+            connections[key] = (connection, os.stat(path).st_ino)
         return connection
 
     @classmethod
     def close(cls, path: Path) -> None:
         """Close this thread's connection (other threads' close when their threads end)."""
-        connection = cls._mine().pop((os.getpid(), str(path)), None)
-        if connection is not None:
-            connection.close()
+        cached = cls._mine().pop((os.getpid(), str(path)), None)
+        if cached is not None:
+            cached[0].close()
 
 
 

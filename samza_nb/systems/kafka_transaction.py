@@ -72,8 +72,11 @@ class KafkaTransaction:
             # calls the delivery callbacks with its own exception still set, so the call ends
             # in a SystemError instead of a KafkaException (tests/systems/test_kafka.py
             # test_a_fenced_producer_fails_with_a_stream_error). The producer is unusable
-            # either way.
-            raise self._error(operation, self._fatal or error) from None
+            # either way. The KafkaException that was set (fenced, fatal) is the SystemError's
+            # cause; the error callback may not have reported it yet.
+            pending = error.__cause__ or error.__context__
+            known = pending if isinstance(pending, KafkaException) else None
+            raise self._error(operation, self._fatal or known or error) from None
 
     def _error(self, operation: str, error: Any) -> StreamSystemError:
         kafka_error = error.args[0] if isinstance(error, Exception) and error.args else error

@@ -285,3 +285,19 @@ def test_a_writer_waits_for_another_connections_transaction_then_writes(tmp_path
     assert waiter.execute("PRAGMA busy_timeout").fetchone()[0] == 60_000
     holder.close()
     waiter.close()
+
+
+def test_a_log_folder_removed_and_made_again_in_the_same_process_starts_empty(tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "data"
+    first = EmbeddedSystem("embedded", path=folder)
+    first.create_stream("a", 1)
+    first.write("a", [1, 2, 3])
+    shutil.rmtree(folder)  # a notebook starting afresh
+    again = EmbeddedSystem("embedded", path=folder)
+    assert again.list_streams() == {}
+    again.create_stream("b", 1)
+    again.write("b", [42])
+    assert again.read_frame("b")["value"].tolist() == [42]
+    assert first.list_streams() == {"b": 1}  # the old handle reads the new file too
