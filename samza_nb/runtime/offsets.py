@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from samza_nb.errors import CheckpointError, ConfigError
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
+from samza_nb.systems.base import MessageKind, StreamSystem
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -161,8 +162,19 @@ class OffsetPolicy:
         self, stream_id: str, partition: int, default: str, newest: Mapping[str, int]
     ) -> int:
         key = ssp_key(stream_id, partition)
+        system = system_of(self.plan, stream_id)
         if default == "upcoming" and self.plan.streams[stream_id].kind == "input":
-            if key in newest:
-                return newest[key]
-            return system_of(self.plan, stream_id).newest_offsets(stream_id).get(partition, 0)
-        return system_of(self.plan, stream_id).oldest_offsets(stream_id).get(partition, 0)
+            end = newest[key] if key in newest else system.newest_offsets(stream_id).get(partition, 0)
+            return _before_end_of_stream(system, stream_id, partition, end)
+        return system.oldest_offsets(stream_id).get(partition, 0)
+
+
+def _before_end_of_stream(system: StreamSystem, stream_id: str, partition: int, end: int) -> int:
+    """``end``, or the offset of the partition's end-of-stream marker when that is its last
+    record: a job starting at the upcoming messages of a stream that has ended reads the end
+    (and finishes) instead of waiting after it for messages that never come."""
+    if end <= 0:
+        return end
+    last = system.fetch(stream_id, partition, end - 1, end, 1)
+    kinds = [record[0] for _first, records in last.batches for record in records]
+    return end - 1 if kinds == [MessageKind.END_OF_STREAM] else end

@@ -52,6 +52,17 @@ def test_no_checkpoint_starts_oldest_by_default_and_upcoming_per_system_or_strea
         _policy(system, {"streams.in.samza.offset.default": "newest"}).start("in", 0, None, newest)
 
 
+def test_upcoming_on_an_ended_stream_reads_its_end_and_the_job_finishes(system: EmbeddedSystem) -> None:
+    system.end_stream("in")
+    upcoming = {"streams.in.samza.offset.default": "upcoming"}
+    newest = system.newest_offsets("in")
+    # The end-of-stream marker is each partition's last record: the start is at it.
+    assert _policy(system, upcoming).start("in", 0, None, {"in#0": newest[0]}) == (newest[0] - 1, False)
+    job = run(_app(system), upcoming, until="end-of-stream", executor="local")
+    assert job.status().state == "finished"
+    assert system.read_frame("out").empty  # nothing was upcoming
+
+
 def test_reset_offset_ignores_the_checkpoint_once_per_process(system: EmbeddedSystem) -> None:
     policy = _policy(system, {"systems.log.default.stream.samza.reset.offset": "true"})
     assert policy.start("in", 0, 40, {"in#0": 100}) == (0, True)
