@@ -110,6 +110,23 @@ def test_join_with_a_table_needs_join_table(streams: Streams) -> None:
         source.join(table, lambda a, b: a, ttl=1, op_id="j")  # type: ignore[arg-type]
 
 
+def test_a_table_named_like_a_windows_store_is_refused(streams: Streams) -> None:
+    app, source = _app(streams)
+    table = app.table(LocalTable("v-1-window-w"))
+    source.send_to(table)
+    source.window(Windows.tumbling(1000, initial=lambda: 0, fold=lambda m, n: n + 1), op_id="w").sink(print)
+    with pytest.raises(PlanError, match=r"operator 'v-1-window-w' would keep its state in the store 'v-1-window-w', "
+                                        r"which is already the store of table 'v-1-window-w'"):
+        app.plan()
+
+
+def test_a_store_name_too_long_for_a_folder_is_refused(streams: Streams) -> None:
+    app, source = _app(streams)
+    source.window(Windows.tumbling(1000, initial=lambda: 0, fold=lambda m, n: n + 1), op_id="w" * 300).sink(print)
+    with pytest.raises(PlanError, match=r"is named 311 bytes long; keep it to 200"):
+        app.plan()
+
+
 @pytest.mark.parametrize("ttl", [0, -5, timedelta(0), "10s"])
 def test_bad_ttl(streams: Streams, ttl: object) -> None:
     app, source = _app(streams)
