@@ -144,6 +144,8 @@ class JobRegrouping(JobViews):
         """Remove a processor; its tasks move per the grouper (host affinity keeps the rest).
         With standbys (``job.standbytasks.replication.factor`` > 1) each of its active tasks is
         promoted onto the processor holding its standby and replays only its store's tail."""
+        if isinstance(processor_id, int) and not isinstance(processor_id, bool):
+            processor_id = str(processor_id)  # ids are strings; kill_processor(0) means "0"
         with self._lock:
             if processor_id not in self._processors:
                 msg = f"no processor {processor_id!r}; processors are {sorted(self._processors)}"
@@ -157,9 +159,16 @@ class JobRegrouping(JobViews):
             return self.regroup({pid: loc for pid, loc in self.processors.items() if pid != processor_id})
 
     def add_processor(self, location_id: str | None = None) -> JobModel:
+        """Add a processor (the next free number as its id) at ``location_id``; by default at
+        its entry of ``processor.locations``, as ``run(processors=N)`` places the first N, or
+        at this process's location."""
         with self._lock:
-            new_id = str(max((int(p) for p in self._processors if p.isdigit()), default=-1) + 1)
-            return self.regroup({**self.processors, new_id: location_id or base_location(self.config)})
+            number = max((int(p) for p in self._processors if p.isdigit()), default=-1) + 1
+            configured = self.config.get_list("processor.locations")
+            location = location_id or (
+                configured[number] if number < len(configured) else base_location(self.config)
+            )
+            return self.regroup({**self.processors, str(number): location})
 
     def rebalance(self, grouper: str | None = None, **options: Any) -> JobModel:
         """Regroup the tasks (optionally with another grouper); moved tasks continue from their

@@ -629,9 +629,9 @@ def _explorer_summary(cell: Any) -> str:
 
 def test_04_groupers_explorer_live(browser: Any, lab: Lab) -> None:
     """The grouper explorer as a person uses it: without a job (change grouper, kill, add;
-    Apply off), on the running job (a proposal with containers that are not live processors
-    keeps Apply off with the reason shown; add a processor, Apply, the job regroups), then the
-    rest of the notebook and Apply off on the finished job."""
+    Apply off), on the running job (the count grouper's containers land on live processors, so
+    Apply stays on; add a processor, Apply, the job regroups), then the rest of the notebook and
+    Apply off on the finished job."""
     nb = _open_copy(browser, lab, "04-groupers-and-host-affinity")
     finish = _cell_index(nb, 'system.write("page-views", views[half:])')
     nb.select_cell(finish)
@@ -666,14 +666,14 @@ def test_04_groupers_explorer_live(browser: Any, lab: Lab) -> None:
     assert "job runs" not in live.inner_text()
     apply = live.locator("button", has_text="Apply")
     live.locator("select").first.select_option(label="group-by-container-count")
-    # Count groupers name containers 0 … N-1: container 1 is no live processor.
+    # Count groupers name containers 0 … N-1: container 1 goes to processor 2, a live one.
     nb.wait_until(
-        lambda: "Apply is off: the proposal has containers 1 that are not live processors"
-        in live.inner_text(),
-        "Apply turned off with its reason",
+        lambda: _explorer_summary(live).startswith("group-by-container-count over 2 processors"),
+        "the running job's explorer regrouping with the count grouper",
         timeout=RENDER_TIMEOUT_S,
     )
-    assert apply.is_disabled()
+    assert "not live processors" not in live.inner_text()
+    assert not apply.is_disabled()
     live.locator("select").first.select_option(label="host-affinity")
     live.locator("button", has_text="Add processor").click()
     nb.wait_until(lambda: not apply.is_disabled(), "Apply on", timeout=RENDER_TIMEOUT_S)

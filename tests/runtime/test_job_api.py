@@ -383,3 +383,17 @@ def test_a_clock_that_returns_no_time_fails_the_run_and_leaves_the_job_runnable(
     job = run(build_app(system, name="clocked"), executor="local")
     totals = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
     assert totals == expected_counts(events)
+
+
+def test_processors_added_and_killed_by_number_take_their_configured_locations(system: EmbeddedSystem) -> None:
+    write_page_views(system, generate_page_views(500, seed=4), end=False)
+    config = {"processor.locations": "host-a,host-b,host-c"}
+    job = run(build_app(system, name="placed"), config, processors=2, grouper="host-affinity",
+              until="forever", background=True, executor="local")
+    try:
+        job.add_processor()
+        assert job.processors == {"0": "host-a", "1": "host-b", "2": "host-c"}
+        job.kill_processor(1)  # type: ignore[arg-type]  # a number means its id
+        assert set(job.processors) == {"0", "2"}
+    finally:
+        job.stop()
