@@ -28,6 +28,7 @@ from samza_nb.plan.operators import (
     WindowOperatorSpec,
 )
 from samza_nb.plan.serdes import KVSerde, Serde
+from samza_nb.plan.store_names import operator_store_names
 from samza_nb.plan.tables import LocalTable
 from samza_nb.plan.windows import (
     AnyTrigger,
@@ -156,10 +157,7 @@ class ExecutionPlan:
         """Every store a task of this plan has: windows (op id), joins (op id -L/-R), tables."""
         names: set[str] = set(self.tables)
         for spec in self.operators.values():
-            if isinstance(spec, WindowOperatorSpec):
-                names.add(spec.op_id)
-            elif isinstance(spec, JoinOperatorSpec):
-                names.update((f"{spec.op_id}-L", f"{spec.op_id}-R"))
+            names.update(operator_store_names(spec))
         return sorted(names)
 
     def changelog_stream_id(self, store: str) -> str:

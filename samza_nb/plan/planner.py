@@ -47,6 +47,7 @@ from samza_nb.plan.operators import (
     WindowOperatorSpec,
 )
 from samza_nb.plan.serdes import KVSerde, Serde
+from samza_nb.plan.store_names import check_store_names
 from samza_nb.plan.tables import LocalTable
 
 __all__ = [
@@ -117,7 +118,7 @@ class _Planner:
                 shuffles[spec.stream_id] = spec
 
         self._warn_unused(operators)
-        _check_store_names(operators, set(graph.tables))
+        check_store_names(operators, set(graph.tables))
         counts = self._declared_counts()
         intermediates = list(shuffles)
         for stream_id, shuffle in shuffles.items():
@@ -625,40 +626,4 @@ def _window_ms(operators: Iterable[OperatorSpec]) -> int | None:
             durations.append(spec.ttl_ms)
     positive = [d for d in durations if d > 0]
     return math.gcd(*positive) if positive else None
-
-
-#: The longest store name: a store is a folder named after it (255 bytes at most on Linux) and
-#: its changelog a stream named ``<app>-<job>-<store>-changelog`` (249 on Kafka).
-_LONGEST_STORE_NAME = 200
-
-
-def _check_store_names(operators: Iterable[OperatorSpec], tables: set[str]) -> None:
-    """Every store (a window's, a join's two, a table's) has a name of its own and one short
-    enough for a folder: two stores of one name would share their RocksDB files and their
-    changelog."""
-    owners: dict[str, str] = {table: f"table {table!r}" for table in tables}
-    for spec in operators:
-        if isinstance(spec, WindowOperatorSpec):
-            names = [spec.op_id]
-        elif isinstance(spec, JoinOperatorSpec):
-            names = [f"{spec.op_id}-L", f"{spec.op_id}-R"]
-        else:
-            continue
-        for name in names:
-            if name in owners:
-                msg = (
-                    f"operator {spec.op_id!r} would keep its state in the store {name!r}, which "
-                    f"is already the store of {owners[name]}: rename the table or give the "
-                    "operator another op_id"
-                )
-                raise PlanError(msg)
-            owners[name] = f"operator {spec.op_id!r}"
-    for name, owner in owners.items():
-        if len(name.encode()) > _LONGEST_STORE_NAME:
-            msg = (
-                f"the store of {owner} is named {len(name.encode())} bytes long; keep it to "
-                f"{_LONGEST_STORE_NAME} (it names the store's folder and its changelog stream): "
-                "use a shorter op_id, table name or app name"
-            )
-            raise PlanError(msg)
 
