@@ -89,9 +89,11 @@ class JobViews:
             stored = self.checkpoints.read_all()
         except SamzaNbError:  # the store is away: this process's own view only
             return cached
-        return {**{task: cp for task, cp in stored.items() if task not in mine}, **{
-            task: cp for task, cp in cached.items() if task in mine or task not in stored
-        }}
+        # This process's own commits win for its tasks; a task of its model it never ran (one
+        # that drained or ended elsewhere, and is never opened again) keeps the stored one.
+        known = dict(stored)
+        known.update((task, cp) for task, cp in cached.items() if task in mine or task not in stored)
+        return known
 
     def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
         return ssp_lags(self._task_ssps(), self._known_checkpoints(), newest_offsets(self.plan))

@@ -109,6 +109,15 @@ def test_each_processor_process_reports_the_lag_of_every_task_from_the_shared_ch
         for job in jobs.values():
             lags = {task: info["lag"] for task, info in job.status().tasks.items()}
             assert lags == dict.fromkeys(lags, 0), lags
+        # p2 leaves: p1's model gets p2's tasks, which ended there and are never opened again;
+        # their lag still comes from what p2 committed, not from offset 0.
+        jobs["p2"].stop()
+        survivor = jobs["p1"]
+        while len(survivor.job_model.containers["p1"].tasks) < 4:
+            assert time.monotonic() < deadline + 60, "p1 did not get p2's tasks"
+            time.sleep(0.1)
+        lags = {task: info["lag"] for task, info in survivor.status().tasks.items()}
+        assert len(lags) == 4 and lags == dict.fromkeys(lags, 0), lags
     finally:
         for job in jobs.values():
             job.stop()
