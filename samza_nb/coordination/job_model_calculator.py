@@ -79,6 +79,8 @@ def assign_tasks(
     containers: Iterable[ContainerModel]
     if replication_factor > 1:
         containers = assign_with_standbys(models, metadata.with_processors(processors), replication_factor)
+    elif grouper == "group-by-container-count":
+        containers = _count_grouped(models, processors, metadata, options)
     else:
         containers = _onto_live_processors(
             grouper_for_processors(grouper, processors, options).group(models, metadata.with_processors(processors)),
@@ -88,6 +90,42 @@ def assign_tasks(
     return JobModel(
         {},
         [c.replace(location_id=processors.get(c.processor_id, c.location_id)) for c in containers],
+    )
+
+
+def _count_grouped(
+    models: list[TaskModel],
+    processors: Mapping[str, LocationId],
+    metadata: GrouperMetadata,
+    options: Mapping[str, Any] | None,
+) -> list[ContainerModel]:
+    """GroupByContainerCount over processors whose ids need not be ``"0"`` … ``"N-1"``.
+
+    The grouper numbers its containers and its balance keeps tasks on the *numbers* of the
+    previous assignment; processor ids are those numbers only until one leaves (``1`` and ``2``
+    after ``0`` was killed) or when they are names (``p1``, ``p2``). So the processors are
+    numbered for it: those of the previous assignment that are still live first, then the new
+    ones, then the ones that left (whose containers the balance empties), each group in id
+    order; its containers are then named back. A previous assignment stays where it was, and
+    only a departed processor's tasks move. (Processors joining and leaving at once leave a
+    gap in the numbers, and the grouper starts afresh with round robin, as Samza's does.)"""
+    previous = metadata.previous_task_to_processor
+    before = set(previous.values())
+    kept = sorted(p for p in processors if p in before)
+    joined = sorted(p for p in processors if p not in before)
+    left = sorted(before - set(processors))
+    number = {pid: str(i) for i, pid in enumerate(kept + joined + left)}
+    numbered = GrouperMetadata(
+        processor_locality={number[pid]: location for pid, location in processors.items()},
+        task_locality=metadata.task_locality,
+        previous_task_to_processor={task: number[pid] for task, pid in previous.items()},
+    )
+    grouped = grouper_for_processors("group-by-container-count", processors, options).group(models, numbered)
+    named = {number[pid]: pid for pid in processors}
+    return _onto_live_processors(
+        [c.replace(processor_id=named.get(c.processor_id, c.processor_id)) for c in grouped],
+        processors,
+        "group-by-container-count",
     )
 
 
@@ -108,8 +146,8 @@ def _onto_live_processors(
         msg = (
             f"grouper {grouper!r} made containers {[c.processor_id for c in made]} for the live "
             f"processors {sorted(processors)}: more containers than processors, so tasks of "
-            f"{[c.processor_id for c in unknown[len(free):]]} would run nowhere; set "
-            "job.container.count to at most the processor count, or leave it unset"
+            f"{[c.processor_id for c in unknown[len(free):]]} would run nowhere; ask the "
+            "grouper for at most as many containers as there are processors"
         )
         raise GroupingError(msg)
     moved = dict(zip((c.processor_id for c in unknown), free, strict=False))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from samza_nb.coordination.job_model_calculator import assign_tasks
@@ -10,6 +12,7 @@ from samza_nb.grouping import GrouperMetadata
 from samza_nb.model import TaskModel
 
 TASKS = [TaskModel(f"Partition {p}", changelog_partition=p) for p in range(4)]
+SIX = [TaskModel(f"Partition {p}", changelog_partition=p) for p in range(6)]
 
 
 def test_count_grouper_containers_go_to_the_live_processor_ids() -> None:
@@ -27,6 +30,24 @@ def test_a_container_id_that_is_live_keeps_its_tasks() -> None:
 
 
 def test_more_containers_than_processors_is_a_grouping_error() -> None:
-    with pytest.raises(GroupingError, match=r"made containers \['0', '1', '2'\] for the live processors \['0', '1'\].*job.container.count"):
+    with pytest.raises(GroupingError, match=r"made containers \['0', '1', '2'\] for the live processors \['0', '1'\].*at most as many containers"):
         assign_tasks(TASKS, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="group-by-container-count",
                      options={"container_count": 3})
+
+
+def test_the_count_grouper_keeps_tasks_on_their_processors_whatever_their_ids() -> None:
+    from samza_nb.grouping.balance import moved_tasks
+
+    def grouped(processors: dict[str, str], previous: Any) -> Any:
+        metadata = GrouperMetadata.from_job_model(previous, processors)
+        return assign_tasks(SIX, processors, metadata, grouper="group-by-container-count")
+
+    first = grouped({"0": "a", "1": "b", "2": "c"}, None)
+    killed = grouped({"1": "b", "2": "c"}, first)
+    # Only processor 0's tasks move; the others stay where they were.
+    assert {m.before for m in moved_tasks(first, killed)} == {"0"}
+    assert grouped({"1": "b", "2": "c"}, killed) == killed  # nothing changed, nothing moves
+    joined = grouped({"1": "b", "2": "c", "3": "d"}, killed)
+    assert len(moved_tasks(killed, joined)) == 2  # the least a balanced assignment moves
+    named = grouped({"p1": "a", "p2": "b"}, None)
+    assert grouped({"p1": "a", "p2": "b"}, named) == named
