@@ -6,9 +6,10 @@ with their locations and the task locality of the metadata store; no trimming lo
 1. **start**: a row ``UNASSIGNED``/pid in the processor table; a fencing lease on the blob
    ``processors/<pid>``; heartbeats; an attempt to lead. Rows carry the process's incarnation.
    While another process heartbeats under the same id, the start waits for it to leave (a
-   rolling restart) and fails as a duplicate after twice the liveness timeout (as on
-   ZooKeeper); one whose heartbeats stopped for two intervals (a processor restarted under its
-   id) is taken over, and if it wakes up it finds a newer incarnation and stops.
+   rolling restart) or go stale (a processor restarted under its id after a crash), and fails
+   as a duplicate after twice the liveness timeout (as on ZooKeeper). The fencing lease
+   decides who owns an id: a process whose lease another incarnation took stops at its next
+   heartbeat.
 2. **leader** (holder of the page blob's lease, renewed every ``lease.renew.interval``; a failed
    renewal demotes): every ``membership.check.interval`` it compares the live processors of the
    table with the list on the blob; a difference (or a barrier that timed out, or having just
@@ -200,42 +201,50 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
 
     def _wait_out_predecessor(self) -> None:
         """Before joining, while another process heartbeats under this processor id: wait until
-        it leaves (a rolling restart: start the new process, then stop the old one), or until
-        its heartbeats stopped for two intervals (it died or froze: this process takes the id
-        over). One that still heartbeats after twice the liveness timeout is a duplicate: the
-        start fails, naming it (as on ZooKeeper)."""
+        it leaves (a rolling restart: start the new process, then stop the old one) or its
+        rows go stale (it died: as the leader would, after the liveness timeout). One that still
+        heartbeats after twice the liveness timeout is a duplicate: the start fails, naming it
+        (as on ZooKeeper)."""
         others = self._others_rows()
         if not others:
             return
-        seen = others[0]
         _log.info(
-            "processor %s: another process (on %s) used this id %.1f s ago; waiting for it to "
-            "leave or to stop heartbeating",
-            self.processor_id, seen.location_id or "unknown", seen.age(),
+            "processor %s: another process (on %s) heartbeats under this id; waiting for it to "
+            "leave or go stale", self.processor_id, others[0].location_id or "unknown",
         )
-        quiet_for = 2 * self.timings.heartbeat
-        began = quiet_since = time.monotonic()
-        while time.monotonic() - quiet_since < quiet_for:
-            if time.monotonic() - began >= 2 * self.timings.liveness:
+        deadline = time.monotonic() + 2 * self.timings.liveness
+        while others:
+            if time.monotonic() >= deadline:
                 msg = (
                     f"Processor: {self.processor_id} is duplicate in the group {self.names.container} "
-                    f"on {self.account.description}: another process (on {seen.location_id or 'unknown'}) "
-                    f"has heartbeat under the same id for {time.monotonic() - began:.0f} s. "
-                    "Registration failed; give every processor its own processor.id."
+                    f"on {self.account.description}: another process (on "
+                    f"{others[0].location_id or 'unknown'}) has heartbeat under the same id for "
+                    f"{2 * self.timings.liveness:.0f} s. Registration failed; give every processor "
+                    "its own processor.id."
                 )
                 raise CoordinationError(msg)
             time.sleep(min(1.0, self.timings.heartbeat / 2))
-            newest = self._others_rows()
-            if not newest:
-                return  # it left, or its rows went stale
-            if newest[0].timestamp > seen.timestamp:
-                seen, quiet_since = newest[0], time.monotonic()
+            others = self._others_rows()
 
-    def _superseded_by(self) -> ProcessorRow | None:
-        """A fresh row of this processor id from an incarnation that started after this one: a
-        process that took the id over while this one was frozen or cut off."""
-        newer = [row for row in self._others_rows() if row.incarnation > self._incarnation]
-        return newer[0] if newer else None
+    def _taken_over_by(self) -> ProcessorRow | None:
+        """The process that took this processor id over, if one did: this one's fencing lease
+        is gone and another incarnation heartbeats under the id (it took the lease at its
+        start, while this one was frozen or cut off). The lease decides, so of two processes
+        racing for one id exactly the one holding it goes on. A lease the leader broke (it
+        dropped this processor) with no other process behind it is not a take-over."""
+        from azure.core.exceptions import AzureError
+        from azure.storage.blob import BlobLeaseClient
+
+        if self._fence_lease is None:
+            return None
+        try:
+            BlobLeaseClient(self._fence_blob, lease_id=self._fence_lease).renew()
+            return None
+        except AzureError as error:
+            if getattr(error, "status_code", None) not in (409, 412):
+                raise
+        others = self._others_rows()
+        return others[0] if others else None
 
     # -- heartbeats and lease renewal (their own thread) ---------------------------------------
     def _beat(self) -> None:
@@ -246,16 +255,11 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
                 self._renew()
             if now >= next_beat:
                 next_beat = now + self.timings.heartbeat
+                # Before the heartbeat: a process that took the id over may share this one's
+                # row (both UNASSIGNED), which this heartbeat would overwrite.
+                if self._stop_if_taken_over():
+                    return
                 try:
-                    newer = self._superseded_by()
-                    if newer is not None:
-                        msg = (
-                            f"processor {self.processor_id!r} was taken over in {self.names.container} "
-                            f"by a newer process with the same processor.id (on "
-                            f"{newer.location_id or 'unknown'}): this one stops"
-                        )
-                        self._stop(CoordinationError(msg))
-                        return
                     self._heartbeat()
                 except Exception as error:  # noqa: BLE001 - Samza only logs a failed heartbeat
                     if self._stopped:
@@ -265,6 +269,24 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
             if self._leading:
                 pause = min(pause, self._renewed_at + self.timings.lease_renew - time.monotonic())
             self._wake.wait(max(0.01, pause))
+
+    def _stop_if_taken_over(self) -> bool:
+        """Stop this coordinator when another process took its processor id over; True then."""
+        try:
+            newer = self._taken_over_by()
+        except Exception as error:  # noqa: BLE001 - asked again at the next heartbeat
+            if not self._stopped:
+                _log.warning("processor %s: checking its fencing lease failed: %s", self.processor_id, error)
+            return False
+        if newer is None:
+            return False
+        msg = (
+            f"processor {self.processor_id!r} was taken over in {self.names.container} by another "
+            f"process with the same processor.id (on {newer.location_id or 'unknown'}), which "
+            "holds its fencing lease now: this one stops"
+        )
+        self._stop(CoordinationError(msg))
+        return True
 
     # -- the protocol thread -------------------------------------------------------------------
     def _run(self) -> None:

@@ -9,7 +9,7 @@ locations (host affinity), which Samza's table cannot.
 
 It also carries the ``incarnation`` of the process behind the id (when it started, then a random
 part): processor ids are the user's ``processor.id`` and outlive a process, so a processor
-restarted under its id is told apart from the one before it, and the newer incarnation wins.
+restarted under its id is told apart from the one before it.
 """
 
 from __future__ import annotations

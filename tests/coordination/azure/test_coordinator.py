@@ -131,7 +131,7 @@ def test_a_processor_restarted_under_its_id_gets_its_tasks_back(coordinators: Ma
     began = time.monotonic()
     restarted, listener = coordinators("p2", "host-b")  # at once, as a supervisor restarts it
     waited = time.monotonic() - began
-    assert waited >= 2 * 0.5  # two heartbeat intervals without one from the old process
+    assert waited >= 1.5  # until the old process's rows went stale (liveness timeout 3 s)
     # The ids are the same, the incarnation is not: a new version lists the new process.
     wait_until(lambda: listener.tasks() == tasks, 30, "the restarted p2 running its tasks again")
     now = wait_until(lambda: agreed(first, restarted), 30, "p1 on the restarted p2's version")
@@ -171,17 +171,60 @@ def test_a_rolling_restart_starts_the_new_process_once_the_old_one_left(coordina
     wait_until(lambda: agreed(first, newer), 30, "p1 on the new p2's version")
 
 
-def test_a_processor_that_finds_a_newer_incarnation_of_its_id_stops(coordinators: Make) -> None:
+def test_a_processor_whose_id_another_process_took_over_stops(coordinators: Make) -> None:
     # What a processor frozen past the liveness window finds when it wakes up: another process
-    # took its id over (that one waited out its heartbeats and took the fencing lease).
+    # started under its id, took its fencing lease and heartbeats.
+    from azure.storage.blob import BlobLeaseClient
+
     coordinators("p1", "host-a")
     second, listener = coordinators("p2", "host-b")
-    newer = new_incarnation()
-    second.table.upsert(UNASSIGNED, "p2", is_leader=False, location_id="host-c", incarnation=newer)
+    second.table.upsert(UNASSIGNED, "p2", is_leader=False, location_id="host-c", incarnation=new_incarnation())
+    BlobLeaseClient(second._fence_blob).break_lease(lease_break_period=0)
+    BlobLeaseClient(second._fence_blob).acquire(lease_duration=-1)
     wait_until(lambda: "failure" in listener.kinds(), 10, "p2 stopping")
     error = next(value for kind, value in listener.events if kind == "failure")
     assert "taken over" in str(error) and "host-c" in str(error)
     assert second.stopped
+
+
+def test_two_processes_racing_for_one_id_leave_one_that_can_commit(
+    coordinators: Make, metadata: AzureBlobMetadataStore
+) -> None:
+    # A supervisor's restart racing a manual start after p2 crashed; the first to take the
+    # fencing lease is slow to write its first row, so the other takes the lease after it.
+    first, crashed, _ = _two_agreed(coordinators)
+    crash(crashed)
+    earlier, _ = coordinators("p2", "host-b", start=False)
+    later, _ = coordinators("p2", "host-c", start=False)
+    write_row = earlier._write_row
+
+    def slow_first_row(version: str) -> None:
+        if not getattr(earlier, "_wrote", False):
+            earlier._wrote = True  # type: ignore[attr-defined]
+            time.sleep(0.5)
+        write_row(version)
+
+    earlier._write_row = slow_first_row  # type: ignore[method-assign]
+    failures: list[BaseException] = []
+
+    def start(coordinator: AzureJobCoordinator) -> None:
+        try:
+            coordinator.start()
+        except CoordinationError as error:  # a duplicate: it never joined
+            failures.append(error)
+
+    threads = [threading.Thread(target=start, args=(c,)) for c in (earlier, later)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(60)
+    wait_until(lambda: [earlier.stopped, later.stopped].count(True) == 1, 30, "exactly one p2 left")
+    survivor = earlier if not earlier.stopped else later
+    time.sleep(2)  # a few heartbeats: it stays
+    assert not survivor.stopped
+    metadata.put_all({"survivor": b"1"}, guard=survivor.fence)
+    assert metadata.get("survivor") == b"1"
 
 
 def test_a_processor_missing_the_barrier_times_it_out_and_a_new_round_follows(
