@@ -170,10 +170,13 @@ class OffsetPolicy:
 
 
 def _before_end_of_stream(system: StreamSystem, stream_id: str, partition: int, end: int) -> int:
-    """``end``, or the offset of the partition's end-of-stream marker when that is its last
-    record: a job starting at the upcoming messages of a stream that has ended reads the end
-    (and finishes) instead of waiting after it for messages that never come."""
-    if end <= 0:
+    """``end``, or the offset of the partition's end-of-stream marker when the stream was ended
+    (``EmbeddedSystem.end_stream``: the marker is each partition's last record): a job
+    starting at the upcoming messages of a stream that has ended reads the end (and
+    finishes) instead of waiting after it for messages that never come. A Kafka topic has no
+    end of stream."""
+    is_ended = getattr(system, "is_ended", None)
+    if end <= 0 or is_ended is None or not is_ended(stream_id):
         return end
     last = system.fetch(stream_id, partition, end - 1, end, 1)
     kinds = [record[0] for _first, records in last.batches for record in records]

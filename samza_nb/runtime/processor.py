@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import threading
 import time
 from collections.abc import Callable
@@ -269,13 +270,18 @@ class StreamProcessor:
     def _now_ms(self) -> int:
         """The epoch's processing time from the job's clock, checked before anything records it
         (a pending epoch's plan keeps it, and a restart replays that plan)."""
-        now = self._clock()
-        if isinstance(now, float) and math.isfinite(now):
-            now = int(now)
-        if isinstance(now, bool) or not isinstance(now, int) or now < 0:
+        reading = self._clock()
+        try:
+            if isinstance(reading, bool):
+                raise TypeError
+            # An int, anything that is one (numpy's), or a finite float of milliseconds.
+            now = int(reading) if isinstance(reading, float) and math.isfinite(reading) else operator.index(reading)
+        except TypeError:
+            now = -1
+        if now < 0:
             msg = (
-                f"the job's clock returned {now!r} ({type(now).__name__}); run(clock=...) must "
-                "return the processing time in epoch milliseconds, an int >= 0"
+                f"the job's clock returned {reading!r} ({type(reading).__name__}); run(clock=...) "
+                "must return the processing time in epoch milliseconds, an int >= 0"
             )
             raise JobError(msg)
         return now

@@ -148,6 +148,31 @@ def test_a_late_message_joins_only_its_windows_still_open(tmp_path: Path) -> Non
     assert job.metrics()["operator_counters"][window]["dropped"] == 0  # two windows still took it
 
 
+def test_a_message_every_window_of_which_fired_is_dropped_and_counted(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("clicks", 1)
+    system.write("clicks", [{"user": "a", "ts": 1_000}])
+    system.write_watermark("clicks", 0, 25_000)  # every window holding 2 s has fired
+    system.write("clicks", [{"user": "a", "ts": 2_000}])
+    system.end_stream("clicks")
+    app = StreamApplication("gone-hop", job_id="1")
+    out = app.output(system.output("gone-hop-counts", partitions=1))
+    (
+        app.input(system.input("clicks", partitions=1))
+        .window(
+            Windows.hopping(SIZE, SLIDE, initial=lambda: 0, fold=lambda e, n: n + 1,
+                            event_time=lambda e: e["ts"]),
+            op_id="count",
+        )
+        .map(lambda pane: KV(pane.key.key, [int(pane.key.pane_id), pane.message]))
+        .send_to(out)
+    )
+    job = run_local(app, until="end-of-stream")
+    assert sum(_panes(system, "gone-hop-counts").values()) == 5  # the first message's 5 windows
+    window = next(op for op in job.metrics()["operator_counters"] if op.endswith("window-count"))
+    assert job.metrics()["operator_counters"][window]["dropped"] == 1
+
+
 def test_an_early_trigger_fires_each_hopping_pane_before_the_watermark(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("clicks", 1)
