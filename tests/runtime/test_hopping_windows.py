@@ -121,15 +121,17 @@ def test_a_drain_fires_every_open_hopping_pane(tmp_path: Path) -> None:
     assert _panes(system, "hop-drain-counts") == _reference(events)
 
 
-def test_a_late_message_joins_only_its_windows_still_open(tmp_path: Path) -> None:
+def _late_run(tmp_path: Path, name: str, watermark: int, late_ts: int) -> tuple[EmbeddedSystem, int]:
+    """A click at 1 s, the watermark, a click at ``late_ts``, the end; counted in hopping
+    windows. Returns the log and the window's ``dropped`` counter."""
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("clicks", 1)
     system.write("clicks", [{"user": "a", "ts": 1_000}])
-    system.write_watermark("clicks", 0, 6_000)  # the windows ending by 6 s (from -8, -6, -4 s) fired
-    system.write("clicks", [{"user": "a", "ts": 1_500}])
+    system.write_watermark("clicks", 0, watermark)
+    system.write("clicks", [{"user": "a", "ts": late_ts}])
     system.end_stream("clicks")
-    app = StreamApplication("late-hop", job_id="1")
-    out = app.output(system.output("late-hop-counts", partitions=1))
+    app = StreamApplication(name, job_id="1")
+    out = app.output(system.output(f"{name}-counts", partitions=1))
     (
         app.input(system.input("clicks", partitions=1))
         .window(
@@ -141,36 +143,25 @@ def test_a_late_message_joins_only_its_windows_still_open(tmp_path: Path) -> Non
         .send_to(out)
     )
     job = run_local(app, until="end-of-stream")
+    counters = job.metrics()["operator_counters"]
+    window = next(op for op in counters if op.endswith("window-count"))
+    return system, counters[window]["dropped"]
+
+
+def test_a_late_message_joins_only_its_windows_still_open(tmp_path: Path) -> None:
+    # The windows ending by 6 s (from -8, -6, -4 s) fired.
+    system, dropped = _late_run(tmp_path, "late-hop", watermark=6_000, late_ts=1_500)
     assert _panes(system, "late-hop-counts") == Counter(
         {(None, -8_000): 1, (None, -6_000): 1, (None, -4_000): 1, (None, -2_000): 2, (None, 0): 2}
     )
-    window = next(op for op in job.metrics()["operator_counters"] if op.endswith("window-count"))
-    assert job.metrics()["operator_counters"][window]["dropped"] == 0  # two windows still took it
+    assert dropped == 0  # two windows still took it
 
 
 def test_a_message_every_window_of_which_fired_is_dropped_and_counted(tmp_path: Path) -> None:
-    system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    system.create_stream("clicks", 1)
-    system.write("clicks", [{"user": "a", "ts": 1_000}])
-    system.write_watermark("clicks", 0, 25_000)  # every window holding 2 s has fired
-    system.write("clicks", [{"user": "a", "ts": 2_000}])
-    system.end_stream("clicks")
-    app = StreamApplication("gone-hop", job_id="1")
-    out = app.output(system.output("gone-hop-counts", partitions=1))
-    (
-        app.input(system.input("clicks", partitions=1))
-        .window(
-            Windows.hopping(SIZE, SLIDE, initial=lambda: 0, fold=lambda e, n: n + 1,
-                            event_time=lambda e: e["ts"]),
-            op_id="count",
-        )
-        .map(lambda pane: KV(pane.key.key, [int(pane.key.pane_id), pane.message]))
-        .send_to(out)
-    )
-    job = run_local(app, until="end-of-stream")
+    # Every window holding 2 s has fired.
+    system, dropped = _late_run(tmp_path, "gone-hop", watermark=25_000, late_ts=2_000)
     assert sum(_panes(system, "gone-hop-counts").values()) == 5  # the first message's 5 windows
-    window = next(op for op in job.metrics()["operator_counters"] if op.endswith("window-count"))
-    assert job.metrics()["operator_counters"][window]["dropped"] == 1
+    assert dropped == 1
 
 
 def test_an_early_trigger_fires_each_hopping_pane_before_the_watermark(tmp_path: Path) -> None:
