@@ -50,7 +50,8 @@ class _FencesAtDebug(logging.Filter):
 
 
 _LIBRDKAFKA_LOG.addFilter(_FencesAtDebug())
-_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "private", "key.pem", "sasl.username")
+# Beyond what makes any config key secret (samza_nb.secrecy): the SASL user name.
+_SECRET_WORDS = ("sasl.username",)
 
 # Options of the Samza system config that are not librdkafka options.
 _SAMZA_ONLY = ("samza.", "default.stream.", "config.file", "tansu")

@@ -34,11 +34,15 @@ class _Round:
     """The leader's barrier of one version."""
 
     version: str
-    participants: frozenset[str]
     model: JobModel
     started: float
     #: (processor id, incarnation) of the participants.
-    members: frozenset[tuple[str, str]] = frozenset()
+    members: frozenset[tuple[str, str]]
+
+    @property
+    def participants(self) -> frozenset[str]:
+        """The participants' processor ids."""
+        return frozenset(pid for pid, _ in self.members)
 
 
 class AzureCoordinatorBase(AgreedModelCoordinator):

@@ -112,7 +112,7 @@ class AzureLeadership(AzureCoordinatorBase):
         for processor_id in dropped:
             self._break_fence(processor_id)
         with self._state:
-            self._round = _Round(version, frozenset(processors), model, time.monotonic(), members)
+            self._round = _Round(version, model, time.monotonic(), members)
             self._published_members = members
             self._needs_round = False
         _log.info(
