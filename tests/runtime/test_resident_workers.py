@@ -234,6 +234,9 @@ def test_workers_keep_their_tasks_stores_open_from_epoch_to_epoch(spark: Any, tm
         assert len(homes) == 4  # each task's window store, kept by the worker that ran it
         stores = [str(store) for folder in homes for store in Path(folder).iterdir()]
         assert stores and all(_locked(store) for store in stores)  # open in the workers
+        # Every worker of the pool connected first (a loaded machine starts the second one
+        # late): the epochs of the input below spread the stores over all of them.
+        assert _wait_for(lambda: pool._connected == pool._slots)
         # More input: the next epochs go to the workers keeping the stores, and count on.
         write_page_views(system, more, end=False)
         assert _wait_for(lambda: job.metrics()["streams"]["page-views"]["in"] == len(events) + len(more))
