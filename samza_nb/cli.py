@@ -218,6 +218,9 @@ def _run(args: argparse.Namespace) -> int:
     restored = sum(task["restored_records"] for task in tasks)
     restore_seconds = sum(task["restore_seconds"] for task in tasks)
     print(f"store restores from changelogs: {restores} ({restored:,} records) in {restore_seconds:.2f} s")
+    if metrics["workers_lost"]["count"]:
+        lost = metrics["workers_lost"]
+        print(f"Spark Python workers lost mid-epoch: {lost['count']} (job.spark.epoch.retries); last: {lost['last']}")
     print(f"job {status.state} after {status.epoch} epochs")
     return 0
 

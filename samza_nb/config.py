@@ -396,6 +396,13 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "or job.spark.partitions) instead of one Spark job per epoch (local masters).",
     ),
     ConfigKey(
+        "job.spark.epoch.retries",
+        "3",
+        "Times an epoch whose Spark Python worker was lost (killed, crashed) runs again on new "
+        "resident workers before the job fails (as Spark's spark.task.maxFailures; 0: fail at once).",
+        minimum=0,
+    ),
+    ConfigKey(
         "job.spark.resident.idle.ms",
         "60000",
         "How long the resident workers wait for an epoch before their Spark job ends and gives "

@@ -26,6 +26,7 @@ __all__ = [
     "StreamNotFoundError",
     "StreamSystemError",
     "TaskError",
+    "WorkerLostError",
 ]
 
 
@@ -99,6 +100,13 @@ class JobError(SamzaNbError):
 class JobInterruptedError(JobError, KeyboardInterrupt):
     """A foreground run was interrupted (Ctrl-C, Kernel → Interrupt): the job stopped after the
     epoch in flight, its checkpoints committed. Still a KeyboardInterrupt for callers."""
+
+
+class WorkerLostError(JobError):
+    """A Spark Python worker running an epoch's task epochs went away (killed, crashed, its
+    Spark task cancelled) before it returned. Nothing of the epoch was committed; the executor
+    runs the epoch again on new workers up to ``job.spark.epoch.retries`` times before this
+    reaches the caller."""
 
 
 class JobLeaseError(CoordinationError):

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.config import Config
-from samza_nb.errors import ConfigError, ServiceError
+from samza_nb.errors import ConfigError, ServiceError, WorkerLostError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.exactly_once import exactly_once
 from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
@@ -51,6 +51,10 @@ class Executor(ABC):
     """Runs the task epochs of one processor epoch and returns their results in order."""
 
     name: str = ""
+    #: Python workers lost mid-epoch (each epoch then ran again, or the job failed), the last
+    #: loss's message.
+    workers_lost: int = 0
+    last_worker_lost: str | None = None
 
     @abstractmethod
     def run_epoch(self, plan: ExecutionPlan, assignments: list[EpochAssignment]) -> list[EpochResult]:
@@ -136,6 +140,10 @@ class SparkExecutor(Executor):
         #: Resident worker pools this executor started (each is one long-running Spark job).
         self.resident_jobs = 0
         self._pool: ResidentWorkers | None = None
+        #: Set by close(): no new pool starts after it (a lost worker's epoch is not retried).
+        self._closed = False
+        self.workers_lost = 0
+        self.last_worker_lost = None
         self._idle_s = config.get_int("job.spark.resident.idle.ms") / 1000
         #: (task, location) -> the checkpoint seq of its last epoch run by this executor: a
         #: task whose next epoch follows it has its stores up to date here.
@@ -193,14 +201,9 @@ class SparkExecutor(Executor):
         if in_driver:
             return [run_task_epoch(driver_plan, assignment) for assignment in assignments]
         if self._resident_workers_on(context):
-            for _attempt in range(2):
-                pool = self._resident_workers(context)
-                if pool is None:
-                    break
-                try:
-                    return pool.run(digest, blob, assignments)
-                except ResidentWorkersClosed:  # closed before any task epoch was handed out
-                    continue
+            results = self._on_resident_workers(context, digest, blob, assignments)
+            if results is not None:
+                return results
         slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
         # The index puts the results back in the assignments' order.
         groups = balanced_groups(assignments, slices)
@@ -214,6 +217,42 @@ class SparkExecutor(Executor):
 
         done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
         return [done[index] for index in range(len(assignments))]
+
+    def _on_resident_workers(
+        self, context: Any, digest: str, blob: bytes, assignments: list[EpochAssignment]
+    ) -> list[EpochResult] | None:
+        """The epoch's results from resident workers; None when no pool can be made here.
+
+        A worker lost mid-epoch (killed, crashed: its pool closes) loses nothing: the epoch's
+        plan was persisted before it ran and its appends are tagged with (task, epoch), so the
+        epoch runs again, on a new pool, up to ``job.spark.epoch.retries`` times (Spark retries
+        a failed task ``spark.task.maxFailures`` times on a cluster; a local master does not)."""
+        retries = self._config.get_int("job.spark.epoch.retries")
+        lost = 0
+        closed_before_start = 0
+        while True:
+            pool = self._resident_workers(context)
+            if pool is None:
+                return None
+            try:
+                return pool.run(digest, blob, assignments)
+            except ResidentWorkersClosed:  # closed before any task epoch was handed out
+                closed_before_start += 1
+                if closed_before_start < 2:
+                    continue
+                return None
+            except WorkerLostError as error:
+                with self._lock:
+                    stopping = self._closed
+                    self.workers_lost += 1
+                    self.last_worker_lost = str(error)
+                if stopping or lost >= retries:
+                    if lost:
+                        msg = f"{error} (the epoch ran {lost + 1} times)"
+                        raise WorkerLostError(msg) from error
+                    raise
+                lost += 1
+                _log.warning("%s; running the epoch again on new workers (retry %d of %d)", error, lost, retries)
 
     def _resident_workers_on(self, context: Any) -> bool:
         # The resident job's group is a thread's local property: PySpark's pinned threads
@@ -248,6 +287,7 @@ class SparkExecutor(Executor):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:
             # The stores its workers keep are closed before this returns (or, when an epoch

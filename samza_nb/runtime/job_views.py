@@ -199,7 +199,7 @@ class JobViews:
 
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores; changelog
-        compactions and their failures."""
+        compactions and their failures; Spark Python workers lost mid-epoch."""
         lag_by_stream: dict[str, int] = {}
         lag_by_task: dict[str, int] = {}
         lag_by_partition: dict[str, int] = {}
@@ -218,6 +218,11 @@ class JobViews:
         snapshot["standbys"] = self.standby_lags()
         snapshot["unassigned_standbys"] = self._unassigned_standbys()
         snapshot["changelog_compaction"] = self._compaction_report()
+        # Spark Python workers lost mid-epoch; each such epoch ran again (job.spark.epoch.retries).
+        snapshot["workers_lost"] = {
+            "count": self._executor.workers_lost,
+            "last": self._executor.last_worker_lost,
+        }
         return snapshot
 
     def _compaction_report(self) -> dict[str, Any]:

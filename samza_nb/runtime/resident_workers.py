@@ -42,7 +42,7 @@ from functools import partial
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from samza_nb.errors import JobError
+from samza_nb.errors import JobError, WorkerLostError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.other_spark_jobs import OtherSparkJobs, ended, ending
 from samza_nb.runtime.socket_folders import close_listener, open_listener
@@ -382,7 +382,9 @@ class ResidentWorkers:
             self._homes.noted(folder, worker, keeps=keeps)
         return result
 
-    def _lost(self, worker: WorkerLink, assignment: EpochAssignment, error: BaseException | None) -> JobError:
+    def _lost(
+        self, worker: WorkerLink, assignment: EpochAssignment, error: BaseException | None
+    ) -> WorkerLostError:
         """The worker running ``assignment`` went away (killed, crashed, its Spark task
         cancelled); Spark's reason when the resident job says one."""
         with self._cond:
@@ -394,13 +396,13 @@ class ResidentWorkers:
             + (f": {reason}" if reason else "")
             + "; nothing of the epoch was committed"
         )
-        return JobError(msg)
+        return WorkerLostError(msg)
 
-    def _ended(self) -> JobError:
+    def _ended(self) -> WorkerLostError:
         if self._closed and not self._job_done:
-            return JobError(f"resident workers {self.group} closed during the epoch")
+            return WorkerLostError(f"resident workers {self.group} closed during the epoch")
         reason = _first_line(self._job_error) or "its workers returned"
-        return JobError(f"the resident Spark job {self.group} ended during the epoch: {reason}")
+        return WorkerLostError(f"the resident Spark job {self.group} ended during the epoch: {reason}")
 
     # -- giving the cores back -------------------------------------------------------------------
     def end(self) -> None:

@@ -1,7 +1,7 @@
 """Resident workers: Spark Python workers held by one long-running Spark job take the task
 epochs (runtime/resident_workers.py). Same outputs as one Spark job per epoch; the cores go
-back to any other Spark job of the session; a worker that dies mid-epoch fails the job with
-the task named and nothing committed, and the next run counts every message once."""
+back to any other Spark job of the session; an epoch whose worker dies runs again on new
+workers (nothing committed twice), and after its retries fails the job with the task named."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from samza_nb.errors import JobError
+from samza_nb.errors import JobError, WorkerLostError
 from samza_nb.examples.page_views import (
     build_app,
     expected_counts,
@@ -155,56 +155,92 @@ def test_an_engine_failure_in_a_worker_names_the_task_and_keeps_its_traceback(sp
         pool.close()
 
 
-def _count_and_kill_once(marker: str) -> Any:
-    def enrich(view: dict[str, Any]) -> dict[str, Any]:
-        if not os.path.exists(marker):  # the first message any task reads
-            Path(marker).write_text(str(os.getpid()))
+def _kill_worker_times(markers: Path, times: int) -> Any:
+    """A pass-through user function that SIGKILLs the Python worker running it, at the first
+    message it sees while fewer than ``times`` workers were killed (one marker file each,
+    holding the killed pid)."""
+
+    def passed(value: Any) -> Any:
+        if len(os.listdir(markers)) < times:
+            (markers / str(os.getpid())).write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)  # the Python worker running this task epoch
-        return view
+        return value
 
-    return enrich
+    return passed
 
 
-def test_a_worker_killed_mid_epoch_fails_the_job_and_the_rerun_counts_everything_once(
-    spark: Any, tmp_path: Path
-) -> None:
+def _killing_app(system: EmbeddedSystem, markers: Path, times: int, *, where: str) -> Any:
+    """The quickstart, its workers killed ``times`` times: at the first input message
+    (``where="input"``) or at the first pane after the shuffle (``where="pane"``: earlier
+    epochs already appended shuffled messages and filled the window's store)."""
     from samza_nb.api import KV, StreamApplication, Windows
 
+    kill = _kill_worker_times(markers, times)
+    application = StreamApplication("killed-worker", job_id="1")
+    views = application.input(system.input("page-views", partitions=4, serde="json"))
+    counts = application.output(system.output("page-counts", partitions=4, serde="json"))
+    (
+        views.map(kill if where == "input" else (lambda view: view))
+        .filter(lambda view: view["country"] == "US")
+        .partition_by(lambda view: view["page"], op_id="by-page")
+        .window(
+            Windows.keyed_tumbling(
+                lambda kv: kv.key, timedelta(seconds=10), initial=lambda: 0, fold=lambda kv, n: n + 1
+            ),
+            op_id="count",
+        )
+        .map(lambda pane: kill(KV(pane.key.key, pane.message)) if where == "pane" else KV(pane.key.key, pane.message))
+        .send_to(counts)
+    )
+    return application
+
+
+@pytest.mark.parametrize("where", ["input", "pane"])
+def test_an_epoch_whose_worker_is_killed_runs_again_and_counts_every_message_once(
+    spark: Any, tmp_path: Path, where: str
+) -> None:
     events = generate_page_views(2_000, seed=9)
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     write_page_views(system, events)
-    marker = str(tmp_path / "killed")
-
-    def app() -> StreamApplication:
-        application = StreamApplication("killed-worker", job_id="1")
-        views = application.input(system.input("page-views", partitions=4, serde="json"))
-        counts = application.output(system.output("page-counts", partitions=4, serde="json"))
-        (
-            views.map(_count_and_kill_once(marker))
-            .filter(lambda view: view["country"] == "US")
-            .partition_by(lambda view: view["page"], op_id="by-page")
-            .window(
-                Windows.keyed_tumbling(
-                    lambda kv: kv.key, timedelta(seconds=10), initial=lambda: 0, fold=lambda kv, n: n + 1
-                ),
-                op_id="count",
-            )
-            .map(lambda pane: KV(pane.key.key, pane.message))
-            .send_to(counts)
-        )
-        return application
-
+    markers = tmp_path / "killed"
+    markers.mkdir()
     config = {"task.max.epoch.messages": "300", "job.home": str(tmp_path / "home")}
-    with pytest.raises(JobError) as raised:
-        run(app(), config, clock=StepClock(), executor="spark")
-    assert Path(marker).exists(), "the user function never ran"
+    job = run(_killing_app(system, markers, 1, where=where), config, clock=StepClock(), executor="spark")
+    [killed] = [path.name for path in markers.iterdir()]
+    assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+    lost = job.metrics()["workers_lost"]
+    assert lost["count"] == 1
+    assert f"(pid {killed})" in lost["last"] and "ended before it returned" in lost["last"]
+    assert "nothing of the epoch was committed" in lost["last"]
+    assert job._executor.resident_jobs >= 2  # the killed worker's pool closed; a new one ran on
+
+
+def test_a_worker_killed_on_every_try_fails_the_job_after_the_retries_and_the_rerun_counts_everything_once(
+    spark: Any, tmp_path: Path
+) -> None:
+    events = generate_page_views(2_000, seed=9)
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    write_page_views(system, events)
+    markers = tmp_path / "killed"
+    markers.mkdir()
+    config = {
+        "task.max.epoch.messages": "300",
+        "job.home": str(tmp_path / "home"),
+        "job.spark.epoch.retries": "1",
+        "job.spark.partitions": "1",  # one worker per pool: one kill per try
+    }
+    with pytest.raises(WorkerLostError) as raised:
+        run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
+    killed = sorted(path.name for path in markers.iterdir())
+    assert len(killed) == 2
     message = str(raised.value)
-    assert f"(pid {Path(marker).read_text()})" in message and "ended before it returned" in message
+    assert "ended before it returned" in message and "(the epoch ran 2 times)" in message
+    assert any(f"(pid {pid})" in message for pid in killed)
     assert "Python worker exited unexpectedly (crashed)" in message  # Spark's reason, in one line
     assert "nothing of the epoch was committed" in message
-    job = run(app(), config, clock=StepClock(), executor="spark")
+    job = run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
     assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
-
+    assert job.metrics()["workers_lost"] == {"count": 0, "last": None}
 
 
 def _locked(path: str) -> bool:
