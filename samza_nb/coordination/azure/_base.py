@@ -141,3 +141,9 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
     @abstractmethod
     def lock(self, lock_id: str, *, timeout: float = 60.0) -> AzureLock:
         """A lock of this job (call after ``start``)."""
+
+    @abstractmethod
+    def _regain_fence_lease(self) -> None:
+        """When the leader broke this processor's fencing lease (it dropped the processor)
+        and no other process took the id: stop its work and take the lease again (called
+        before working on a version that lists it again)."""

@@ -4,7 +4,8 @@ Every ``upgrade.check.interval`` a processor looks for ``START <v>`` of a versio
 its own. Listed in it, it stops its work if its container changed, writes its row in ``v`` and
 waits for the barrier: ``END <v>`` confirms the version (heartbeats move to ``v``, older rows
 go, task locality is written, the container starts); ``TIMEOUT`` or a newer version gives the
-round up. Left out of it, it stops its work and waits to be listed again.
+round up. Left out of it, it stops its work and waits to be listed again; listed again after
+the leader broke its fencing lease, it takes the lease anew once its work stopped.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class AzureAgreement(AzureCoordinatorBase):
         bundle = self.blob.read_bundle()
         if bundle is None or bundle.curr_version != barrier[1] or bundle.curr_model is None:
             return
+        # Listed again after the leader dropped it (it may have missed the version leaving it
+        # out, frozen meanwhile): its work stops and it holds a fencing lease again first.
+        self._regain_fence_lease()
         # A processor the grouper left without a container joins the barrier and stays idle.
         version, model = barrier[1], bundle.curr_model
         mine_before = self._model.containers.get(pid) if self._model is not None else None

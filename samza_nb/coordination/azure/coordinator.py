@@ -18,7 +18,8 @@ with their locations and the task locality of the metadata store; no trimming lo
    together first run a model of whoever was first, then rebalance):
    the next version's model (grouped over the live processors), then ``START <v>``, then the
    processor list, every write under its lease. Processors it dropped lose their fencing lease
-   (the leader breaks it), so a frozen one that wakes up cannot commit.
+   (the leader breaks it), so a frozen one that wakes up cannot commit; listed again, such a
+   processor stops its old work and takes its lease anew before it joins the version.
 3. **barrier**: the leader publishes ``END <v>`` once every listed processor has a row in
    partition ``v``, or ``TIMEOUT <v>`` after ``barrier.timeout``; a timed-out round is followed
    by a new one.
@@ -245,6 +246,36 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
                 raise
         others = self._others_rows()
         return others[0] if others else None
+
+    def _regain_fence_lease(self) -> None:
+        """The leader broke this processor's fencing lease when it dropped it (its heartbeats
+        looked stale: frozen, cut off), so every commit since is refused. Listed again, it
+        stops the work of the old model (the epoch in flight ends first; its commit was
+        fenced) and takes the lease anew: only work on the new version commits with it. A
+        lease another incarnation took is not regained (the heartbeat thread stops this
+        coordinator then)."""
+        from azure.core.exceptions import AzureError
+        from azure.storage.blob import BlobLeaseClient
+
+        if self._fence_lease is None or self._stopped:
+            return
+        try:
+            BlobLeaseClient(self._fence_blob, lease_id=self._fence_lease).renew()
+            return
+        except AzureError as error:
+            if getattr(error, "status_code", None) not in (409, 412):
+                raise
+        if self._others_rows():
+            return
+        if self._working:
+            self._listener().on_job_model_expired()
+            self._working = False
+        self._expired = True
+        self._fence_lease = self._take_fence_lease()
+        _log.warning(
+            "processor %s was dropped by the leader of %s and is listed again: its work stopped "
+            "and it took its fencing lease anew", self.processor_id, self.names.container,
+        )
 
     # -- heartbeats and lease renewal (their own thread) ---------------------------------------
     def _beat(self) -> None:

@@ -171,6 +171,64 @@ def test_a_rolling_restart_starts_the_new_process_once_the_old_one_left(coordina
     wait_until(lambda: agreed(first, newer), 30, "p1 on the new p2's version")
 
 
+@pytest.mark.parametrize("sees_the_version_without_it", [True, False])
+def test_a_processor_dropped_while_frozen_and_listed_again_commits_with_a_new_fencing_lease(
+    coordinators: Make, metadata: AzureBlobMetadataStore, sees_the_version_without_it: bool
+) -> None:
+    # A processor whose heartbeats stop past the liveness timeout (a long pause, a network
+    # cut) is dropped and its fencing lease broken; once it heartbeats again the leader lists
+    # it again. It must then work and commit again, and nothing it did under the old model
+    # may commit. ``sees_the_version_without_it``: it notices the version that left it out
+    # (cut off from the table only), or it was frozen through it and sees only the next one.
+    first, first_listener = coordinators("p1", "host-a")
+    second, second_listener = coordinators("p2", "host-b")
+    version = wait_until(
+        lambda: agreed(first, second) if first.job_model and len(first.job_model.containers) == 2 else None,
+        30,
+        "both processors on one model",
+    )
+    follower, listener = (first, first_listener) if not first.is_leader else (second, second_listener)
+    leader = second if follower is first else first
+    frozen = threading.Event()
+    heartbeat, read_barrier = follower._heartbeat, follower.blob.read_barrier
+    follower._heartbeat = lambda: None if frozen.is_set() else heartbeat()  # type: ignore[method-assign]
+    if not sees_the_version_without_it:
+        follower.blob.read_barrier = (  # type: ignore[method-assign]
+            lambda: None if frozen.is_set() else read_barrier()
+        )
+    old_lease = follower._fence_lease
+    frozen.set()
+    without = leader.wait_for_job_model(30, newer_than=version)
+    assert set(without.containers) == {leader.processor_id}
+    dropped_in = leader.job_model_version
+    if sees_the_version_without_it:
+        wait_until(lambda: "expired" in listener.kinds(), 10, "the dropped follower stopping its work")
+    else:
+        assert listener.kinds() == ["new"]  # frozen: it never heard of the version without it
+    frozen.clear()
+    wait_until(
+        lambda: (
+            agreed(first, second)
+            if leader.job_model_version != dropped_in and len(leader.job_model.containers) == 2
+            else None
+        ),
+        30,
+        "the follower listed and agreed again",
+    )
+    kinds = listener.kinds()
+    assert kinds == ["new", "expired", "new"]  # the old work stopped before the new started
+    assert listener.tasks()
+    assert follower._fence_lease != old_lease
+    metadata.put_all({"relisted": b"1"}, guard=follower.fence)
+    assert metadata.get("relisted") == b"1"
+    # Work of the old model still in flight cannot commit: its lease is gone.
+    fence_blob = follower._fence_blob
+    with pytest.raises(JobLeaseError, match="no longer held"):
+        metadata.put_all({"stale": b"1"}, guard=lambda g: g.require_lease(fence_blob, old_lease, "stale p"))
+    assert metadata.get("stale") is None
+    assert not follower.stopped
+
+
 def test_a_processor_whose_id_another_process_took_over_stops(coordinators: Make) -> None:
     # What a processor frozen past the liveness window finds when it wakes up: another process
     # started under its id, took its fencing lease and heartbeats.
