@@ -29,6 +29,7 @@ from samza_nb.plan.operators import (
 )
 from samza_nb.plan.serdes import KVSerde, Serde
 from samza_nb.plan.store_names import operator_store_names
+from samza_nb.plan.stream_names import changelog_stream_id
 from samza_nb.plan.tables import LocalTable
 from samza_nb.plan.windows import (
     AnyTrigger,
@@ -162,7 +163,7 @@ class ExecutionPlan:
 
     def changelog_stream_id(self, store: str) -> str:
         """The changelog stream of ``store``, in the default system (one partition per task)."""
-        return f"{self.app_name}-{self.job_id}-{store}-changelog"
+        return changelog_stream_id(self.app_name, self.job_id, store)
 
     @property
     def consumed_streams(self) -> dict[str, StreamInfo]:

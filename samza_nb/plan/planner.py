@@ -47,7 +47,8 @@ from samza_nb.plan.operators import (
     WindowOperatorSpec,
 )
 from samza_nb.plan.serdes import KVSerde, Serde
-from samza_nb.plan.store_names import check_store_names
+from samza_nb.plan.store_names import check_store_names, operator_store_names
+from samza_nb.plan.stream_names import changelog_stream_id, check_stream_name_lengths
 from samza_nb.plan.tables import LocalTable
 
 __all__ = [
@@ -137,6 +138,17 @@ class _Planner:
         systems = self._systems()
         default_system = self._default_system(systems, shuffles)
         streams = self._stream_infos(counts, shuffles, input_ops, systems, default_system)
+        store_names = sorted({*graph.tables, *(n for spec in operators for n in operator_store_names(spec))})
+        check_stream_name_lengths(
+            graph.app_name,
+            {
+                sid: (info.physical_name or sid, info.system)
+                for sid, info in streams.items()
+                if info.kind == "intermediate"
+            },
+            [(store, changelog_stream_id(graph.app_name, graph.job_id, store)) for store in store_names],
+            default_system,
+        )
         config = self._effective_config(streams, shuffles, default_system, window_ms)
         if "task.window.ms" in config:
             window_ms = config.get_int("task.window.ms")

@@ -74,6 +74,10 @@ class Fetched(NamedTuple):
 class StreamSystem(ABC):
     """A named stream system (embedded log, Kafka …)."""
 
+    #: The longest stream name the system holds (None: no bound); the planner refuses an
+    #: intermediate stream or changelog named longer.
+    longest_stream_id: int | None = None
+
     def __init__(self, name: str):
         if not isinstance(name, str) or not name:
             msg = f"a system needs a non-empty name, got {name!r}"

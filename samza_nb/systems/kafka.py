@@ -137,6 +137,9 @@ class KafkaSystem(StreamSystem):
     ``dedup_lookback``: how many offsets before a cold read are scanned for duplicate appends.
     """
 
+    #: Kafka's longest topic name (its ``Topic.validate``).
+    longest_stream_id = 249
+
     def __init__(
         self,
         name: str = "kafka",
@@ -320,6 +323,12 @@ class KafkaSystem(StreamSystem):
         from confluent_kafka.admin import NewTopic
 
         validate_stream_id(stream_id)  # the ids an application's input() and output() accept
+        if len(stream_id) > self.longest_stream_id or stream_id in (".", ".."):
+            msg = (
+                f"create_stream({stream_id[:60]!r}…): Kafka topic names are at most "
+                f"{self.longest_stream_id} characters and neither '.' nor '..' ({len(stream_id)} given)"
+            )
+            raise StreamSystemError(msg)
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0:
             msg = f"create_stream({stream_id!r}): partitions must be a positive int, got {partitions!r}"
             raise StreamSystemError(msg)

@@ -297,3 +297,48 @@ def test_a_fenced_producer_fails_with_a_stream_error(kafka_bootstrap: str, kafka
     newer.close()
     values, _offsets, _end = read_values(system, topic, 1, 100)
     assert b"second" in values
+
+
+def test_a_topic_name_kafka_cannot_hold_is_refused_before_the_broker_is_asked(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    # Tansu takes a 260-character topic; Kafka refuses anything over 249 (Topic.validate).
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    try:
+        name = f"{kafka_topic_prefix}-" + "x" * 250
+        with pytest.raises(StreamSystemError, match=r"at most 249 characters .*\(\d+ given\)"):
+            system.create_stream(name, 1)
+        assert system.partition_count(name) is None
+        fits = f"{kafka_topic_prefix}-" + "y" * (249 - len(kafka_topic_prefix) - 1)
+        assert len(fits) == 249 and system.create_stream(fits, 1)
+    finally:
+        system.close()
+
+
+@pytest.mark.parametrize("long_part", ["app", "op_id"])
+def test_a_plan_whose_changelog_or_intermediate_stream_kafka_cannot_name_is_refused(
+    kafka_bootstrap: str, kafka_topic_prefix: str, long_part: str
+) -> None:
+    from samza_nb.api import StreamApplication, Windows
+    from samza_nb.errors import PlanError
+
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    try:
+        system.create_stream(f"{kafka_topic_prefix}-in", 2)
+        app_name = "a" * 120 if long_part == "app" else "short"  # twice in a changelog name
+        op_id = "p" * 240 if long_part == "op_id" else "by-key"
+        app = StreamApplication(app_name, job_id="1")
+        (
+            app.input(system.input(f"{kafka_topic_prefix}-in"))
+            .partition_by(lambda m: m, op_id=op_id)
+            .window(Windows.tumbling(1000, initial=lambda: 0, fold=lambda m, n: n + 1), op_id="count")
+            .sink(print)
+        )
+        with pytest.raises(PlanError) as raised:
+            app.plan()
+        message = str(raised.value)
+        what = "the changelog of store" if long_part == "app" else "the intermediate stream of"
+        assert what in message and "system 'kafka'" in message and "at most 249 characters" in message
+        assert f"app name (now {len(app_name)} characters)" in message
+    finally:
+        system.close()
