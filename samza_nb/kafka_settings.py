@@ -25,7 +25,7 @@ from samza_nb.config import Config, environment, parse_properties
 from samza_nb.errors import ConfigError
 from samza_nb.secrecy import is_secret_key, mask_value, redact
 
-__all__ = ["KafkaClientConfig", "is_secret_option", "mask_options"]
+__all__ = ["KafkaClientConfig", "is_secret_option", "mask_options", "transport_diagnosis"]
 
 #: Where a properties file of librdkafka options (secrets included) may be named.
 CONFIG_FILE_VARIABLE = "SAMZA_NB_KAFKA_CONFIG_FILE"
@@ -243,3 +243,46 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
             raise OSError(msg)
         chunks += chunk
     return chunks
+
+
+def transport_diagnosis(bootstrap_servers: str, security_protocol: str, timeout: float) -> str:
+    """Why the clients may not reach the brokers, from a plain TCP connection to each
+    bootstrap server and a plaintext ApiVersions request (librdkafka only says "transport
+    failure"): nothing listens, or the listener and ``security.protocol`` do not match."""
+    protocol = security_protocol.lower()
+    refused: list[str] = []
+    accepting: list[str] = []
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                accepting.append(server.strip())
+        except (OSError, ValueError) as error:
+            refused.append(f"{server.strip()}: {getattr(error, 'strerror', None) or error}")
+    if not accepting:
+        return "no bootstrap server accepts connections (" + "; ".join(refused) + ")"
+    plain_kafka = broker_api_versions(",".join(accepting), timeout) is not None
+    where = ", ".join(accepting)
+    if plain_kafka and protocol == "ssl":
+        return (
+            f"{where} answers Kafka requests without TLS, but security.protocol is SSL: the "
+            "listener is not an SSL one (use its SSL port, or security.protocol=PLAINTEXT)"
+        )
+    if plain_kafka and protocol == "sasl_ssl":
+        return (
+            f"{where} answers Kafka requests without TLS, but security.protocol is SASL_SSL: the "
+            "listener is not an SSL one (use its SASL_SSL port, or SASL_PLAINTEXT)"
+        )
+    if plain_kafka and protocol == "sasl_plaintext":
+        return (
+            f"{where} answers Kafka requests in plaintext, but the SASL handshake failed: the "
+            "listener may have no SASL (security.protocol=PLAINTEXT), or check sasl.mechanism "
+            "and the credentials"
+        )
+    if not plain_kafka and protocol == "plaintext":
+        return (
+            f"{where} accepts connections but does not answer plaintext Kafka requests: it may "
+            "be an SSL or SASL listener (set security.protocol and its settings) or not a "
+            "Kafka broker"
+        )
+    return ""

@@ -29,7 +29,12 @@ import msgspec
 
 from samza_nb.config import Config
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
-from samza_nb.kafka_settings import KafkaClientConfig, broker_api_versions, is_secret_option
+from samza_nb.kafka_settings import (
+    KafkaClientConfig,
+    broker_api_versions,
+    is_secret_option,
+    transport_diagnosis,
+)
 from samza_nb.secrecy import redact
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
 from samza_nb.systems.kafka_reader import (
@@ -262,11 +267,23 @@ class KafkaSystem(StreamSystem):
             if attempt + 1 < self._retries:
                 time.sleep(min(0.2 * 2**attempt, 2.0))
         reason = self.scrub(str(last) or type(last).__name__)
+        diagnosis = self._transport_diagnosis()
         msg = (
             f"{self.where}: {operation} failed after {self._retries} attempts of "
-            f"{self._timeout:g}s each (is the broker reachable?): {reason}"
+            f"{self._timeout:g}s each: {reason}; {diagnosis or 'is the broker reachable?'}"
         )
         raise StreamSystemError(msg) from None
+
+    def _transport_diagnosis(self) -> str:
+        """What a plain connection to the bootstrap servers says (kafka_settings)."""
+        try:
+            text = transport_diagnosis(
+                self.bootstrap_servers, self._settings.security_protocol, min(self._timeout, 5.0)
+            )
+        except Exception as error:  # noqa: BLE001 - the diagnosis only adds to the error
+            _log.debug("%s: diagnosing the transport failed: %s", self.where, error)
+            return ""
+        return self.scrub(text)
 
     def _is_tansu(self) -> bool:
         if self._tansu is not None:

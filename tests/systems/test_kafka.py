@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import re
 import time
 from pathlib import Path
 
@@ -342,3 +343,47 @@ def test_a_plan_whose_changelog_or_intermediate_stream_kafka_cannot_name_is_refu
         assert f"app name (now {len(app_name)} characters)" in message
     finally:
         system.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"security.protocol": "SSL"}, "answers Kafka requests without TLS, but security.protocol is SSL"),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "app",
+             "sasl.password": "pw-never-shown"},
+            "answers Kafka requests in plaintext, but the SASL handshake failed",
+        ),
+    ],
+)
+def test_a_security_protocol_the_listener_does_not_speak_is_named_as_the_cause(
+    kafka_bootstrap: str, options: dict[str, str], said: str
+) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap, timeout=1, retries=1, **options)
+    try:
+        with pytest.raises(StreamSystemError) as raised:
+            system.create_stream("never-made", 1)
+    finally:
+        system.close()
+    message = str(raised.value)
+    assert said in message and kafka_bootstrap in message
+    assert "pw-never-shown" not in message
+
+
+def test_a_bootstrap_server_nothing_listens_on_is_named_as_refusing(zk_connect: str) -> None:
+    import socket
+
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    zookeeper = zk_connect.split(",")[0].split("/")[0]  # a live server that is not Kafka
+    for bootstrap, said in (
+        (f"127.0.0.1:{port}", f"no bootstrap server accepts connections (127.0.0.1:{port}: Connection refused)"),
+        (zookeeper, f"{zookeeper} accepts connections but does not answer plaintext Kafka requests"),
+    ):
+        system = KafkaSystem("kafka", bootstrap, timeout=1, retries=1)
+        try:
+            with pytest.raises(StreamSystemError, match=re.escape(said)):
+                system.create_stream("never-made", 1)
+        finally:
+            system.close()
