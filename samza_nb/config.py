@@ -452,7 +452,15 @@ ENVIRONMENT: dict[str, str] = {
 
 
 def _check_key(key: str) -> None:
-    if key in KNOWN_KEYS or any(family.match(key) for family in _KEY_FAMILIES):
+    if key in KNOWN_KEYS:
+        return
+    if any(family.match(key) for family in _KEY_FAMILIES):
+        # A family takes keys samza_nb does not know (a location-id provider's own, Spark's),
+        # but not a near miss of a known key of the same family (processor.location).
+        near = difflib.get_close_matches(key, list(KNOWN_KEYS), n=1, cutoff=0.9)
+        if near and near[0].split(".")[0] == key.split(".")[0]:
+            msg = f"unknown config key {key!r}; did you mean {near[0]!r}?"
+            raise ConfigError(msg)
         return
     close = difflib.get_close_matches(key, list(KNOWN_KEYS), n=1, cutoff=0.75)
     hint = f"; did you mean {close[0]!r}?" if close else "; see docs/configuration.md for keys"

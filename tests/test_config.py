@@ -162,3 +162,13 @@ def test_properties_errors_name_the_first_line_of_their_entry() -> None:
         properties_config("\ntask.max.epoch.messages=-1", source="cell", first_line=2)
     # A continuation on the last line continues nothing: the entry is kept.
     assert parse_properties("a=1\nb = 2\\") == {"a": "1", "b": "2"}
+
+
+def test_a_family_key_that_is_a_near_miss_of_a_known_key_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"unknown config key 'processor.location'; did you mean 'processor.locations'\?"):
+        Config({"processor.location": "host-a"})
+    with pytest.raises(ConfigError, match=r"did you mean 'spark.master'\?"):
+        Config({"spark.mastr": "local[2]"})
+    # A location-id provider's own key and Spark's keys stay accepted.
+    config = Config({"processor.slot": "slice-3", "spark.executor.memory": "2g", "spark.app.id": "x"})
+    assert config["processor.slot"] == "slice-3"

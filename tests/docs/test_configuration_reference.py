@@ -34,14 +34,19 @@ REGISTRIES: dict[str, Callable[[], list[str]]] = {
 }
 
 
-def _documented_keys() -> dict[str, tuple[str, str]]:
-    """Key → (default, meaning) from the rows of the key table (key | default | values | meaning)."""
-    keys = {}
+def _key_rows() -> dict[str, list[str]]:
+    """Key → its row's cells (key | default | values | meaning) in the key table."""
+    rows = {}
     for line in DOC.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
         if len(cells) == 4 and cells[0].startswith("`") and not cells[0].startswith("`SAMZA_NB_"):
-            keys[cells[0].strip("`")] = (cells[1], cells[3])
-    return keys
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def _documented_keys() -> dict[str, tuple[str, str]]:
+    """Key → (default, meaning) from the rows of the key table."""
+    return {key: (cells[1], cells[3]) for key, cells in _key_rows().items()}
 
 
 def _documented_variables() -> list[str]:
@@ -50,6 +55,15 @@ def _documented_variables() -> list[str]:
 
 def test_every_known_key_is_documented_and_every_documented_key_is_known() -> None:
     assert set(_documented_keys()) == set(KNOWN_KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(KNOWN_KEYS))
+def test_a_keys_documented_default_and_values_are_the_ones_it_takes(key: str) -> None:
+    _key, default, values, _meaning = _key_rows()[key]
+    known = KNOWN_KEYS[key]
+    assert values == known.allowed, f"{key}: docs say {values!r}, the key takes {known.allowed!r}"
+    if known.default is not None and key != "metadata.store.factory":  # its default is explained
+        assert default == f"`{known.default}`", f"{key}: docs say {default!r}, the default is {known.default!r}"
 
 
 @pytest.mark.parametrize("key", sorted(_documented_keys()))

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,6 +101,16 @@ def _processor(
     )
 
 
+def _job_module_over(job: Config, tmp_path: Path, events: list[dict[str, Any]]) -> EmbeddedSystem:
+    """``events`` written to an embedded log under ``tmp_path``, and the module ``azjob`` whose
+    ``app`` is the quickstart over it (what the processor processes run)."""
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    write_page_views(system, events)
+    (tmp_path / "azjob.py").write_text(_MODULE.format(path=str(log), name=job.get_str("app.name")))
+    return system
+
+
 def _committed(store: AzureBlobMetadataStore) -> int:
     return sum(cp.seq for cp in CheckpointStore(store).read_all().values())
 
@@ -113,11 +124,8 @@ def test_a_killed_follower_is_dropped_and_the_leader_finishes_with_exact_counts(
     job: Config, tmp_path: Path
 ) -> None:
     connect = job.get_str("azure.storage.connect")
-    log = tmp_path / "log"
-    system = EmbeddedSystem("embedded", path=log)
     events = generate_page_views(4_000, seed=17)
-    write_page_views(system, events)
-    (tmp_path / "azjob.py").write_text(_MODULE.format(path=str(log), name=job.get_str("app.name")))
+    system = _job_module_over(job, tmp_path, events)
     processes = {
         # One takes the account from --set, the other from the environment.
         "p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=False),
@@ -190,11 +198,8 @@ def test_a_follower_frozen_past_the_liveness_timeout_is_dropped_rejoins_and_noth
     # lease and takes its tasks; after SIGCONT the follower's stale epoch cannot commit, the
     # leader lists it again, and it takes a new fencing lease and works on to the end.
     connect = job.get_str("azure.storage.connect")
-    log = tmp_path / "log"
-    system = EmbeddedSystem("embedded", path=log)
     events = generate_page_views(16_000, seed=19)
-    write_page_views(system, events)
-    (tmp_path / "azjob.py").write_text(_MODULE.format(path=str(log), name=job.get_str("app.name")))
+    system = _job_module_over(job, tmp_path, events)
     processes = {
         "p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=True),
         "p2": _processor(tmp_path, connect, "p2", "host-b", key_in_env=True),

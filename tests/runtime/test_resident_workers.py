@@ -195,15 +195,21 @@ def _killing_app(system: EmbeddedSystem, markers: Path, times: int, *, where: st
     return application
 
 
-@pytest.mark.parametrize("where", ["input", "pane"])
-def test_an_epoch_whose_worker_is_killed_runs_again_and_counts_every_message_once(
-    spark: Any, tmp_path: Path, where: str
-) -> None:
+def _input_and_markers(tmp_path: Path) -> tuple[list[dict[str, Any]], EmbeddedSystem, Path]:
+    """2,000 page views written and ended, and an empty folder for the kill markers."""
     events = generate_page_views(2_000, seed=9)
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     write_page_views(system, events)
     markers = tmp_path / "killed"
     markers.mkdir()
+    return events, system, markers
+
+
+@pytest.mark.parametrize("where", ["input", "pane"])
+def test_an_epoch_whose_worker_is_killed_runs_again_and_counts_every_message_once(
+    spark: Any, tmp_path: Path, where: str
+) -> None:
+    events, system, markers = _input_and_markers(tmp_path)
     config = {"task.max.epoch.messages": "300", "job.home": str(tmp_path / "home")}
     job = run(_killing_app(system, markers, 1, where=where), config, clock=StepClock(), executor="spark")
     [killed] = [path.name for path in markers.iterdir()]
@@ -218,11 +224,7 @@ def test_an_epoch_whose_worker_is_killed_runs_again_and_counts_every_message_onc
 def test_a_worker_killed_on_every_try_fails_the_job_after_the_retries_and_the_rerun_counts_everything_once(
     spark: Any, tmp_path: Path
 ) -> None:
-    events = generate_page_views(2_000, seed=9)
-    system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    write_page_views(system, events)
-    markers = tmp_path / "killed"
-    markers.mkdir()
+    events, system, markers = _input_and_markers(tmp_path)
     config = {
         "task.max.epoch.messages": "300",
         "job.home": str(tmp_path / "home"),

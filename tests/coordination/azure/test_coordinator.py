@@ -112,15 +112,19 @@ def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
     assert metadata.get("fresh") == b"1"
 
 
-def _two_agreed(coordinators: Make) -> tuple[AzureJobCoordinator, AzureJobCoordinator, str]:
-    first, _ = coordinators("p1", "host-a")
-    second, _ = coordinators("p2", "host-b")
-    version = wait_until(
+def _on_one_model(first: AzureJobCoordinator, second: AzureJobCoordinator) -> str:
+    """The version both run once its model has a container for each."""
+    return wait_until(  # type: ignore[no-any-return]
         lambda: agreed(first, second) if first.job_model and len(first.job_model.containers) == 2 else None,
         30,
         "both processors on one model",
     )
-    return first, second, version
+
+
+def _two_agreed(coordinators: Make) -> tuple[AzureJobCoordinator, AzureJobCoordinator, str]:
+    first, _ = coordinators("p1", "host-a")
+    second, _ = coordinators("p2", "host-b")
+    return first, second, _on_one_model(first, second)
 
 
 def test_a_processor_restarted_under_its_id_gets_its_tasks_back(coordinators: Make) -> None:
@@ -182,11 +186,7 @@ def test_a_processor_dropped_while_frozen_and_listed_again_commits_with_a_new_fe
     # (cut off from the table only), or it was frozen through it and sees only the next one.
     first, first_listener = coordinators("p1", "host-a")
     second, second_listener = coordinators("p2", "host-b")
-    version = wait_until(
-        lambda: agreed(first, second) if first.job_model and len(first.job_model.containers) == 2 else None,
-        30,
-        "both processors on one model",
-    )
+    version = _on_one_model(first, second)
     follower, listener = (first, first_listener) if not first.is_leader else (second, second_listener)
     leader = second if follower is first else first
     frozen = threading.Event()
