@@ -107,18 +107,22 @@ def _count_grouped(
     numbered for it: those of the previous assignment that are still live first, then the new
     ones, then the ones that left (whose containers the balance empties), each group in id
     order; its containers are then named back. A previous assignment stays where it was, and
-    only a departed processor's tasks move. (Processors joining and leaving at once leave a
-    gap in the numbers, and the grouper starts afresh with round robin, as Samza's does.)"""
+    only a departed processor's tasks move. Processors joining while others leave (a restart
+    under a new id) replace them, in id order: a replacement takes its predecessor's number, so
+    the departed processor's tasks move to it and no other task moves (numbered apart, the
+    departed and the new would leave a gap in the numbers, and the grouper would start afresh
+    with round robin, as Samza's does)."""
     previous = metadata.previous_task_to_processor
     before = set(previous.values())
     kept = sorted(p for p in processors if p in before)
     joined = sorted(p for p in processors if p not in before)
     left = sorted(before - set(processors))
-    number = {pid: str(i) for i, pid in enumerate(kept + joined + left)}
+    replaced = dict(zip(left, joined, strict=False))  # departed -> the new processor in its place
+    number = {pid: str(i) for i, pid in enumerate(kept + joined + left[len(replaced):])}
     numbered = GrouperMetadata(
         processor_locality={number[pid]: location for pid, location in processors.items()},
         task_locality=metadata.task_locality,
-        previous_task_to_processor={task: number[pid] for task, pid in previous.items()},
+        previous_task_to_processor={task: number[replaced.get(pid, pid)] for task, pid in previous.items()},
     )
     grouped = grouper_for_processors("group-by-container-count", processors, options).group(models, numbered)
     named = {number[pid]: pid for pid in processors}

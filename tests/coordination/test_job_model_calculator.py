@@ -51,3 +51,25 @@ def test_the_count_grouper_keeps_tasks_on_their_processors_whatever_their_ids() 
     assert len(moved_tasks(killed, joined)) == 2  # the least a balanced assignment moves
     named = grouped({"p1": "a", "p2": "b"}, None)
     assert grouped({"p1": "a", "p2": "b"}, named) == named
+
+
+def test_a_processor_replaced_by_a_new_one_in_one_regroup_moves_only_its_tasks() -> None:
+    from samza_nb.grouping.balance import moved_tasks
+
+    def grouped(processors: dict[str, str], previous: Any) -> Any:
+        metadata = GrouperMetadata.from_job_model(previous, processors)
+        return assign_tasks(SIX, processors, metadata, grouper="group-by-container-count")
+
+    first = grouped({"0": "a", "1": "b", "2": "c"}, None)
+    replaced = grouped({"0": "a", "2": "c", "3": "d"}, first)  # 1 left as 3 joined
+    moves = moved_tasks(first, replaced)
+    assert {(m.before, m.after) for m in moves} == {("1", "3")}
+    assert sorted(m.task for m in moves) == sorted(first.containers["1"].tasks)
+    # Two leaving while one joins: only the departed processors' four tasks move.
+    shrunk = grouped({"0": "a", "4": "e"}, first)
+    assert sorted(m.task for m in moved_tasks(first, shrunk)) == sorted(
+        first.containers["1"].tasks | first.containers["2"].tasks
+    )
+    # One leaving while two join: the new ones share the departed one's tasks, nothing else moves.
+    grown = grouped({"0": "a", "2": "c", "3": "d", "4": "e"}, first)
+    assert {(m.before, m.after) for m in moved_tasks(first, grown)} == {("1", "3"), ("1", "4")}
