@@ -156,6 +156,9 @@ class TaskStore:
         self.changelog_offset: int | None = None
         #: Why the store was rebuilt from its changelog although its files were there.
         self.rebuilt_because: str | None = None
+        #: The changelog had records past this store's offset when this epoch appended: another
+        #: process ran the task meanwhile, or an attempt of this epoch crashed after appending.
+        self._overtaken = False
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, committed_seq: int) -> dict[str, Any]:
@@ -356,7 +359,16 @@ class TaskStore:
     def append_changelog(self, producer_seq: int, transaction: Any = None) -> None:
         """Append this epoch's updates to the changelog (through ``transaction``, an open
         exactly-once TaskTransaction, when given)."""
-        if self._changelog is not None and self._dirty:
+        log = self._changelog
+        if log is None:
+            return
+        # One task writes a changelog partition, and this store reflects it up to its offset:
+        # records past it were written by another process that ran the task meanwhile (this
+        # one was frozen or cut off: its commit will be fenced) or by an attempt of this epoch
+        # that crashed after appending (or, exactly-once, aborted).
+        newest = log.system.newest_offsets(log.stream_id).get(log.partition, 0)
+        self._overtaken = self._overtaken or newest != (self.changelog_offset or 0)
+        if self._dirty:
             # A delete carries the time it was written: compaction drops it after a retention.
             now_ms = int(time.time() * 1000)
             records = [
@@ -365,7 +377,6 @@ class TaskStore:
                 else Record(MessageKind.USER, key, _DELETE, now_ms)
                 for key, value in self._dirty.items()
             ]
-            log = self._changelog
             if transaction is not None:
                 transaction.append(log.stream_id, log.partition, records, producer_seq)
             else:
@@ -373,13 +384,24 @@ class TaskStore:
                     log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
                 )
             kill_point("mid-store-flush")
-            # One task writes a changelog partition: its newest offset is the end of this batch
-            # (or of the identical batch a crashed attempt of this epoch appended).
+            # Not overtaken, this store's offset is the end of this batch: the newest offset.
             self.changelog_offset = None
 
     def write_local(self, meta: dict[str, Any]) -> None:
         """Write this epoch's updates and ``meta`` (with the changelog offset they reflect) in
-        one RocksDB write batch."""
+        one RocksDB write batch.
+
+        A store whose changelog was overtaken (see :meth:`append_changelog`) writes nothing:
+        the changelog holds this epoch as readers see it (the first copy of a repeated append
+        wins, and another process's records may follow it), so the store keeps its state and
+        offset, and its next open catches up from the changelog. Recording the newest offset
+        with this process's own updates would skip, at that catch-up, whatever another process
+        appended after them (issue: a frozen processor resumed and lost an epoch's counts)."""
+        if self._overtaken:
+            self._overtaken = False
+            self._dirty.clear()
+            self.changelog_offset = None
+            return
         if self._changelog is not None and self.changelog_offset is None:
             log = self._changelog
             self.changelog_offset = log.system.newest_offsets(log.stream_id).get(log.partition, 0)

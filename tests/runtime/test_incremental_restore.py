@@ -79,3 +79,49 @@ def test_uncommitted_epochs_are_not_replayed_and_offsets_ride_in_the_store(tmp_p
     assert at_b.restored_records == 30
     assert b"k15" not in dict(at_b.items())
     at_b.close()
+
+
+def test_a_store_whose_process_was_overtaken_catches_up_from_before_its_stale_epoch(tmp_path: Path) -> None:
+    # host-a runs epochs 0-1, then freezes in epoch 2; the task moves to host-b, which runs
+    # epochs 2 and 3 (committed 4). host-a resumes and flushes its stale epoch 2: its changelog
+    # append repeats host-b's (ignored), and its store must not claim the changelog's newest
+    # offset, which includes host-b's epoch 3: back at host-a, the store must hold epoch 3 too.
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream(_LOG, 1, compacted=True)
+    root = tmp_path / "stores"
+    for seq in range(2):
+        _epoch(_store(system, root, "host-a"), seq, range(seq * 10, seq * 10 + 20))
+    frozen = _store(system, root, "host-a")
+    frozen.open(2)
+    for key in range(20, 40):  # epoch 2's updates, not flushed yet
+        frozen.put(f"k{key}".encode(), b"1")
+    for seq in range(2, 4):
+        _epoch(_store(system, root, "host-b"), seq, range(seq * 10, seq * 10 + 20))
+    frozen.flush({"seq": 3}, 2)  # resumed: its commit will be fenced
+    frozen.close()
+    for stale_first in (False, True):
+        # The task returns to host-a (as its active, or there as a standby follows it).
+        back = _store(system, root, "host-a")
+        if stale_first:
+            assert back.follow(4, system.newest_offsets(_LOG)[0]) is not None
+            back.close()
+        assert _contents(back, 4) == _contents(_store(system, root, "host-b"), 4)
+
+
+def test_an_epoch_retried_after_a_crash_past_its_changelog_append_leaves_the_store_exact(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream(_LOG, 1, compacted=True)
+    root = tmp_path / "stores"
+    _epoch(_store(system, root, "host-a"), 0, range(20))
+    crashed = _store(system, root, "host-a")
+    crashed.open(1)
+    for key in range(10, 30):
+        raw = f"k{key}".encode()
+        crashed.put(raw, str(int(crashed.get(raw) or b"0") + 1).encode())
+    crashed.append_changelog(1)  # ... and the process died before writing its store
+    crashed.close()
+    _epoch(_store(system, root, "host-a"), 1, range(10, 30))  # the retry (its append is a repeat)
+    _epoch(_store(system, root, "host-a"), 2, range(0, 5))
+    got = _contents(_store(system, root, "host-a"), 3)
+    assert got == _contents(_store(system, root, "host-c"), 3)  # rebuilt from the changelog alone
+    assert got[b"k15"] == b"2" and got[b"k0"] == b"2" and got[b"k25"] == b"1"
