@@ -14,6 +14,7 @@ and exit 1; bugs keep their traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -102,7 +103,10 @@ def _config(args: argparse.Namespace) -> Config:
         if not path.is_file():
             msg = f"--config {args.config}: no such file"
             raise ConfigError(msg)
-        entries.update(properties_config(path.read_text(encoding="utf-8"), source=str(path)))
+        if path.suffix == ".json":  # what start_processor writes: any value, newlines included
+            entries.update(_json_config(path))
+        else:
+            entries.update(properties_config(path.read_text(encoding="utf-8"), source=str(path)))
     for assignment in args.set or ():
         key, equals, value = assignment.partition("=")
         if not equals or not key.strip():
@@ -110,6 +114,19 @@ def _config(args: argparse.Namespace) -> Config:
             raise ConfigError(msg)
         entries[key.strip()] = value.strip()
     return Config(entries)
+
+
+def _json_config(path: Path) -> Config:
+    """A ``--config`` file holding one JSON object of settings."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        msg = f"--config {path}: not JSON ({error.__class__.__name__} at {getattr(error, 'pos', '?')})"
+        raise ConfigError(msg) from None
+    if not isinstance(loaded, dict) or not all(isinstance(v, (str, int, float, bool)) for v in loaded.values()):
+        msg = f"--config {path}: expected one JSON object of settings (key: text or number)"
+        raise ConfigError(msg)
+    return Config({str(key): str(value).lower() if isinstance(value, bool) else str(value) for key, value in loaded.items()})
 
 
 def _application(args: argparse.Namespace) -> StreamApplication:
@@ -123,7 +140,7 @@ def _application(args: argparse.Namespace) -> StreamApplication:
 
 def _add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("app", metavar="MODULE:APP", help="e.g. my_jobs.pages:app (an app or a function building one)")
-    parser.add_argument("--config", metavar="FILE", help="a Samza-style .properties file")
+    parser.add_argument("--config", metavar="FILE", help="a Samza-style .properties file (or a .json object of settings)")
     parser.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="a config entry over the file (repeatable)"
     )

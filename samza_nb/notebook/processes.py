@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from samza_nb.errors import JobError
+from samza_nb.secrecy import mask_value
 
 __all__ = ["ProcessorProcess", "start_processor"]
 
@@ -62,8 +64,21 @@ class ProcessorProcess:
         self.log_path = logs / f"{processor_id}.log"
         argv = [sys.executable, "-m", "samza_nb.cli", "run", app, "--executor", executor, "--until", until]
         entries = {**settings, "processor.id": processor_id, "processor.locations": location}
+        # A command line is readable by every user of the machine (ps, /proc/<pid>/cmdline):
+        # secret settings (account keys, SASL passwords …) go in a file only this user reads,
+        # removed once the process has ended.
+        secret = {key: str(value) for key, value in entries.items() if mask_value(key, str(value)) != str(value)}
+        self._secrets_path: Path | None = None
+        if secret:
+            self._secrets_path = logs / f"{processor_id}.secret-config.json"
+            self._secrets_path.unlink(missing_ok=True)
+            descriptor = os.open(self._secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                json.dump(secret, file)
+            argv += ["--config", str(self._secrets_path.resolve())]
         for key, value in entries.items():
-            argv += ["--set", f"{key}={value}"]
+            if key not in secret:
+                argv += ["--set", f"{key}={value}"]
         # Unsalted string hashes, as PySpark gives its Python workers (and bin/pyspark its
         # driver): the processor may then run its small epochs itself (SparkExecutor).
         env = {"PYTHONHASHSEED": "0", **os.environ} if "PYTHONHASHSEED" not in os.environ else None
@@ -87,11 +102,20 @@ class ProcessorProcess:
 
     @property
     def alive(self) -> bool:
-        return self._process.poll() is None
+        return self.returncode is None
 
     @property
     def returncode(self) -> int | None:
-        return self._process.poll()
+        code = self._process.poll()
+        if code is not None:
+            self._forget_secrets()
+        return code
+
+    def _forget_secrets(self) -> None:
+        """Remove the secret settings' file once the process has ended."""
+        path, self._secrets_path = self._secrets_path, None
+        if path is not None:
+            path.unlink(missing_ok=True)
 
     def log(self, tail: int = 4000) -> str:
         """The last ``tail`` characters of the process's log."""
@@ -119,10 +143,12 @@ class ProcessorProcess:
     def wait(self, timeout: float | None = None) -> int:
         """The exit code; JobError naming the log after ``timeout`` seconds."""
         try:
-            return self._process.wait(timeout)
+            code = self._process.wait(timeout)
         except subprocess.TimeoutExpired as error:
             msg = f"processor {self.processor_id!r} (pid {self.pid}) still runs after {timeout} s; log {self.log_path}"
             raise JobError(msg) from error
+        self._forget_secrets()
+        return code
 
     def wait_for(self, text: str, timeout: float) -> None:
         """Until ``text`` appears in the log; JobError if the process ends or time runs out."""
@@ -146,3 +172,4 @@ def start_processor(app: str, settings: Mapping[str, Any], **options: Any) -> Pr
 def _kill_running() -> None:
     for process in list(_RUNNING):
         process.signal(signal.SIGKILL)
+        process._forget_secrets()

@@ -69,3 +69,42 @@ def test_the_log_and_exit_of_a_failing_processor(tmp_path: Path) -> None:
     assert "no_such_module" in process.log()
     with pytest.raises(JobError, match="p9"):
         process.wait_for("never printed", timeout=5)
+
+
+def test_secret_settings_reach_the_process_but_not_its_command_line(tmp_path: Path) -> None:
+    # Every user of the machine reads a command line (ps, /proc/<pid>/cmdline): a secret goes
+    # in a file only this user reads, which the processor takes as --config and which is
+    # removed once it has ended. The job runs (so it read the file: a missing --config file
+    # fails it at once).
+    (tmp_path / "tiny_job.py").write_text(
+        textwrap.dedent(
+            f"""
+            from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
+            from samza_nb.systems import EmbeddedSystem
+            system = EmbeddedSystem("embedded", path={str(tmp_path / "log")!r})
+            if system.partition_count("page-views") is None:
+                write_page_views(system, generate_page_views(50))
+            app = build_app(system)
+            """
+        )
+    )
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\n-----END PRIVATE KEY-----"
+    settings = {
+        "systems.kafka.consumer.sasl.password": "hunter2-never-shown",
+        "systems.kafka.consumer.ssl.key.pem": pem,
+        "job.home": str(tmp_path / "home"),
+    }
+    process = start_processor("tiny_job:app", settings, processor_id="p1", location="here", cwd=tmp_path)
+    try:
+        command_line = Path(f"/proc/{process.pid}/cmdline").read_bytes().decode(errors="replace")
+        assert "hunter2-never-shown" not in command_line and "PRIVATE KEY" not in command_line
+        assert "job.home=" in command_line  # what is not secret stays visible, for ps
+        secrets = process._secrets_path
+        assert secrets is not None and secrets.exists()
+        assert secrets.stat().st_mode & 0o777 == 0o600
+        assert process.wait(120) == 0, process.log()
+    finally:
+        if process.alive:
+            process.kill()
+    assert not secrets.exists()
+    assert "hunter2-never-shown" not in process.log(1_000_000)
