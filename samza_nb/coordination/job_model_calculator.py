@@ -36,11 +36,14 @@ from samza_nb.grouping import (
 )
 from samza_nb.grouping.ssp_groupers import GroupBySystemStreamPartition
 from samza_nb.grouping.standby import assign_with_standbys, failover
+from samza_nb.grouping.standby_tasks import check_replication_factor
 from samza_nb.model import ContainerModel, JobModel, LocationId, SystemStreamPartition, TaskModel
 
 __all__ = ["JobInputs", "JobModelCalculator", "assign_tasks", "unassigned_standbys"]
 
 _DEFAULT_GROUPER = "group-by-container-count"
+#: The groupers a replication factor above 1 accepts: host affinity places the actives.
+_STANDBY_GROUPERS = ("host-affinity", _DEFAULT_GROUPER)
 
 
 @dataclass(frozen=True)
@@ -74,10 +77,24 @@ def assign_tasks(
     options: Mapping[str, Any] | None = None,
     replication_factor: int = 1,
 ) -> JobModel:
-    """Steps 4 and 5: tasks over the live ``processors`` (id → location) with ``metadata``."""
+    """Steps 4 and 5: tasks over the live ``processors`` (id → location) with ``metadata``.
+
+    With a replication factor above 1, actives are placed by host affinity (the hot-standby
+    SEP's standalone placement, as Samza requires host affinity for standbys): the default
+    count grouper stands for it, and any other grouper is refused rather than ignored."""
+    check_replication_factor(replication_factor, "assign_tasks")
     models = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
     containers: Iterable[ContainerModel]
     if replication_factor > 1:
+        grouper_for_processors(grouper, processors, options)  # a bad name or option fails here too
+        if grouper not in _STANDBY_GROUPERS:
+            msg = (
+                f"grouper {grouper!r} cannot place tasks with hot standbys (replication factor "
+                f"{replication_factor}): actives are placed by host affinity then; use "
+                "grouper 'host-affinity' (task.name.grouper.factory) or replication factor 1 "
+                "(job.standbytasks.replication.factor)"
+            )
+            raise GroupingError(msg)
         containers = assign_with_standbys(models, metadata.with_processors(processors), replication_factor)
     elif grouper == "group-by-container-count":
         containers = _count_grouped(models, processors, metadata, options)
@@ -201,6 +218,8 @@ class JobModelCalculator:
 
     def with_replication_factor(self, replication_factor: int | None) -> JobModelCalculator:
         """The same job with another standby replication factor (None keeps this one)."""
+        if replication_factor is not None:
+            check_replication_factor(replication_factor, "replication_factor")
         if replication_factor is None or replication_factor == self.replication_factor:
             return self
         return JobModelCalculator(

@@ -30,11 +30,11 @@ from samza_nb.errors import GroupingError
 from samza_nb.grouping.standby_failover import failover
 from samza_nb.grouping.standby_placement import assign_with_standbys
 from samza_nb.grouping.standby_tasks import (
-    _check_replication_factor,
     _split_standby,
     _standby_of,
     active_container_id,
     active_task_name,
+    check_replication_factor,
     is_standby_task_name,
     standby_container_id,
     standby_task_name,
@@ -73,7 +73,7 @@ def add_standby_containers(
     [('0', ['Partition 0']), ('0-0', ['Standby-Partition 0-0']),
      ('0-1', ['Standby-Partition 0-1'])]
     """
-    _check_replication_factor(replication_factor, "add_standby_containers")
+    check_replication_factor(replication_factor, "add_standby_containers")
     actives = list(containers)
     result = set(actives)
     for container in actives:

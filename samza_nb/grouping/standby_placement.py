@@ -15,8 +15,8 @@ from samza_nb.grouping.base import task_models_by_name
 from samza_nb.grouping.host_affinity import assign_host_affinity
 from samza_nb.grouping.metadata import GrouperMetadata
 from samza_nb.grouping.standby_tasks import (
-    _check_replication_factor,
     _standby_of,
+    check_replication_factor,
     standby_task_name,
 )
 from samza_nb.model import (
@@ -276,7 +276,7 @@ def assign_with_standbys(
     >>> sorted(len(c) for c in out)
     [2, 2]
     """
-    _check_replication_factor(replication_factor, "assign_with_standbys")
+    check_replication_factor(replication_factor, "assign_with_standbys")
     by_name = task_models_by_name(tasks, grouper="assign_with_standbys")
     if not by_name:
         msg = "assign_with_standbys: no tasks found; a job needs at least one task"

@@ -13,6 +13,7 @@ from samza_nb.model import (
 __all__ = [
     "active_container_id",
     "active_task_name",
+    "check_replication_factor",
     "is_standby_task_name",
     "standby_container_id",
     "standby_task_name",
@@ -80,7 +81,8 @@ def active_container_id(standby_container: str) -> str:
     return container
 
 
-def _check_replication_factor(replication_factor: int, where: str) -> None:
+def check_replication_factor(replication_factor: int, where: str) -> None:
+    """A GroupingError naming ``where`` unless the factor is an int of at least 1."""
     if (
         isinstance(replication_factor, bool)
         or not isinstance(replication_factor, int)

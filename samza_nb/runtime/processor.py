@@ -311,7 +311,11 @@ class StreamProcessor:
 
     def _one_epoch(self, model: JobModel | None, container: ContainerModel | None) -> bool:
         """Run one epoch of this processor's active tasks; False when there was nothing to do."""
-        if model is None or container is None:
+        if model is None:
+            return False
+        if container is None:  # the grouper gave this processor nothing: idle epochs
+            if isinstance(self._until, int):  # still count (``until`` is a number of epochs)
+                self._count_epoch()
             return False
         tasks = [
             task
@@ -371,12 +375,16 @@ class StreamProcessor:
         for gone in set(self.standbys) - {task.name for task in standbys}:
             del self.standbys[gone]
         if counts and (behind or isinstance(self._until, int)):
-            self.driver.check_lease()
-            self.epoch += 1
-            self._last_epoch_at = time.monotonic()
+            self._count_epoch()
         for task, progress, checkpoint in behind:
             apply_standby(self.plan, task, checkpoint, progress, store_root=self.driver.store_root)
         return bool(behind)
+
+    def _count_epoch(self) -> None:
+        """An epoch of this processor that runs no active task (standbys only, or nothing)."""
+        self.driver.check_lease()
+        self.epoch += 1
+        self._last_epoch_at = time.monotonic()
 
     def _idle(self, task_ssps: dict[str, frozenset[SystemStreamPartition]], newest: dict[str, int]) -> bool:
         """Whether an epoch now would do nothing: no message to read, no window timer due, no

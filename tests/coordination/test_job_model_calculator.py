@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from samza_nb.coordination.job_model_calculator import assign_tasks
-from samza_nb.errors import GroupingError
+from samza_nb.errors import ConfigError, GroupingError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.model import TaskModel
 
@@ -73,3 +73,30 @@ def test_a_processor_replaced_by_a_new_one_in_one_regroup_moves_only_its_tasks()
     # One leaving while two join: the new ones share the departed one's tasks, nothing else moves.
     grown = grouped({"0": "a", "2": "c", "3": "d", "4": "e"}, first)
     assert {(m.before, m.after) for m in moved_tasks(first, grown)} == {("1", "3"), ("1", "4")}
+
+
+@pytest.mark.parametrize("grouper", ["single-container", "group-by-container-ids"])
+def test_a_grouper_that_cannot_place_standbys_is_refused_not_ignored(grouper: str) -> None:
+    with pytest.raises(GroupingError, match=rf"grouper '{grouper}' cannot place tasks with hot standbys"):
+        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper=grouper, replication_factor=2)
+    for standing in ("host-affinity", "group-by-container-count"):  # the default stands for it
+        model = assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper=standing, replication_factor=2)
+        assert len(model.standby_tasks()) == 6
+
+
+def test_a_misspelled_grouper_or_option_fails_with_standbys_too() -> None:
+    with pytest.raises(ConfigError, match="unknown task grouper 'host-afinity'; did you mean 'host-affinity'"):
+        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="host-afinity", replication_factor=2)
+    with pytest.raises(ConfigError, match=r"bad options \['bogus'\]"):
+        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="host-affinity",
+                     options={"bogus": 1}, replication_factor=2)
+
+
+@pytest.mark.parametrize("factor", [0, -3, True, "2", 2.0])
+def test_a_replication_factor_that_is_not_a_positive_int_is_refused(factor: Any) -> None:
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+
+    with pytest.raises(GroupingError, match=r"replication factor .* must be an integer >= 1, got"):
+        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="host-affinity", replication_factor=factor)
+    with pytest.raises(GroupingError, match=r"must be an integer >= 1"):
+        JobModelCalculator(JobInputs(frozenset())).with_replication_factor(factor)

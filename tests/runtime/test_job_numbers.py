@@ -154,3 +154,19 @@ def test_ctrl_c_in_a_foreground_run_stops_the_job_and_hands_it_over(
     system.end_stream("open")
     run_local(app)
     assert sorted(system.read("out")["value"]) == list(range(50))
+
+
+def test_until_a_number_of_epochs_ends_when_a_processor_got_no_container(tmp_path: Path) -> None:
+    from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    write_page_views(system, generate_page_views(200), end=False)
+    config = {"processor.locations": "a,b", "job.home": str(tmp_path / "home")}
+    job = run_local(build_app(system), config, processors=2, grouper="single-container", until=2, background=True)
+    try:
+        status = job.wait(timeout=30)
+    finally:
+        job.stop()
+    assert list(job.job_model.containers) == ["0"]  # processor 1 has nothing to run
+    assert status.state == "finished"
+    assert {pid: processor.epoch for pid, processor in job._processors.items()} == {"0": 2, "1": 2}
