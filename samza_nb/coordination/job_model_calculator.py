@@ -42,8 +42,9 @@ from samza_nb.model import ContainerModel, JobModel, LocationId, SystemStreamPar
 __all__ = ["JobInputs", "JobModelCalculator", "assign_tasks", "unassigned_standbys"]
 
 _DEFAULT_GROUPER = "group-by-container-count"
-#: The groupers a replication factor above 1 accepts: host affinity places the actives.
-_STANDBY_GROUPERS = ("host-affinity", _DEFAULT_GROUPER)
+#: The groupers a replication factor above 1 accepts: host affinity places the actives, and
+#: the embedded and standalone defaults stand for it.
+_STANDBY_GROUPERS = ("host-affinity", _DEFAULT_GROUPER, "group-by-container-ids")
 
 
 @dataclass(frozen=True)
@@ -80,16 +81,19 @@ def assign_tasks(
     """Steps 4 and 5: tasks over the live ``processors`` (id → location) with ``metadata``.
 
     With a replication factor above 1, actives are placed by host affinity (the hot-standby
-    SEP's standalone placement, as Samza requires host affinity for standbys): the default
-    count grouper stands for it, and any other grouper is refused rather than ignored."""
+    SEP's standalone placement, as Samza requires host affinity for standbys): the embedded
+    and standalone default groupers (count, ids) stand for it without options, and any other
+    grouper, or options it would ignore, are refused rather than ignored."""
     check_replication_factor(replication_factor, "assign_tasks")
     models = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
     containers: Iterable[ContainerModel]
     if replication_factor > 1:
         grouper_for_processors(grouper, processors, options)  # a bad name or option fails here too
-        if grouper not in _STANDBY_GROUPERS:
+        ignored = sorted(set(options or {}) - {"host_affinity"})
+        if grouper not in _STANDBY_GROUPERS or (grouper != "host-affinity" and ignored):
+            what = f"grouper {grouper!r}" + (f" with options {ignored}" if ignored else "")
             msg = (
-                f"grouper {grouper!r} cannot place tasks with hot standbys (replication factor "
+                f"{what} cannot place tasks with hot standbys (replication factor "
                 f"{replication_factor}): actives are placed by host affinity then; use "
                 "grouper 'host-affinity' (task.name.grouper.factory) or replication factor 1 "
                 "(job.standbytasks.replication.factor)"

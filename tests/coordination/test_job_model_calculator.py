@@ -75,11 +75,14 @@ def test_a_processor_replaced_by_a_new_one_in_one_regroup_moves_only_its_tasks()
     assert {(m.before, m.after) for m in moved_tasks(first, grown)} == {("1", "3"), ("1", "4")}
 
 
-@pytest.mark.parametrize("grouper", ["single-container", "group-by-container-ids"])
-def test_a_grouper_that_cannot_place_standbys_is_refused_not_ignored(grouper: str) -> None:
-    with pytest.raises(GroupingError, match=rf"grouper '{grouper}' cannot place tasks with hot standbys"):
-        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper=grouper, replication_factor=2)
-    for standing in ("host-affinity", "group-by-container-count"):  # the default stands for it
+def test_a_grouper_that_cannot_place_standbys_is_refused_not_ignored() -> None:
+    with pytest.raises(GroupingError, match=r"grouper 'single-container' cannot place tasks with hot standbys"):
+        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="single-container", replication_factor=2)
+    with pytest.raises(GroupingError, match=r"'group-by-container-count' with options \['container_count'\] cannot"):
+        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="group-by-container-count",
+                     options={"container_count": 1}, replication_factor=2)
+    # Host affinity, and the embedded and standalone defaults standing for it.
+    for standing in ("host-affinity", "group-by-container-count", "group-by-container-ids"):
         model = assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper=standing, replication_factor=2)
         assert len(model.standby_tasks()) == 6
 
