@@ -77,8 +77,13 @@ def assign_tasks(
     grouper: str,
     options: Mapping[str, Any] | None = None,
     replication_factor: int = 1,
+    place_fewer_standbys: bool = False,
 ) -> JobModel:
     """Steps 4 and 5: tasks over the live ``processors`` (id → location) with ``metadata``.
+
+    ``place_fewer_standbys``: with fewer distinct locations than the replication factor, place
+    as many standbys as they allow (a distributed job whose processes join one by one) instead
+    of refusing (a GroupingError).
 
     With a replication factor above 1, actives are placed by host affinity (the hot-standby
     SEP's standalone placement, as Samza requires host affinity for standbys): the embedded
@@ -99,7 +104,9 @@ def assign_tasks(
                 "(job.standbytasks.replication.factor)"
             )
             raise GroupingError(msg)
-        containers = assign_with_standbys(models, metadata.with_processors(processors), replication_factor)
+        containers = assign_with_standbys(
+            models, metadata.with_processors(processors), replication_factor, place_fewer=place_fewer_standbys
+        )
     elif grouper == "group-by-container-count":
         containers = _count_grouped(models, processors, metadata, options)
     else:
@@ -192,7 +199,8 @@ class JobModelCalculator:
     """Computes job models for one job (see the module docstring for the steps).
 
     ``grouper`` and ``options`` override ``task.name.grouper.factory``; the options a grouper
-    needs and leaves out come from the live processors (count, ids).
+    needs and leaves out come from the live processors (count, ids). ``place_fewer_standbys``:
+    see :func:`assign_tasks` (the distributed coordinators' processes join one by one).
     """
 
     def __init__(
@@ -202,8 +210,10 @@ class JobModelCalculator:
         grouper: str | None = None,
         options: Mapping[str, Any] | None = None,
         replication_factor: int = 1,
+        place_fewer_standbys: bool = False,
     ) -> None:
         self.inputs = inputs
+        self.place_fewer_standbys = place_fewer_standbys
         config = inputs.config
         self.grouper = grouper or config.get_str("task.name.grouper.factory") or _DEFAULT_GROUPER
         filled = dict(options or {})
@@ -217,7 +227,11 @@ class JobModelCalculator:
         if grouper is None:
             return self
         return JobModelCalculator(
-            self.inputs, grouper=grouper, options=options, replication_factor=self.replication_factor
+            self.inputs,
+            grouper=grouper,
+            options=options,
+            replication_factor=self.replication_factor,
+            place_fewer_standbys=self.place_fewer_standbys,
         )
 
     def with_replication_factor(self, replication_factor: int | None) -> JobModelCalculator:
@@ -227,7 +241,11 @@ class JobModelCalculator:
         if replication_factor is None or replication_factor == self.replication_factor:
             return self
         return JobModelCalculator(
-            self.inputs, grouper=self.grouper, options=self.options, replication_factor=replication_factor
+            self.inputs,
+            grouper=self.grouper,
+            options=self.options,
+            replication_factor=replication_factor,
+            place_fewer_standbys=self.place_fewer_standbys,
         )
 
     def task_models(self, processor_ids: list[str], previous: JobModel | None) -> dict[str, TaskModel]:
@@ -278,6 +296,7 @@ class JobModelCalculator:
             grouper=self.grouper,
             options=self.options,
             replication_factor=self.replication_factor,
+            place_fewer_standbys=self.place_fewer_standbys,
         )
 
     def _ssp_grouper(self, processor_ids: list[str]) -> Any:

@@ -259,6 +259,7 @@ def assign_with_standbys(
     replication_factor: int,
     *,
     check_location: bool = True,
+    place_fewer: bool = False,
 ) -> frozenset[ContainerModel]:
     """Active and standby tasks over the live processors of ``metadata.processor_locality``.
 
@@ -269,6 +270,8 @@ def assign_with_standbys(
     the same task. Chains of standby moves then lower the most loaded processors until the
     largest total load is as small as the invariant allows for these actives (see
     ``_rebalance``); on regular clusters loads end within 1 of each other (bench/grouping.py).
+    Fewer distinct locations (or processors) than the factor is a GroupingError, unless
+    ``place_fewer``: then each task gets as many copies as there are distinct groups.
 
     >>> from samza_nb.model import TaskModel
     >>> metadata = GrouperMetadata(processor_locality={"p1": "a", "p2": "b"})
@@ -296,6 +299,8 @@ def assign_with_standbys(
         )
         raise GroupingError(msg)
     groups = _distinct_groups(live, check_location)
+    if groups < replication_factor and place_fewer:
+        replication_factor = groups  # a task's copies each need a group of their own
     if groups < replication_factor:
         where = "locations" if check_location else "processors"
         msg = (

@@ -145,6 +145,9 @@ class Job(JobRegrouping):
             job_inputs(self.plan),
             grouper=grouper,
             replication_factor=self.config.get_int("job.standbytasks.replication.factor"),
+            # A distributed job's processes join one at a time: the first ones run with the
+            # standbys their locations allow (status().unassigned_standbys) until more join.
+            place_fewer_standbys=self.lease is None,
         )
         self.coordinator = get_job_coordinator(
             self.coordinator_name,

@@ -103,3 +103,25 @@ def test_a_replication_factor_that_is_not_a_positive_int_is_refused(factor: Any)
         assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="host-affinity", replication_factor=factor)
     with pytest.raises(GroupingError, match=r"must be an integer >= 1"):
         JobModelCalculator(JobInputs(frozenset())).with_replication_factor(factor)
+
+
+def test_a_distributed_job_starts_with_the_standbys_its_locations_allow_and_gains_the_rest() -> None:
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+    from samza_nb.model import SystemStreamPartition
+
+    inputs = JobInputs(frozenset(SystemStreamPartition("embedded", "in", p) for p in range(4)))
+    strict = JobModelCalculator(inputs, replication_factor=2)
+    with pytest.raises(GroupingError, match="replication factor 2 needs 2 distinct locations"):
+        strict.calculate({"p1": "host-a"}, GrouperMetadata(), None)
+    joining = JobModelCalculator(inputs, replication_factor=2, place_fewer_standbys=True)
+    alone = joining.calculate({"p1": "host-a"}, GrouperMetadata(), None)
+    assert len(alone.active_tasks()) == 4 and not alone.standby_tasks()
+    processors = {"p1": "host-a", "p2": "host-b"}
+    both = joining.calculate(processors, GrouperMetadata.from_job_model(alone, processors), alone)
+    assert len(both.standby_tasks()) == 4
+    from samza_nb.grouping.standby import active_task_name
+
+    for standby in both.standby_tasks():  # never beside its active
+        assert both.processor_of(standby) != both.processor_of(active_task_name(standby))
+    assert joining.with_grouper("host-affinity", None).place_fewer_standbys
+    assert joining.with_replication_factor(3).place_fewer_standbys

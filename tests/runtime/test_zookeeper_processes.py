@@ -297,3 +297,41 @@ def test_a_killed_processor_process_fails_over_to_its_standbys(zk_connect: str, 
         if line.startswith("store restores from changelogs:")
     ]
     assert len(restored) == 2 and sum(restored) <= 100, outputs
+
+
+def test_processes_of_a_standby_job_started_one_at_a_time_run_and_gain_their_standbys(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    # A deploy starts processes one after another: the first is alone past the debounce, with
+    # one location for two copies of each task. It runs with the standbys one location allows
+    # (none) instead of failing, and the second's arrival places them.
+    log = tmp_path / "log"
+    system = EmbeddedSystem("embedded", path=log)
+    events = generate_events(3_000, users=1_000)
+    write_events(system, events)
+    (tmp_path / "zkjob.py").write_text(_STANDBY_MODULE.format(path=str(log)))
+    standby = {"job.standbytasks.replication.factor": "2"}
+    first = _processor(tmp_path, zk_connect, "p1", "host-a", standby)
+    second = None
+    root = "/app-zk-standby-1/ApplicationRunnerData"
+    try:
+        deadline = time.monotonic() + 120
+        while _input_read(zk_connect, root, "events#") < 300:
+            assert first.poll() is None, first.stdout.read().decode()[-3000:] if first.stdout else ""
+            assert time.monotonic() < deadline, "the first processor read 300 events alone in 120 s"
+            time.sleep(0.1)
+        second = _processor(tmp_path, zk_connect, "p2", "host-b", standby)
+        outputs = []
+        for process in (first, second):
+            output, _ = process.communicate(timeout=240)
+            outputs.append(output.decode())
+            assert process.returncode == 0, outputs[-1][-3000:]
+        alone = next(line for line in outputs[0].splitlines() if line.startswith("processor p1 runs"))
+        assert "Standby-" not in alone  # one location: no copy could go anywhere
+        assert any("Standby-" in line for text in outputs for line in text.splitlines() if " runs " in line)
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+    assert totals_of(system.read_frame("user-counts")) == expected_totals(events)

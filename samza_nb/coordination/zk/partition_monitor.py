@@ -66,4 +66,5 @@ class PartitionCountMonitor:
             grouper=calculator.grouper,
             options=calculator.options,
             replication_factor=calculator.replication_factor,
+            place_fewer_standbys=calculator.place_fewer_standbys,
         )
