@@ -87,18 +87,16 @@ def assign_tasks(
 
     With a replication factor above 1, actives are placed by host affinity (the hot-standby
     SEP's standalone placement, as Samza requires host affinity for standbys): the embedded
-    and standalone default groupers (count, ids) stand for it without options, and any other
-    grouper, or options it would ignore, are refused rather than ignored."""
+    and standalone default groupers (count, ids) stand for it, their options kept for when the
+    factor is 1 again, and any other grouper is refused rather than ignored."""
     check_replication_factor(replication_factor, "assign_tasks")
     models = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
     containers: Iterable[ContainerModel]
     if replication_factor > 1:
         grouper_for_processors(grouper, processors, options)  # a bad name or option fails here too
-        ignored = sorted(set(options or {}) - {"host_affinity"})
-        if grouper not in _STANDBY_GROUPERS or (grouper != "host-affinity" and ignored):
-            what = f"grouper {grouper!r}" + (f" with options {ignored}" if ignored else "")
+        if grouper not in _STANDBY_GROUPERS:
             msg = (
-                f"{what} cannot place tasks with hot standbys (replication factor "
+                f"grouper {grouper!r} cannot place tasks with hot standbys (replication factor "
                 f"{replication_factor}): actives are placed by host affinity then; use "
                 "grouper 'host-affinity' (task.name.grouper.factory) or replication factor 1 "
                 "(job.standbytasks.replication.factor)"
@@ -272,15 +270,17 @@ class JobModelCalculator:
     ) -> JobModel:
         """A new job model for the live ``processors`` (id → location).
 
-        With standbys, losing processors (and nothing else changing) is a failover: each
-        active task of a lost processor is promoted onto a processor holding its standby, and
-        lost standbys are placed again where the invariant allows (fewer than RF − 1 when too
-        few locations are left: :func:`unassigned_standbys` counts them). Anything else is a
-        fresh placement, which needs RF distinct locations (a GroupingError says so)."""
+        With standbys, losing processors (the tasks unchanged; others may join meanwhile, as
+        when a crashed process comes back under a new id) is a failover: each active task of
+        a lost processor is promoted onto a processor holding its standby, and lost standbys
+        are placed again where the invariant allows, new processors included (fewer than
+        RF − 1 when too few locations are left: :func:`unassigned_standbys` counts them).
+        Anything else is a fresh placement, which needs RF distinct locations (a
+        GroupingError says so)."""
         tasks = self.task_models(sorted(processors), previous)
         if self.replication_factor > 1 and previous is not None and previous.standby_tasks():
             dead = set(previous.containers) - set(processors)
-            if dead and set(processors) <= set(previous.containers) and tasks == previous.active_tasks():
+            if dead and tasks == previous.active_tasks():
                 promoted = failover(previous, dead, metadata.with_processors(processors))
                 return JobModel(
                     {},

@@ -78,9 +78,6 @@ def test_a_processor_replaced_by_a_new_one_in_one_regroup_moves_only_its_tasks()
 def test_a_grouper_that_cannot_place_standbys_is_refused_not_ignored() -> None:
     with pytest.raises(GroupingError, match=r"grouper 'single-container' cannot place tasks with hot standbys"):
         assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="single-container", replication_factor=2)
-    with pytest.raises(GroupingError, match=r"'group-by-container-count' with options \['container_count'\] cannot"):
-        assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper="group-by-container-count",
-                     options={"container_count": 1}, replication_factor=2)
     # Host affinity, and the embedded and standalone defaults standing for it.
     for standing in ("host-affinity", "group-by-container-count", "group-by-container-ids"):
         model = assign_tasks(SIX, {"0": "a", "1": "b"}, GrouperMetadata(), grouper=standing, replication_factor=2)
@@ -125,3 +122,24 @@ def test_a_distributed_job_starts_with_the_standbys_its_locations_allow_and_gain
         assert both.processor_of(standby) != both.processor_of(active_task_name(standby))
     assert joining.with_grouper("host-affinity", None).place_fewer_standbys
     assert joining.with_replication_factor(3).place_fewer_standbys
+
+
+def test_a_processor_lost_while_another_joins_has_its_tasks_promoted_onto_their_standbys() -> None:
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+    from samza_nb.grouping.standby import active_task_name
+    from samza_nb.model import SystemStreamPartition
+
+    inputs = JobInputs(frozenset(SystemStreamPartition("embedded", "in", p) for p in range(4)))
+    calculator = JobModelCalculator(inputs, grouper="host-affinity", replication_factor=2)
+    first_processors = {"0": "host-a", "1": "host-b", "2": "host-c"}
+    first = calculator.calculate(first_processors, GrouperMetadata(processor_locality=first_processors), None)
+    holder = {active_task_name(standby): first.processor_of(standby) for standby in first.standby_tasks()}
+    replaced = {"1": "host-b", "2": "host-c", "3": "host-d"}  # 0 died as 3 joined
+    after = calculator.calculate(replaced, GrouperMetadata.from_job_model(first, replaced), first)
+    for task in first.tasks_of("0"):
+        if task in first.active_tasks():
+            assert after.processor_of(task) == holder[task]  # promoted: its store is warm there
+    for task in first.active_tasks():
+        if first.processor_of(task) != "0":
+            assert after.processor_of(task) == first.processor_of(task)  # nothing else moves
+    assert len(after.standby_tasks()) == 4 and after.tasks_of("3")  # the new one holds standbys
