@@ -162,6 +162,9 @@ class JobRegrouping(JobViews):
         """Add a processor (the next free number as its id) at ``location_id``; by default at
         its entry of ``processor.locations``, as ``run(processors=N)`` places the first N, or
         at this process's location."""
+        if location_id is not None and (not isinstance(location_id, str) or not location_id.strip()):
+            msg = f"add_processor: a location id is a non-empty string, got {location_id!r} (None: the default)"
+            raise JobError(msg)
         with self._lock:
             number = max((int(p) for p in self._processors if p.isdigit()), default=-1) + 1
             configured = self.config.get_list("processor.locations")

@@ -395,5 +395,9 @@ def test_processors_added_and_killed_by_number_take_their_configured_locations(s
         assert job.processors == {"0": "host-a", "1": "host-b", "2": "host-c"}
         job.kill_processor(1)  # type: ignore[arg-type]  # a number means its id
         assert set(job.processors) == {"0", "2"}
+        for blank in ("", " "):
+            with pytest.raises(JobError, match="a location id is a non-empty string"):
+                job.add_processor(blank)
+        assert set(job.processors) == {"0", "2"}
     finally:
         job.stop()
