@@ -6,19 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv
-export SAMZA_NB_SERVICES_DIR="${SAMZA_NB_SERVICES_DIR:-$PWD/.services}"
-export SAMZA_NB_SERVICES_ENV="$SAMZA_NB_SERVICES_DIR/services.env"
-
-stop_services() {
-  local status=$?
-  if ! "$VENV/bin/samza-nb" services down; then
-    echo "run-bench: stopping the services failed; see the messages above" >&2
-    [ "$status" -eq 0 ] && status=1
-  fi
-  exit "$status"
-}
-trap stop_services EXIT
-
+. engine/_services_trap.sh
 "$VENV/bin/samza-nb" services install || exit 1
 "$VENV/bin/samza-nb" services up || exit 1
 failed=()
