@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -252,12 +253,18 @@ app = build_app(EmbeddedSystem("embedded", path={path!r}), name="zk-standby")
 """
 
 
-def test_a_killed_processor_process_fails_over_to_its_standbys(zk_connect: str, tmp_path: Path) -> None:
+def _standby_job(tmp_path: Path) -> tuple[EmbeddedSystem, list[dict[str, Any]]]:
+    """3,000 events written under ``tmp_path`` and the module ``zkjob`` counting them per user."""
     log = tmp_path / "log"
     system = EmbeddedSystem("embedded", path=log)
     events = generate_events(3_000, users=1_000)
     write_events(system, events)
     (tmp_path / "zkjob.py").write_text(_STANDBY_MODULE.format(path=str(log)))
+    return system, events
+
+
+def test_a_killed_processor_process_fails_over_to_its_standbys(zk_connect: str, tmp_path: Path) -> None:
+    system, events = _standby_job(tmp_path)
     standby = {"job.standbytasks.replication.factor": "2"}
     processes = {
         pid: _processor(tmp_path, zk_connect, pid, location, standby)
@@ -305,11 +312,7 @@ def test_processes_of_a_standby_job_started_one_at_a_time_run_and_gain_their_sta
     # A deploy starts processes one after another: the first is alone past the debounce, with
     # one location for two copies of each task. It runs with the standbys one location allows
     # (none) instead of failing, and the second's arrival places them.
-    log = tmp_path / "log"
-    system = EmbeddedSystem("embedded", path=log)
-    events = generate_events(3_000, users=1_000)
-    write_events(system, events)
-    (tmp_path / "zkjob.py").write_text(_STANDBY_MODULE.format(path=str(log)))
+    system, events = _standby_job(tmp_path)
     standby = {"job.standbytasks.replication.factor": "2"}
     first = _processor(tmp_path, zk_connect, "p1", "host-a", standby)
     second = None
