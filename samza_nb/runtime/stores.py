@@ -159,6 +159,9 @@ class TaskStore:
         #: The changelog had records past this store's offset when this epoch appended: another
         #: process ran the task meanwhile, or an attempt of this epoch crashed after appending.
         self._overtaken = False
+        #: This epoch's append: (the partition's newest offset before it, its records, whether
+        #: in a transaction); write_local checks the partition grew by exactly that.
+        self._appended: tuple[int, int, bool] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, committed_seq: int) -> dict[str, Any]:
@@ -358,53 +361,86 @@ class TaskStore:
 
     def append_changelog(self, producer_seq: int, transaction: Any = None) -> None:
         """Append this epoch's updates to the changelog (through ``transaction``, an open
-        exactly-once TaskTransaction, when given)."""
+        exactly-once TaskTransaction, when given).
+
+        One task writes a changelog partition, and this store reflects it up to its offset.
+        Data past that offset was written by another process that ran the task meanwhile
+        (this one was frozen or cut off: its commit will be fenced) or by an attempt of this
+        epoch that crashed after appending: the store is then *overtaken*, and
+        :meth:`write_local` writes nothing. So is a store whose append landed among another
+        process's records, found by the partition's growth (a repeat of an earlier attempt's
+        append that this store's offset already passes is not); transaction markers are not
+        data."""
         log = self._changelog
-        if log is None:
+        if log is None or not self._dirty:
             return
-        # One task writes a changelog partition, and this store reflects it up to its offset:
-        # records past it were written by another process that ran the task meanwhile (this
-        # one was frozen or cut off: its commit will be fenced) or by an attempt of this epoch
-        # that crashed after appending (or, exactly-once, aborted).
-        newest = log.system.newest_offsets(log.stream_id).get(log.partition, 0)
-        self._overtaken = self._overtaken or newest != (self.changelog_offset or 0)
-        if self._dirty:
-            # A delete carries the time it was written: compaction drops it after a retention.
-            now_ms = int(time.time() * 1000)
-            records = [
-                Record(MessageKind.USER, key, _PUT + value, None)
-                if value is not None
-                else Record(MessageKind.USER, key, _DELETE, now_ms)
-                for key, value in self._dirty.items()
-            ]
-            if transaction is not None:
-                transaction.append(log.stream_id, log.partition, records, producer_seq)
-            else:
-                log.system.append(
-                    log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
-                )
-            kill_point("mid-store-flush")
-            # Not overtaken, this store's offset is the end of this batch: the newest offset.
-            self.changelog_offset = None
+        newest = self._newest(log)
+        own = self.changelog_offset or 0
+        if newest != own and self._data_between(log, own, newest):
+            self._overtaken = True
+        # A delete carries the time it was written: compaction drops it after a retention.
+        now_ms = int(time.time() * 1000)
+        records = [
+            Record(MessageKind.USER, key, _PUT + value, None)
+            if value is not None
+            else Record(MessageKind.USER, key, _DELETE, now_ms)
+            for key, value in self._dirty.items()
+        ]
+        if transaction is not None:
+            transaction.append(log.stream_id, log.partition, records, producer_seq)
+        else:
+            log.system.append(
+                log.stream_id, log.partition, records, producer=self.producer, producer_seq=producer_seq
+            )
+        kill_point("mid-store-flush")
+        # (newest before, records, a commit marker may follow): write_local checks the growth.
+        self._appended = (newest, len(records), transaction is not None)
+
+    @staticmethod
+    def _newest(log: ChangelogRef) -> int:
+        return log.system.newest_offsets(log.stream_id).get(log.partition, 0)
+
+    @staticmethod
+    def _data_between(log: ChangelogRef, start: int, end: int) -> bool:
+        """Whether records (not transaction markers, which are gaps) lie in [start, end)."""
+        if end <= start:
+            return end != start  # the partition shrank below this store: not its history
+        fetched = log.system.fetch(log.stream_id, log.partition, start, end, 1)
+        return any(records for _first, records in fetched.batches)
 
     def write_local(self, meta: dict[str, Any]) -> None:
         """Write this epoch's updates and ``meta`` (with the changelog offset they reflect) in
         one RocksDB write batch.
 
-        A store whose changelog was overtaken (see :meth:`append_changelog`) writes nothing:
-        the changelog holds this epoch as readers see it (the first copy of a repeated append
-        wins, and another process's records may follow it), so the store keeps its state and
-        offset, and its next open catches up from the changelog. Recording the newest offset
-        with this process's own updates would skip, at that catch-up, whatever another process
-        appended after them (issue: a frozen processor resumed and lost an epoch's counts)."""
+        An overtaken store (see :meth:`append_changelog`) writes nothing and forgets its
+        offset (its epoch's checkpoint then names none, so no standby takes this epoch as
+        applied): the changelog holds this epoch as readers see it, and the store's next open
+        catches up from it. Recording the newest offset with this process's own updates would
+        skip, at that catch-up, whatever another process appended after them (a frozen
+        processor that resumed once lost an epoch's counts so)."""
+        appended, self._appended = self._appended, None
+        log = self._changelog
+        if appended is not None and not self._overtaken and log is not None:
+            before, count, transactional = appended
+            grown = self._newest(log) - before
+            if grown == 0:
+                # A repeat of an earlier attempt's append (the embedded log keeps the first
+                # copy), which lies within what this store reflects: a restore or catch-up
+                # passed it without applying it, as the epoch was not committed then, and this
+                # store now applies the same epoch itself.
+                self.changelog_offset = before
+            elif count <= grown <= count + (1 if transactional else 0):
+                # Exactly this epoch's records (and, in a transaction, maybe its commit marker).
+                self.changelog_offset = before + grown
+            else:  # another process's records around them
+                self._overtaken = True
         if self._overtaken:
             self._overtaken = False
             self._dirty.clear()
             self.changelog_offset = None
             return
-        if self._changelog is not None and self.changelog_offset is None:
-            log = self._changelog
-            self.changelog_offset = log.system.newest_offsets(log.stream_id).get(log.partition, 0)
+        if log is not None and self.changelog_offset is None:
+            self.changelog_offset = self._newest(log)
         batch = WriteBatch(raw_mode=True)
         for key, value in self._dirty.items():
             if value is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from samza_nb.runtime.stores import ChangelogRef, TaskStore, store_path
 from samza_nb.systems import EmbeddedSystem
 
@@ -81,11 +83,15 @@ def test_uncommitted_epochs_are_not_replayed_and_offsets_ride_in_the_store(tmp_p
     at_b.close()
 
 
-def test_a_store_whose_process_was_overtaken_catches_up_from_before_its_stale_epoch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("back_as", ["active", "standby"])
+def test_a_store_whose_process_was_overtaken_catches_up_from_before_its_stale_epoch(
+    tmp_path: Path, back_as: str
+) -> None:
     # host-a runs epochs 0-1, then freezes in epoch 2; the task moves to host-b, which runs
     # epochs 2 and 3 (committed 4). host-a resumes and flushes its stale epoch 2: its changelog
     # append repeats host-b's (ignored), and its store must not claim the changelog's newest
-    # offset, which includes host-b's epoch 3: back at host-a, the store must hold epoch 3 too.
+    # offset, which includes host-b's epoch 3. Back at host-a, as the active (it opens the
+    # store) or as a standby (it follows the changelog), the store must hold epoch 3 too.
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream(_LOG, 1, compacted=True)
     root = tmp_path / "stores"
@@ -98,14 +104,13 @@ def test_a_store_whose_process_was_overtaken_catches_up_from_before_its_stale_ep
     for seq in range(2, 4):
         _epoch(_store(system, root, "host-b"), seq, range(seq * 10, seq * 10 + 20))
     frozen.flush({"seq": 3}, 2)  # resumed: its commit will be fenced
+    assert frozen.changelog_offset is None  # its checkpoint would name no offset for it
     frozen.close()
-    for stale_first in (False, True):
-        # The task returns to host-a (as its active, or there as a standby follows it).
-        back = _store(system, root, "host-a")
-        if stale_first:
-            assert back.follow(4, system.newest_offsets(_LOG)[0]) is not None
-            back.close()
-        assert _contents(back, 4) == _contents(_store(system, root, "host-b"), 4)
+    back = _store(system, root, "host-a")
+    if back_as == "standby":
+        assert back.follow(4, system.newest_offsets(_LOG)[0])
+        back.close()
+    assert _contents(back, 4) == _contents(_store(system, root, "host-b"), 4)
 
 
 def test_an_epoch_retried_after_a_crash_past_its_changelog_append_leaves_the_store_exact(tmp_path: Path) -> None:
@@ -123,5 +128,50 @@ def test_an_epoch_retried_after_a_crash_past_its_changelog_append_leaves_the_sto
     _epoch(_store(system, root, "host-a"), 1, range(10, 30))  # the retry (its append is a repeat)
     _epoch(_store(system, root, "host-a"), 2, range(0, 5))
     got = _contents(_store(system, root, "host-a"), 3)
+    assert got == _contents(_store(system, root, "host-c"), 3)  # rebuilt from the changelog alone
+    assert got[b"k15"] == b"2" and got[b"k0"] == b"2" and got[b"k25"] == b"1"
+
+
+def test_a_store_frozen_between_its_append_and_its_write_claims_nothing_past_its_own_records(
+    tmp_path: Path,
+) -> None:
+    # host-a appends epoch 1 to the changelog, then freezes before writing its store; host-b
+    # takes the task over (its epoch 1 repeats host-a's append) and runs epoch 2. host-a's
+    # store must not take the partition's newest offset, which includes host-b's epoch 2.
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream(_LOG, 1, compacted=True)
+    root = tmp_path / "stores"
+    _epoch(_store(system, root, "host-a"), 0, range(20))
+    frozen = _store(system, root, "host-a")
+    frozen.open(1)
+    for key in range(20, 30):
+        frozen.put(f"k{key}".encode(), b"1")
+    frozen.append_changelog(1)
+    for seq in (1, 2):
+        _epoch(_store(system, root, "host-b"), seq, range(seq * 10 + 10, seq * 10 + 20))
+    frozen.write_local({"seq": 2})
+    assert frozen.changelog_offset is None
+    frozen.close()
+    assert _contents(_store(system, root, "host-a"), 3) == _contents(_store(system, root, "host-b"), 3)
+
+
+def test_an_epoch_retried_elsewhere_after_a_crash_past_its_append_is_applied_once(tmp_path: Path) -> None:
+    # host-a appends epoch 1 and dies before committing. host-b restores the committed epoch
+    # (its restore passes host-a's uncommitted records without applying them), runs epoch 1
+    # again (its append repeats host-a's) and epoch 2: its store must hold epoch 1 once.
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream(_LOG, 1, compacted=True)
+    root = tmp_path / "stores"
+    _epoch(_store(system, root, "host-a"), 0, range(20))
+    crashed = _store(system, root, "host-a")
+    crashed.open(1)
+    for key in range(10, 30):
+        raw = f"k{key}".encode()
+        crashed.put(raw, str(int(crashed.get(raw) or b"0") + 1).encode())
+    crashed.append_changelog(1)
+    crashed.close()
+    for seq, keys in ((1, range(10, 30)), (2, range(0, 5))):
+        _epoch(_store(system, root, "host-b"), seq, keys)
+    got = _contents(_store(system, root, "host-b"), 3)
     assert got == _contents(_store(system, root, "host-c"), 3)  # rebuilt from the changelog alone
     assert got[b"k15"] == b"2" and got[b"k0"] == b"2" and got[b"k25"] == b"1"
