@@ -270,17 +270,19 @@ class JobModelCalculator:
     ) -> JobModel:
         """A new job model for the live ``processors`` (id → location).
 
-        With standbys, losing processors (the tasks unchanged; others may join meanwhile, as
-        when a crashed process comes back under a new id) is a failover: each active task of
-        a lost processor is promoted onto a processor holding its standby, and lost standbys
-        are placed again where the invariant allows, new processors included (fewer than
-        RF − 1 when too few locations are left: :func:`unassigned_standbys` counts them).
-        Anything else is a fresh placement, which needs RF distinct locations (a
-        GroupingError says so)."""
+        With standbys, losing processors (the tasks unchanged; at most as many others may
+        join meanwhile, as when a crashed process comes back under a new id) is a failover:
+        each active task of a lost processor is promoted onto a processor holding its standby,
+        and lost standbys are placed again where the invariant allows, new processors first
+        in line (fewer than RF − 1 when too few locations are left: :func:`unassigned_standbys`
+        counts them). Anything else, a scale-out while a processor is lost included, is a fresh
+        placement (balanced, tasks kept where their stores are), which needs RF distinct
+        locations (a GroupingError says so)."""
         tasks = self.task_models(sorted(processors), previous)
         if self.replication_factor > 1 and previous is not None and previous.standby_tasks():
             dead = set(previous.containers) - set(processors)
-            if dead and tasks == previous.active_tasks():
+            joined = set(processors) - set(previous.containers)
+            if dead and len(joined) <= len(dead) and tasks == previous.active_tasks():
                 promoted = failover(previous, dead, metadata.with_processors(processors))
                 return JobModel(
                     {},

@@ -143,3 +143,16 @@ def test_a_processor_lost_while_another_joins_has_its_tasks_promoted_onto_their_
         if first.processor_of(task) != "0":
             assert after.processor_of(task) == first.processor_of(task)  # nothing else moves
     assert len(after.standby_tasks()) == 4 and after.tasks_of("3")  # the new one holds standbys
+
+
+def test_a_scale_out_while_a_processor_is_lost_is_a_fresh_balanced_placement() -> None:
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+    from samza_nb.model import SystemStreamPartition
+
+    inputs = JobInputs(frozenset(SystemStreamPartition("embedded", "in", p) for p in range(6)))
+    calculator = JobModelCalculator(inputs, grouper="host-affinity", replication_factor=2)
+    two = {"0": "host-a", "1": "host-b"}
+    first = calculator.calculate(two, GrouperMetadata(processor_locality=two), None)
+    grown = {"1": "host-b", "2": "host-c", "3": "host-d", "4": "host-a"}  # 0 lost, three joined
+    after = calculator.calculate(grown, GrouperMetadata.from_job_model(first, grown), first)
+    assert all(after.tasks_of(pid) & set(after.active_tasks()) for pid in grown)  # each runs tasks
