@@ -281,8 +281,9 @@ class TaskTransaction:
     def committed_elsewhere(self) -> Checkpoint | None:
         """The task's checkpoint in the topic when it is ahead of the assignment (an attempt
         whose result never reached the driver committed this epoch already). The topic is read
-        only when this process did not commit the task's previous epoch itself."""
-        if _COMMITTED.get((self.topic, self.assignment.task_name)) == self.assignment.seq:
+        only when this process did not commit the task's previous epoch itself, or when the
+        epoch runs again after lost workers (another worker may have committed it then)."""
+        if self.assignment.retry == 0 and _COMMITTED.get((self.topic, self.assignment.task_name)) == self.assignment.seq:
             return None
         checkpoint = read_topic_checkpoints(self.system, self.topic).get(self.assignment.task_name)
         return checkpoint if checkpoint is not None and checkpoint.seq > self.assignment.seq else None

@@ -10,6 +10,7 @@ milliseconds without a JVM (``samza_nb.testing.run_local``). Both run the same
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -253,6 +254,9 @@ class SparkExecutor(Executor):
                     raise
                 lost += 1
                 _log.warning("%s; running the epoch again on new workers (retry %d of %d)", error, lost, retries)
+                # Any task epoch of the lost attempt may have committed (exactly-once): the
+                # retry reads what was committed instead of trusting a worker's memory.
+                assignments = [dataclasses.replace(a, retry=lost) for a in assignments]
 
     def _resident_workers_on(self, context: Any) -> bool:
         # The resident job's group is a thread's local property: PySpark's pinned threads
