@@ -141,7 +141,7 @@ class SparkExecutor(Executor):
         #: Resident worker pools this executor started (each is one long-running Spark job).
         self.resident_jobs = 0
         self._pool: ResidentWorkers | None = None
-        #: Set by close(): no new pool starts after it (a lost worker's epoch is not retried).
+        #: Set by close(): no new pool starts after it, and a lost worker's epoch is not retried.
         self._closed = False
         self.workers_lost = 0
         self.last_worker_lost = None
@@ -278,6 +278,11 @@ class SparkExecutor(Executor):
         configured = self._config.get_int("job.spark.partitions")
         slots = self._slots_rdd(context, configured if configured > 0 else max(1, int(context.defaultParallelism)))
         with self._lock:
+            if self._closed:
+                # The job released its executor (a leaving processor's last epoch may still
+                # come): no new pool would be closed again, holding cores and store locks, so
+                # the epoch runs as a Spark job of its own.
+                return None
             pool = self._pool
             if pool is not None and not pool.closed and pool.context is context:
                 return pool  # another processor's epoch made it meanwhile

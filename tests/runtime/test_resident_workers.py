@@ -407,3 +407,15 @@ def test_a_worker_killed_between_epochs_with_stores_open_loses_nothing(spark: An
     assert job._executor.resident_jobs >= 2
     counted = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
     assert counted == expected_counts(events + more)
+
+
+def test_a_closed_executor_starts_no_new_pool(spark: Any) -> None:
+    # A leaving processor's last epoch may come after the job released its executor: a new
+    # pool then would outlive the job, holding cores and store locks.
+    from samza_nb.config import Config
+    from samza_nb.runtime.executor import SparkExecutor
+
+    executor = SparkExecutor(Config(), spark)
+    executor.close()
+    assert executor._resident_workers(spark.sparkContext) is None
+    assert executor.resident_jobs == 0
