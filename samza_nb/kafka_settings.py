@@ -213,13 +213,14 @@ def broker_api_versions(bootstrap_servers: str, timeout: float) -> dict[int, tup
     """The APIs the first reachable bootstrap broker supports (ApiVersions v0 over a plain
     socket), or None when none answers. Only for plaintext listeners."""
     for server in bootstrap_servers.split(","):
-        host, _, port = server.strip().rpartition(":")
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+            with socket.create_connection(_host_and_port(server), timeout=timeout) as sock:
                 client_id = b"samza-nb"
                 body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
                 sock.sendall(struct.pack(">i", len(body)) + body)
                 (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+                if not 10 <= size <= _LONGEST_ANSWER:  # a TLS alert read as a length, say
+                    continue
                 data = _read_exactly(sock, size)
         except (OSError, ValueError, struct.error):
             continue
@@ -232,6 +233,20 @@ def broker_api_versions(bootstrap_servers: str, timeout: float) -> dict[int, tup
             apis[key] = (low, high)
         return apis
     return None
+
+
+#: The longest ApiVersions answer taken as Kafka's (a real one is a few hundred bytes).
+_LONGEST_ANSWER = 1 << 20
+
+
+def _host_and_port(server: str) -> tuple[str, int]:
+    """``host:port`` of a bootstrap server as librdkafka reads it: an optional
+    ``PROTOCOL://`` prefix, port 9092 when none is given, IPv6 hosts in brackets."""
+    address = server.strip().rpartition("://")[2]
+    host, colon, port = address.rpartition(":")
+    if not colon or host.endswith(":") or (address.count(":") > 1 and not address.startswith("[")):
+        return address.strip("[]"), 9092
+    return host.strip("[]"), int(port)
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes:
@@ -253,9 +268,8 @@ def transport_diagnosis(bootstrap_servers: str, security_protocol: str, timeout:
     refused: list[str] = []
     accepting: list[str] = []
     for server in bootstrap_servers.split(","):
-        host, _, port = server.strip().rpartition(":")
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            with socket.create_connection(_host_and_port(server), timeout=timeout):
                 accepting.append(server.strip())
         except (OSError, ValueError) as error:
             refused.append(f"{server.strip()}: {getattr(error, 'strerror', None) or error}")
@@ -266,7 +280,8 @@ def transport_diagnosis(bootstrap_servers: str, security_protocol: str, timeout:
     if plain_kafka and protocol == "ssl":
         return (
             f"{where} answers Kafka requests without TLS, but security.protocol is SSL: the "
-            "listener is not an SSL one (use its SSL port, or security.protocol=PLAINTEXT)"
+            "listener is not an SSL one (use its SSL port, or the protocol it speaks: "
+            "PLAINTEXT or SASL_PLAINTEXT)"
         )
     if plain_kafka and protocol == "sasl_ssl":
         return (

@@ -283,7 +283,9 @@ class JobModelCalculator:
             dead = set(previous.containers) - set(processors)
             joined = set(processors) - set(previous.containers)
             if dead and len(joined) <= len(dead) and tasks == previous.active_tasks():
-                promoted = failover(previous, dead, metadata.with_processors(processors))
+                promoted = failover(
+                    previous, dead, metadata.with_processors(processors), replication_factor=self.replication_factor
+                )
                 return JobModel(
                     {},
                     [

@@ -34,14 +34,15 @@ def failover(
     metadata: GrouperMetadata,
     *,
     check_location: bool = True,
+    replication_factor: int | None = None,
 ) -> JobModel:
     """Promote standbys of the dead processors' active tasks and re-create lost standbys.
 
     Each active task of a dead processor moves to a live processor holding one of its standbys
     (the one with the fewest active tasks); without a live standby it goes to the processor
     with the fewest active tasks, preferring one at the task's location. Active tasks of live
-    processors do not move. Then every task gets back its replication factor (inferred from
-    the job model) with new standbys placed as in :func:`assign_with_standbys`; when too few
+    processors do not move. Then every task gets back its replication factor
+    (``replication_factor``, else inferred from the job model) with new standbys placed as in :func:`assign_with_standbys`; when too few
     locations are left, fewer standbys are placed rather than breaking the invariant.
 
     The live processors are those of ``metadata.processor_locality`` (or, if it is empty, the
@@ -78,7 +79,8 @@ def failover(
             owner = _split_standby(name)
             if owner is not None and owner[0] in replicas:
                 replicas[owner[0]] += 1
-    replication_factor = 1 + max(replicas.values(), default=0)
+    if replication_factor is None:  # the job's factor, as far as the model shows it
+        replication_factor = 1 + max(replicas.values(), default=0)
 
     placement: dict[str, list[TaskModel]] = {pid: [] for pid in processors}
     holders: dict[str, set[str]] = {name: set() for name in actives}

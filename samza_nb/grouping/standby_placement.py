@@ -5,6 +5,7 @@ location when locations are checked), then rebalanced (grouping/standby.py)."""
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,8 @@ from samza_nb.model import (
 )
 
 __all__ = ["assign_with_standbys"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,12 @@ def assign_with_standbys(
         raise GroupingError(msg)
     groups = _distinct_groups(live, check_location)
     if groups < replication_factor and place_fewer:
+        _log.warning(
+            "replication factor %d needs %d distinct %s, the live processors have %d: %d standby "
+            "cop%s per task until more join", replication_factor, replication_factor,
+            "locations" if check_location else "processors", groups, groups - 1,
+            "y" if groups == 2 else "ies",
+        )
         replication_factor = groups  # a task's copies each need a group of their own
     if groups < replication_factor:
         where = "locations" if check_location else "processors"

@@ -20,9 +20,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,12 @@ class ProcessorProcess:
         secret = {key: str(value) for key, value in entries.items() if mask_value(key, str(value)) != str(value)}
         self._secrets_path: Path | None = None
         if secret:
-            self._secrets_path = logs / f"{processor_id}.secret-config.json"
-            self._secrets_path.unlink(missing_ok=True)
-            descriptor = os.open(self._secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            # A file of its own (mode 0600): a process restarted under the same id, started
+            # before the old one ends, must not lose its file when the old one's goes.
+            descriptor, name = tempfile.mkstemp(
+                prefix=f"{processor_id}.", suffix=".secret-config.json", dir=logs
+            )
+            self._secrets_path = Path(name)
             with os.fdopen(descriptor, "w", encoding="utf-8") as file:
                 json.dump(secret, file)
             argv += ["--config", str(self._secrets_path.resolve())]
@@ -82,7 +86,7 @@ class ProcessorProcess:
         # Unsalted string hashes, as PySpark gives its Python workers (and bin/pyspark its
         # driver): the processor may then run its small epochs itself (SparkExecutor).
         env = {"PYTHONHASHSEED": "0", **os.environ} if "PYTHONHASHSEED" not in os.environ else None
-        with self.log_path.open("ab") as log:
+        with self.log_path.open("ab") as log, _forgotten_on_failure(self):
             self._process = subprocess.Popen(  # noqa: S603 - our own CLI, no shell
                 argv,
                 cwd=self.cwd,
@@ -161,6 +165,16 @@ class ProcessorProcess:
                 msg = f"processor {self.processor_id!r} did not log {text!r} within {timeout:g} s"
                 raise JobError(msg)
             time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def _forgotten_on_failure(process: ProcessorProcess) -> Iterator[None]:
+    """Remove the process's secret settings' file when it could not be started."""
+    try:
+        yield
+    except BaseException:
+        process._forget_secrets()
+        raise
 
 
 def start_processor(app: str, settings: Mapping[str, Any], **options: Any) -> ProcessorProcess:

@@ -156,3 +156,17 @@ def test_a_scale_out_while_a_processor_is_lost_is_a_fresh_balanced_placement() -
     grown = {"1": "host-b", "2": "host-c", "3": "host-d", "4": "host-a"}  # 0 lost, three joined
     after = calculator.calculate(grown, GrouperMetadata.from_job_model(first, grown), first)
     assert all(after.tasks_of(pid) & set(after.active_tasks()) for pid in grown)  # each runs tasks
+
+
+def test_a_failover_places_the_jobs_replication_factor_not_the_models() -> None:
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+    from samza_nb.model import SystemStreamPartition
+
+    inputs = JobInputs(frozenset(SystemStreamPartition("embedded", "in", p) for p in range(4)))
+    calculator = JobModelCalculator(inputs, replication_factor=3, place_fewer_standbys=True)
+    two_places = {"0": "host-a", "1": "host-b", "2": "host-b"}
+    short = calculator.calculate(two_places, GrouperMetadata(processor_locality=two_places), None)
+    assert len(short.standby_tasks()) == 4  # one copy per task: two locations
+    three_places = {"0": "host-a", "1": "host-b", "3": "host-c"}  # 2 lost as 3 joins: a failover
+    after = calculator.calculate(three_places, GrouperMetadata.from_job_model(short, three_places), short)
+    assert len(after.standby_tasks()) == 8  # two copies per task, as the job asks

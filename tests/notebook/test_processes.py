@@ -108,3 +108,17 @@ def test_secret_settings_reach_the_process_but_not_its_command_line(tmp_path: Pa
             process.kill()
     assert not secrets.exists()
     assert "hunter2-never-shown" not in process.log(1_000_000)
+
+
+def test_a_processor_restarted_under_its_id_keeps_its_own_secrets_file(tmp_path: Path) -> None:
+    (tmp_path / "idle_job.py").write_text("import time\ntime.sleep(120)\napp = None\n")
+    settings = {"systems.kafka.consumer.sasl.password": "hunter2-never-shown"}
+    old = start_processor("idle_job:app", settings, processor_id="p1", location="here", cwd=tmp_path)
+    new = start_processor("idle_job:app", settings, processor_id="p1", location="here", cwd=tmp_path)
+    try:
+        assert old._secrets_path != new._secrets_path
+        old.kill()  # the rolling restart's second step
+        assert new._secrets_path is not None and new._secrets_path.exists()
+    finally:
+        new.kill()
+    assert not any(tmp_path.glob("processor-logs/*.secret-config.json"))

@@ -387,3 +387,43 @@ def test_a_bootstrap_server_nothing_listens_on_is_named_as_refusing(zk_connect: 
                 system.create_stream("never-made", 1)
         finally:
             system.close()
+
+
+def test_bootstrap_addresses_are_read_as_librdkafka_reads_them() -> None:
+    from samza_nb.kafka_settings import _host_and_port
+
+    assert _host_and_port("127.0.0.1:9093") == ("127.0.0.1", 9093)
+    assert _host_and_port(" PLAINTEXT://broker:19092 ") == ("broker", 19092)
+    assert _host_and_port("broker") == ("broker", 9092)
+    assert _host_and_port("[::1]:9094") == ("::1", 9094)
+    assert _host_and_port("::1") == ("::1", 9092)
+
+
+def test_a_listener_answering_no_kafka_is_not_read_as_a_huge_answer() -> None:
+    import socket
+    import threading
+    import tracemalloc
+
+    from samza_nb.kafka_settings import broker_api_versions
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+
+        def alert() -> None:  # a TLS alert: its first 4 bytes read as a length of ~352 MB
+            connection, _ = server.accept()
+            with connection:
+                connection.recv(64)
+                connection.sendall(b"\x15\x03\x03\x00\x02\x02\x46")
+
+        thread = threading.Thread(target=alert)
+        thread.start()
+        tracemalloc.start()
+        try:
+            assert broker_api_versions(f"127.0.0.1:{port}", 2.0) is None
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        thread.join(5)
+    assert peak < 1 << 24  # no buffer of the ~352 MB the alert's bytes read as

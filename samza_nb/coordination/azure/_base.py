@@ -143,7 +143,7 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
         """A lock of this job (call after ``start``)."""
 
     @abstractmethod
-    def _regain_fence_lease(self) -> None:
-        """When the leader broke this processor's fencing lease (it dropped the processor)
-        and no other process took the id: stop its work and take the lease again (called
-        before working on a version that lists it again)."""
+    def _regain_fence_lease(self) -> bool:
+        """Whether this processor holds its fencing lease, taken again (its work stopped
+        first) when the leader broke it on dropping the processor; called before it joins a
+        version that lists it."""

@@ -32,12 +32,13 @@ class AzureAgreement(AzureCoordinatorBase):
             self._poll_pending()
             return
         barrier = self.blob.read_barrier()
-        if barrier is None or barrier[0] != BARRIER_START or barrier[1] == self._version:
+        if barrier is None or barrier[1] == self._version:
             return
         if pid not in self.blob.read_processors():
             # A round without this processor (its heartbeats looked stale to the leader): its
-            # tasks go to others, so it stops work now and waits to be listed again. Samza's
-            # processor keeps running its old model here.
+            # tasks go to others, so it stops work now and waits to be listed again, whether
+            # the round is still open or already ended (a short round may start and end
+            # between two looks). Samza's processor keeps running its old model here.
             if self._working:
                 _log.warning(
                     "processor %s was left out of version %s: stopping work", pid, barrier[1]
@@ -46,12 +47,15 @@ class AzureAgreement(AzureCoordinatorBase):
                 self._working = False
                 self._expired = True
             return
+        if barrier[0] != BARRIER_START:
+            return
         bundle = self.blob.read_bundle()
         if bundle is None or bundle.curr_version != barrier[1] or bundle.curr_model is None:
             return
         # Listed again after the leader dropped it (it may have missed the version leaving it
         # out, frozen meanwhile): its work stops and it holds a fencing lease again first.
-        self._regain_fence_lease()
+        if not self._regain_fence_lease():
+            return
         # A processor the grouper left without a container joins the barrier and stays idle.
         version, model = barrier[1], bundle.curr_model
         mine_before = self._model.containers.get(pid) if self._model is not None else None

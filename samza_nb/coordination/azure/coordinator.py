@@ -247,35 +247,40 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         others = self._others_rows()
         return others[0] if others else None
 
-    def _regain_fence_lease(self) -> None:
-        """The leader broke this processor's fencing lease when it dropped it (its heartbeats
-        looked stale: frozen, cut off), so every commit since is refused. Listed again, it
-        stops the work of the old model (the epoch in flight ends first; its commit was
-        fenced) and takes the lease anew: only work on the new version commits with it. A
-        lease another incarnation took is not regained (the heartbeat thread stops this
-        coordinator then)."""
+    def _regain_fence_lease(self) -> bool:
+        """Whether this processor holds its fencing lease and may join a version that lists
+        it. The leader broke the lease when it dropped the processor (its heartbeats looked
+        stale: frozen, cut off), so every commit since is refused. Listed again, it stops the
+        work of the old model (the epoch in flight ends first; its commit was fenced) and
+        takes the lease anew: only work on the new version commits with it. A lease another
+        incarnation took is not regained: this coordinator stops. A storage error leaves the
+        round for the next look."""
         from azure.core.exceptions import AzureError
         from azure.storage.blob import BlobLeaseClient
 
         if self._fence_lease is None or self._stopped:
-            return
+            return False
         try:
             BlobLeaseClient(self._fence_blob, lease_id=self._fence_lease).renew()
-            return
+            return True
         except AzureError as error:
             if getattr(error, "status_code", None) not in (409, 412):
-                raise
-        if self._others_rows():
-            return
+                _log.warning("processor %s: renewing its fencing lease failed: %s", self.processor_id, error)
+                return False
+        if self._stop_if_taken_over():
+            return False
         if self._working:
             self._listener().on_job_model_expired()
             self._working = False
         self._expired = True
+        if self._stopped:  # stopped while its epoch in flight ended: no lease left behind
+            return False
         self._fence_lease = self._take_fence_lease()
         _log.warning(
             "processor %s was dropped by the leader of %s and is listed again: its work stopped "
             "and it took its fencing lease anew", self.processor_id, self.names.container,
         )
+        return True
 
     # -- heartbeats and lease renewal (their own thread) ---------------------------------------
     def _beat(self) -> None:
