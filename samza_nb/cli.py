@@ -14,7 +14,6 @@ and exit 1; bugs keep their traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from samza_nb import services
-from samza_nb.config import Config, properties_config
+from samza_nb.config import Config, json_config, properties_config
 from samza_nb.errors import ConfigError, DrainError, SamzaNbError
 
 if TYPE_CHECKING:
@@ -104,7 +103,7 @@ def _config(args: argparse.Namespace) -> Config:
             msg = f"--config {args.config}: no such file"
             raise ConfigError(msg)
         if path.suffix == ".json":  # what start_processor writes: any value, newlines included
-            entries.update(_json_config(path))
+            entries.update(json_config(path.read_text(encoding="utf-8"), source=str(path)))
         else:
             entries.update(properties_config(path.read_text(encoding="utf-8"), source=str(path)))
     for assignment in args.set or ():
@@ -114,19 +113,6 @@ def _config(args: argparse.Namespace) -> Config:
             raise ConfigError(msg)
         entries[key.strip()] = value.strip()
     return Config(entries)
-
-
-def _json_config(path: Path) -> Config:
-    """A ``--config`` file holding one JSON object of settings."""
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        msg = f"--config {path}: not JSON ({error.__class__.__name__} at {getattr(error, 'pos', '?')})"
-        raise ConfigError(msg) from None
-    if not isinstance(loaded, dict) or not all(isinstance(v, (str, int, float, bool)) for v in loaded.values()):
-        msg = f"--config {path}: expected one JSON object of settings (key: text or number)"
-        raise ConfigError(msg)
-    return Config({str(key): str(value).lower() if isinstance(value, bool) else str(value) for key, value in loaded.items()})
 
 
 def _application(args: argparse.Namespace) -> StreamApplication:

@@ -13,6 +13,7 @@ and documented in docs/configuration.md.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigKey",
     "app_name_and_id",
     "global_app_id",
+    "json_config",
     "parse_properties",
     "properties_config",
 ]
@@ -497,6 +499,20 @@ def parse_properties(text: str, *, source: str = "<properties>") -> dict[str, st
     """Parse Java ``.properties`` text: ``key=value`` or ``key: value``, ``#``/``!`` comments,
     backslash line continuations. Whitespace around keys and values is stripped."""
     return {key: value for _, key, value, _ in _property_lines(text, source)}
+
+
+def json_config(text: str, *, source: str = "<json>") -> Config:
+    """A :class:`Config` of one JSON object of settings (key: text, number or boolean); a
+    file that is not one is a ``ConfigError`` naming ``source`` (never its values)."""
+    try:
+        loaded = json.loads(text)
+    except ValueError as error:
+        msg = f"{source}: not JSON ({error.__class__.__name__} at {getattr(error, 'pos', '?')})"
+        raise ConfigError(msg) from None
+    if not isinstance(loaded, dict) or not all(isinstance(v, (str, int, float, bool)) for v in loaded.values()):
+        msg = f"{source}: expected one JSON object of settings (key: text or number)"
+        raise ConfigError(msg)
+    return Config({str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in loaded.items()})
 
 
 def properties_config(text: str, *, source: str = "<properties>", first_line: int = 1) -> Config:

@@ -172,3 +172,15 @@ def test_a_family_key_that_is_a_near_miss_of_a_known_key_is_refused() -> None:
     # A location-id provider's own key and Spark's keys stay accepted.
     config = Config({"processor.slot": "slice-3", "spark.executor.memory": "2g", "spark.app.id": "x"})
     assert config["processor.slot"] == "slice-3"
+
+
+def test_a_json_config_takes_one_object_of_settings_and_names_only_its_source_when_wrong() -> None:
+    from samza_nb.config import json_config
+
+    config = json_config('{"job.container.count": 2, "task.errors.skip": true, "app.name": "a"}', source="s.json")
+    assert config["job.container.count"] == "2" and config["task.errors.skip"] == "true"
+    with pytest.raises(ConfigError, match=r"^s.json: not JSON") as raised:
+        json_config('{"azure.storage.connect": "AccountKey=never-shown', source="s.json")
+    assert "never-shown" not in str(raised.value)
+    with pytest.raises(ConfigError, match="expected one JSON object of settings"):
+        json_config('["job.container.count", 2]', source="s.json")
