@@ -113,21 +113,34 @@ def test_a_store_whose_process_was_overtaken_catches_up_from_before_its_stale_ep
     assert _contents(back, 4) == _contents(_store(system, root, "host-b"), 4)
 
 
-def test_an_epoch_retried_after_a_crash_past_its_changelog_append_leaves_the_store_exact(tmp_path: Path) -> None:
+def _log_after_epoch_0(tmp_path: Path) -> tuple[EmbeddedSystem, Path]:
+    """A changelog holding host-a's epoch 0 (20 keys), and the stores' root."""
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream(_LOG, 1, compacted=True)
     root = tmp_path / "stores"
     _epoch(_store(system, root, "host-a"), 0, range(20))
+    return system, root
+
+
+@pytest.mark.parametrize("retried_at", ["host-a", "host-b"])
+def test_an_epoch_retried_after_a_crash_past_its_changelog_append_is_applied_once(
+    tmp_path: Path, retried_at: str
+) -> None:
+    # host-a appends epoch 1 and dies before writing its store and committing. The retry, at
+    # the same location (its store's offset is before the append) or elsewhere (its restore
+    # passes the uncommitted records without applying them), repeats the append and runs
+    # epoch 2: its store must hold epoch 1 once.
+    system, root = _log_after_epoch_0(tmp_path)
     crashed = _store(system, root, "host-a")
     crashed.open(1)
     for key in range(10, 30):
         raw = f"k{key}".encode()
         crashed.put(raw, str(int(crashed.get(raw) or b"0") + 1).encode())
-    crashed.append_changelog(1)  # ... and the process died before writing its store
+    crashed.append_changelog(1)
     crashed.close()
-    _epoch(_store(system, root, "host-a"), 1, range(10, 30))  # the retry (its append is a repeat)
-    _epoch(_store(system, root, "host-a"), 2, range(0, 5))
-    got = _contents(_store(system, root, "host-a"), 3)
+    for seq, keys in ((1, range(10, 30)), (2, range(0, 5))):
+        _epoch(_store(system, root, retried_at), seq, keys)
+    got = _contents(_store(system, root, retried_at), 3)
     assert got == _contents(_store(system, root, "host-c"), 3)  # rebuilt from the changelog alone
     assert got[b"k15"] == b"2" and got[b"k0"] == b"2" and got[b"k25"] == b"1"
 
@@ -138,10 +151,7 @@ def test_a_store_frozen_between_its_append_and_its_write_claims_nothing_past_its
     # host-a appends epoch 1 to the changelog, then freezes before writing its store; host-b
     # takes the task over (its epoch 1 repeats host-a's append) and runs epoch 2. host-a's
     # store must not take the partition's newest offset, which includes host-b's epoch 2.
-    system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    system.create_stream(_LOG, 1, compacted=True)
-    root = tmp_path / "stores"
-    _epoch(_store(system, root, "host-a"), 0, range(20))
+    system, root = _log_after_epoch_0(tmp_path)
     frozen = _store(system, root, "host-a")
     frozen.open(1)
     for key in range(20, 30):
@@ -153,25 +163,3 @@ def test_a_store_frozen_between_its_append_and_its_write_claims_nothing_past_its
     assert frozen.changelog_offset is None
     frozen.close()
     assert _contents(_store(system, root, "host-a"), 3) == _contents(_store(system, root, "host-b"), 3)
-
-
-def test_an_epoch_retried_elsewhere_after_a_crash_past_its_append_is_applied_once(tmp_path: Path) -> None:
-    # host-a appends epoch 1 and dies before committing. host-b restores the committed epoch
-    # (its restore passes host-a's uncommitted records without applying them), runs epoch 1
-    # again (its append repeats host-a's) and epoch 2: its store must hold epoch 1 once.
-    system = EmbeddedSystem("embedded", path=tmp_path / "log")
-    system.create_stream(_LOG, 1, compacted=True)
-    root = tmp_path / "stores"
-    _epoch(_store(system, root, "host-a"), 0, range(20))
-    crashed = _store(system, root, "host-a")
-    crashed.open(1)
-    for key in range(10, 30):
-        raw = f"k{key}".encode()
-        crashed.put(raw, str(int(crashed.get(raw) or b"0") + 1).encode())
-    crashed.append_changelog(1)
-    crashed.close()
-    for seq, keys in ((1, range(10, 30)), (2, range(0, 5))):
-        _epoch(_store(system, root, "host-b"), seq, keys)
-    got = _contents(_store(system, root, "host-b"), 3)
-    assert got == _contents(_store(system, root, "host-c"), 3)  # rebuilt from the changelog alone
-    assert got[b"k15"] == b"2" and got[b"k0"] == b"2" and got[b"k25"] == b"1"
