@@ -233,19 +233,24 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         start, while this one was frozen or cut off). The lease decides, so of two processes
         racing for one id exactly the one holding it goes on. A lease the leader broke (it
         dropped this processor) with no other process behind it is not a take-over."""
+        if self._fence_lease is None or self._fence_lease_renewed():
+            return None
+        others = self._others_rows()
+        return others[0] if others else None
+
+    def _fence_lease_renewed(self) -> bool:
+        """Renew this processor's fencing lease; False when it is gone (the leader broke it,
+        or another incarnation took it). Other storage errors raise."""
         from azure.core.exceptions import AzureError
         from azure.storage.blob import BlobLeaseClient
 
-        if self._fence_lease is None:
-            return None
         try:
             BlobLeaseClient(self._fence_blob, lease_id=self._fence_lease).renew()
-            return None
         except AzureError as error:
             if getattr(error, "status_code", None) not in (409, 412):
                 raise
-        others = self._others_rows()
-        return others[0] if others else None
+            return False
+        return True
 
     def _regain_fence_lease(self) -> bool:
         """Whether this processor holds its fencing lease and may join a version that lists
@@ -256,18 +261,18 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         incarnation took is not regained: this coordinator stops. A storage error leaves the
         round for the next look."""
         from azure.core.exceptions import AzureError
-        from azure.storage.blob import BlobLeaseClient
 
         if self._fence_lease is None or self._stopped:
             return False
         try:
-            BlobLeaseClient(self._fence_blob, lease_id=self._fence_lease).renew()
-            return True
+            if self._fence_lease_renewed():
+                return True
         except AzureError as error:
-            if getattr(error, "status_code", None) not in (409, 412):
-                _log.warning("processor %s: renewing its fencing lease failed: %s", self.processor_id, error)
-                return False
-        if self._stop_if_taken_over():
+            _log.warning("processor %s: renewing its fencing lease failed: %s", self.processor_id, error)
+            return False
+        others = self._others_rows()
+        if others:
+            self._stop_taken_over(others[0])
             return False
         if self._working:
             self._listener().on_job_model_expired()
@@ -316,13 +321,16 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
             return False
         if newer is None:
             return False
+        self._stop_taken_over(newer)
+        return True
+
+    def _stop_taken_over(self, newer: ProcessorRow) -> None:
         msg = (
             f"processor {self.processor_id!r} was taken over in {self.names.container} by another "
             f"process with the same processor.id (on {newer.location_id or 'unknown'}), which "
             "holds its fencing lease now: this one stops"
         )
         self._stop(CoordinationError(msg))
-        return True
 
     # -- the protocol thread -------------------------------------------------------------------
     def _run(self) -> None:
