@@ -279,7 +279,9 @@ def test_workers_keep_their_tasks_stores_open_from_epoch_to_epoch(spark: Any, tm
         write_page_views(system, more, end=False)
         assert _wait_for(lambda: job.metrics()["streams"]["page-views"]["in"] == len(events) + len(more))
         assert job._executor.resident_jobs == 1
-        assert set(pool._homes.keepers()) == set(homes)
+        # A store released to spread the tasks is kept again once its task's next epoch ran
+        # (the shuffled messages of the last input epoch are read one epoch later).
+        assert _wait_for(lambda: set(pool._homes.keepers()) == set(homes)), pool._homes.keepers()
         # Spread over the workers: a worker that took more than its share (say, the first to
         # connect) released the excess when an epoch started.
         kept_by = Counter(worker.pid for worker in pool._homes.keepers().values())
