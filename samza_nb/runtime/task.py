@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -64,6 +64,11 @@ __all__ = ["run_task_epoch"]
 _log = logging.getLogger(__name__)
 
 _READ_CHUNK = 50_000
+#: Messages decoded and run through the chain at a time. A stored batch holds up to 10,000:
+#: decoding a slice and running it while its messages are still in the CPU's cache costs about
+#: 430 ns an event for the quickstart's decode, enrich, filter and encode, against 570 ns for
+#: whole 10,000-message batches (the decoded messages no longer fit in a core's 2 MB cache).
+_DECODE_SLICE = 1024
 
 
 class _TaskRun:
@@ -202,18 +207,13 @@ class _TaskRun:
             fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
             for first, records in fetched.batches:
                 if not holds_control_messages(records):
-                    try:
-                        messages: list[Any] | None = decode_batch(records)
-                    except Exception:  # decoded again one by one below, to skip or name it
-                        messages = None
-                    if messages is not None:
-                        try:
-                            run_batch(messages)
-                        except BaseException:
-                            context.position = (key, first + max(entered() - 1, 0))
-                            raise
-                        count += len(records)
+                    done = self._run_user_messages(records, decode_batch, run_batch, entered, key, first)
+                    count += done
+                    if done == len(records):
                         continue
+                    # A message did not decode: the rest goes one by one, to skip or name it.
+                    records = records[done:]
+                    first += done
                 # The hot loop: the position is computed only when something fails or a
                 # control message arrives; the decode and the fused operator chain are plain
                 # calls (CPython's try is free until it raises).
@@ -250,6 +250,33 @@ class _TaskRun:
         input_impl.messages_in += count
         self.offsets[key] = offset
         self.messages_in[stream_id] = self.messages_in.get(stream_id, 0) + count
+
+    def _run_user_messages(
+        self,
+        records: Sequence[Any],
+        decode_batch: BatchDecoder,
+        run_batch: Callable[[list[Any]], None],
+        entered: Callable[[], int],
+        key: str,
+        first: int,
+    ) -> int:
+        """Decode a batch of user messages and run them through the input's chain a slice at
+        a time; how many went through before a slice did not decode (all of them, usually)."""
+        done = 0
+        size = len(records)
+        while done < size:
+            piece = records[done : done + _DECODE_SLICE] if size > _DECODE_SLICE else records
+            try:
+                messages = decode_batch(piece)
+            except Exception:  # the caller decodes the rest one by one
+                return done
+            try:
+                run_batch(messages)
+            except BaseException:
+                self.context.position = (key, first + done + max(entered() - 1, 0))
+                raise
+            done += len(piece)
+        return done
 
     def _read_side_input(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         plan = self.plan

@@ -69,6 +69,36 @@ def test_a_custom_serde_raising_any_exception_on_read_is_a_task_error(system: Em
     assert skipped.metrics()["tasks"]["Partition 0"]["skipped"] == 1
 
 
+def test_failures_past_the_first_decoded_slice_of_a_stored_batch_name_their_own_offsets(
+    system: EmbeddedSystem,
+) -> None:
+    # One stored batch of 3,000 messages is decoded and run a slice at a time
+    # (runtime/task.py): an undecodable value at offset 2,500 and a map failing at offset 1,500
+    # are both past the first slice.
+    values = list(range(100, 3100))
+    values[2500] = 13
+    _numbers(system, values)
+    app = StreamApplication("slices")
+    out = app.output(system.output("out", partitions=1))
+    app.input(system.input("numbers", partitions=1, serde=_FailingSerde())).map(
+        lambda n: n if n != 1600 else n // 0
+    ).send_to(out)
+    with pytest.raises(TaskError) as failure:
+        run_local(app)
+    assert (failure.value.op_id, failure.value.offset) == ("slices-1-map-1", 1500)
+    skipped = run_local(app, {"task.errors.skip": "true"})
+    assert sorted(skipped.collect("out")["value"]) == [n for n in values if n not in (13, 1600)]
+    assert skipped.metrics()["tasks"]["Partition 0"]["skipped"] == 2
+    assert skipped.metrics()["tasks"]["Partition 0"]["messages_in"] == 3000
+
+    decode_only = StreamApplication("slices-decode")
+    decode_out = decode_only.output(system.output("decode-out", partitions=1))
+    decode_only.input(system.input("numbers", partitions=1, serde=_FailingSerde())).send_to(decode_out)
+    with pytest.raises(TaskError) as failure:
+        run_local(decode_only)
+    assert (failure.value.op_id, failure.value.offset) == ("slices-decode-1-input-0", 2500)
+
+
 def test_a_custom_serde_raising_on_write_is_a_task_error_at_the_output(system: EmbeddedSystem) -> None:
     _numbers(system, [1, 3, 5])
     app = StreamApplication("serde-out")
