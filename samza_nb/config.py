@@ -401,7 +401,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "job.spark.epoch.retries",
         "3",
         "Times an epoch whose Spark Python worker was lost (killed, crashed) runs again on new "
-        "resident workers before the job fails (as Spark's spark.task.maxFailures; 0: fail at once).",
+        "workers before the job fails (as Spark's spark.task.maxFailures; 0: fail at once).",
         minimum=0,
     ),
     ConfigKey(

@@ -10,7 +10,6 @@ milliseconds without a JVM (``samza_nb.testing.run_local``). Both run the same
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import os
@@ -28,6 +27,11 @@ from samza_nb.config import Config
 from samza_nb.errors import ConfigError, ServiceError, WorkerLostError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.exactly_once import exactly_once
+from samza_nb.runtime.lost_workers import (
+    failure_reason,
+    python_worker_lost,
+    rerun_when_workers_are_lost,
+)
 from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
 from samza_nb.runtime.task import run_task_epoch
 from samza_nb.runtime.worker_epochs import collector_paused, plan_in_worker
@@ -201,10 +205,29 @@ class SparkExecutor(Executor):
                 self.epochs_on_spark += 1
         if in_driver:
             return [run_task_epoch(driver_plan, assignment) for assignment in assignments]
-        if self._resident_workers_on(context):
-            results = self._on_resident_workers(context, digest, blob, assignments)
-            if results is not None:
-                return results
+        resident = self._resident_workers_on(context)
+        closed_pools = [0]  # pools found closed before they were handed anything
+
+        def attempt(assignments: list[EpochAssignment]) -> list[EpochResult]:
+            if resident:
+                results = self._on_resident_workers(context, digest, blob, assignments, closed_pools)
+                if results is not None:
+                    return results
+            return self._as_spark_job(context, digest, blob, assignments)
+
+        # A worker lost mid-epoch costs a rerun of the epoch (runtime/lost_workers.py).
+        return rerun_when_workers_are_lost(
+            attempt,
+            assignments,
+            retries=self._config.get_int("job.spark.epoch.retries"),
+            stopping=self._stopping,
+            noted=self._worker_lost,
+        )
+
+    def _as_spark_job(
+        self, context: Any, digest: str, blob: bytes, assignments: list[EpochAssignment]
+    ) -> list[EpochResult]:
+        """The epoch as one Spark job; a lost Python worker fails it with WorkerLostError."""
         slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
         # The index puts the results back in the assignments' order.
         groups = balanced_groups(assignments, slices)
@@ -216,21 +239,40 @@ class SparkExecutor(Executor):
                     result = run_task_epoch(worker_plan, assignment)
                 yield index, result
 
-        done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
+        try:
+            done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
+        except Exception as error:  # py4j's Py4JJavaError: Spark's failure, as text
+            if not python_worker_lost(error):
+                raise
+            tasks = ", ".join(a.task_name for a in assignments)
+            msg = (
+                f"a Spark Python worker running the epoch of tasks {tasks} (checkpoint seqs "
+                f"{min(a.seq for a in assignments)}-{max(a.seq for a in assignments)}) ended "
+                f"before it returned: {failure_reason(error)}; nothing of the epoch was committed"
+            )
+            raise WorkerLostError(msg) from error
         return [done[index] for index in range(len(assignments))]
 
-    def _on_resident_workers(
-        self, context: Any, digest: str, blob: bytes, assignments: list[EpochAssignment]
-    ) -> list[EpochResult] | None:
-        """The epoch's results from resident workers; None when no pool can be made here.
+    def _stopping(self) -> bool:
+        with self._lock:
+            return self._closed
 
-        A worker lost mid-epoch (killed, crashed: its pool closes) loses nothing: the epoch's
-        plan was persisted before it ran and its appends are tagged with (task, epoch), so the
-        epoch runs again, on a new pool, up to ``job.spark.epoch.retries`` times (Spark retries
-        a failed task ``spark.task.maxFailures`` times on a cluster; a local master does not)."""
-        retries = self._config.get_int("job.spark.epoch.retries")
-        lost = 0
-        closed_before_start = 0
+    def _worker_lost(self, error: WorkerLostError) -> None:
+        with self._lock:
+            self.workers_lost += 1
+            self.last_worker_lost = str(error)
+
+    def _on_resident_workers(
+        self,
+        context: Any,
+        digest: str,
+        blob: bytes,
+        assignments: list[EpochAssignment],
+        closed_pools: list[int],
+    ) -> list[EpochResult] | None:
+        """The epoch's results from resident workers; None when no pool can be made here (or
+        pools closed twice before they were handed anything: they are giving their cores
+        back). A lost worker closes its pool and raises WorkerLostError."""
         while True:
             pool = self._resident_workers(context)
             if pool is None:
@@ -238,25 +280,9 @@ class SparkExecutor(Executor):
             try:
                 return pool.run(digest, blob, assignments)
             except ResidentWorkersClosed:  # closed before any task epoch was handed out
-                closed_before_start += 1
-                if closed_before_start < 2:
-                    continue
-                return None
-            except WorkerLostError as error:
-                with self._lock:
-                    stopping = self._closed
-                    self.workers_lost += 1
-                    self.last_worker_lost = str(error)
-                if stopping or lost >= retries:
-                    if lost:
-                        msg = f"{error} (the epoch ran {lost + 1} times)"
-                        raise WorkerLostError(msg) from error
-                    raise
-                lost += 1
-                _log.warning("%s; running the epoch again on new workers (retry %d of %d)", error, lost, retries)
-                # Any task epoch of the lost attempt may have committed (exactly-once): the
-                # retry reads what was committed instead of trusting a worker's memory.
-                assignments = [dataclasses.replace(a, retry=lost) for a in assignments]
+                closed_pools[0] += 1
+                if closed_pools[0] >= 2:
+                    return None
 
     def _resident_workers_on(self, context: Any) -> bool:
         # The resident job's group is a thread's local property: PySpark's pinned threads

@@ -44,6 +44,7 @@ from typing import Any
 
 from samza_nb.errors import JobError, WorkerLostError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
+from samza_nb.runtime.lost_workers import failure_reason
 from samza_nb.runtime.other_spark_jobs import OtherSparkJobs, ended, ending
 from samza_nb.runtime.socket_folders import close_listener, open_listener
 from samza_nb.runtime.stores import task_store_folder
@@ -389,7 +390,7 @@ class ResidentWorkers:
         cancelled); Spark's reason when the resident job says one."""
         with self._cond:
             self._cond.wait_for(lambda: self._job_done, timeout=_CLOSE_WAIT_S)
-        reason = _first_line(self._job_error) or (str(error) if error else "")
+        reason = failure_reason(self._job_error) or (str(error) if error else "")
         msg = (
             f"the Spark Python worker (pid {worker.pid}) running the epoch of task "
             f"{assignment.task_name} (checkpoint seq {assignment.seq}) ended before it returned"
@@ -401,7 +402,7 @@ class ResidentWorkers:
     def _ended(self) -> WorkerLostError:
         if self._closed and not self._job_done:
             return WorkerLostError(f"resident workers {self.group} closed during the epoch")
-        reason = _first_line(self._job_error) or "its workers returned"
+        reason = failure_reason(self._job_error) or "its workers returned"
         return WorkerLostError(f"the resident Spark job {self.group} ended during the epoch: {reason}")
 
     # -- giving the cores back -------------------------------------------------------------------
@@ -474,15 +475,3 @@ class ResidentWorkers:
                 probe.connect(self._address)
         except OSError:
             pass  # nothing is accepting any more
-
-
-def _first_line(error: BaseException | None) -> str:
-    """What a Spark job's failure says happened, in a sentence: py4j's first line only names
-    the call, and Spark nests the task's reason after its stage's."""
-    if error is None:
-        return ""
-    lines = [line.strip().lstrip(": ") for line in str(error).splitlines() if line.strip()]
-    telling = [line for line in lines if "Job aborted" in line or "Exception:" in line or "Error:" in line]
-    line = (telling or lines or [type(error).__name__])[0]
-    reason = line.rsplit("Exception: ", 1)[-1].split(". ", 1)[0]
-    return reason if len(reason) <= 300 else reason[:300] + "…"

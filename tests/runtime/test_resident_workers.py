@@ -245,6 +245,47 @@ def test_a_worker_killed_on_every_try_fails_the_job_after_the_retries_and_the_re
     assert job.metrics()["workers_lost"] == {"count": 0, "last": None}
 
 
+#: A Spark job per epoch (resident workers off), never an epoch in the test's own process (the
+#: kill would end pytest).
+_SPARK_JOB_PER_EPOCH = {"job.spark.resident.workers": "false", "job.spark.driver.epoch.max.messages": "0"}
+
+
+@pytest.mark.parametrize("where", ["input", "pane"])
+def test_with_a_spark_job_per_epoch_a_killed_worker_s_epoch_runs_again_and_counts_every_message_once(
+    spark: Any, tmp_path: Path, where: str
+) -> None:
+    events, system, markers = _input_and_markers(tmp_path)
+    config = {"task.max.epoch.messages": "300", "job.home": str(tmp_path / "home"), **_SPARK_JOB_PER_EPOCH}
+    job = run(_killing_app(system, markers, 1, where=where), config, clock=StepClock(), executor="spark")
+    assert len(list(markers.iterdir())) == 1
+    assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+    lost = job.metrics()["workers_lost"]
+    assert lost["count"] == 1
+    assert "Python worker exited unexpectedly (crashed)" in lost["last"]
+    assert "nothing of the epoch was committed" in lost["last"]
+    assert job._executor.resident_jobs == 0
+
+
+def test_with_a_spark_job_per_epoch_a_worker_killed_on_every_try_fails_the_job_after_the_retries(
+    spark: Any, tmp_path: Path
+) -> None:
+    events, system, markers = _input_and_markers(tmp_path)
+    config = {
+        "task.max.epoch.messages": "300",
+        "job.home": str(tmp_path / "home"),
+        "job.spark.epoch.retries": "1",
+        "job.spark.partitions": "1",  # one worker per Spark job: one kill per try
+        **_SPARK_JOB_PER_EPOCH,
+    }
+    with pytest.raises(WorkerLostError) as raised:
+        run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
+    message = str(raised.value)
+    assert "(the epoch ran 2 times)" in message and "Python worker exited unexpectedly (crashed)" in message
+    assert "nothing of the epoch was committed" in message and "\n" not in message
+    job = run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
+    assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+
+
 def _locked(path: str) -> bool:
     from rocksdict import Options, Rdict
 
