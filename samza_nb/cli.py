@@ -339,25 +339,41 @@ _RUN_ID_WAIT_S = 15.0
 
 def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore) -> str:
     """The run id of the running job. A job records a new run id a moment after it took its
-    lease: a drain in between waits for it (bounded) instead of naming the ended run."""
-    from samza_nb.drain import read_current_run_id
+    lease (embedded) or its processors registered (ZooKeeper, Azure: the run id is the one
+    they carry): a drain in between waits for it (bounded) instead of naming the ended run."""
+    from samza_nb.coordination.liveness import live_processors
+    from samza_nb.drain import carried_run_id, read_current_run_id
 
     started = time.monotonic()
-    looks = 1  # liveness (just asked by the caller) again once a second: on ZooKeeper or Azure a new client
-    while (run_id := read_current_run_id(store)) is None:
-        if time.monotonic() - started >= looks:
+    looks = 1  # embedded: the lease's holder (just asked by the caller) again once a second
+    while True:
+        # None for the embedded coordinator: its lease, not live processors, tells it runs.
+        live = live_processors(plan.config) if plan is not None else None
+        distributed = live is not None
+        if live is not None:
+            if not live.ids:
+                msg = "no processor of the job is live any more: nothing to drain"
+                raise DrainError(msg)
+            run_id = carried_run_id(store, live.run_ids)
+        else:
+            run_id = read_current_run_id(store)
+        if run_id is not None:
+            return run_id
+        if not distributed and time.monotonic() - started >= looks:
             looks += 1
             if _running_processors(plan, store) == []:
                 msg = "the job's run has ended (drained or finished) and no processor is live: nothing to drain"
                 raise DrainError(msg)
         if time.monotonic() - started > _RUN_ID_WAIT_S:
-            msg = (
-                f"no current run id within {_RUN_ID_WAIT_S:g} s: the job's last run ended "
-                "(drained or finished) and the next has not recorded its own; pass --run-id"
+            why = (
+                f"processors {', '.join(live.ids)} are live but carry no one run id (a deployment "
+                "starting, or one ending beside the next)"
+                if live is not None
+                else "the job's last run ended (drained or finished) and the next has not recorded its own"
             )
+            msg = f"no current run id within {_RUN_ID_WAIT_S:g} s: {why}; pass --run-id"
             raise DrainError(msg)
-        time.sleep(0.1)
-    return run_id
+        time.sleep(0.5 if distributed else 0.1)
 
 
 def _drain(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "DrainMonitor",
     "DrainMonitorState",
     "DrainNotification",
+    "carried_run_id",
     "cleanup",
     "cleanup_all",
     "read_drain_notifications",
@@ -113,6 +114,18 @@ def read_current_run_id(store: MetadataStore) -> str | None:
     if not raw or raw == config.get(RUN_ENDED_KEY):
         return None
     return raw.decode()
+
+
+def carried_run_id(store: MetadataStore, carried: frozenset[str]) -> str | None:
+    """The run id of a ZooKeeper or Azure job's running deployment: the one its live processors
+    carry (``carried``, from its coordination state). The stored run id alone is not enough:
+    after a crash or a stop it stays, and a new deployment's processors register a moment
+    before the first of them stores the next one. None while no live processor carries one,
+    or while two deployments' processors are live (one ending, one starting)."""
+    stored = read_current_run_id(store)
+    if stored is not None and stored in carried:
+        return stored
+    return next(iter(carried)) if len(carried) == 1 else None
 
 
 def write_drain_notification(store: MetadataStore, run_id: str | None = None) -> str:

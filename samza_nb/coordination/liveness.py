@@ -16,11 +16,13 @@ __all__ = ["LiveProcessors", "live_processors"]
 
 
 class LiveProcessors:
-    """The live processor ids of a job (``where``: the coordination state read, no secret)."""
+    """The live processor ids of a job, and the run ids they carry (``where``: the
+    coordination state read, no secret)."""
 
-    def __init__(self, ids: list[str], where: str) -> None:
+    def __init__(self, ids: list[str], where: str, run_ids: frozenset[str] = frozenset()) -> None:
         self.ids = ids
         self.where = where
+        self.run_ids = run_ids
 
 
 def live_processors(config: Config) -> LiveProcessors | None:
@@ -48,4 +50,4 @@ def live_processors(config: Config) -> LiveProcessors | None:
         if isinstance(observed.processors, dict)
         else [processor.processor_id for processor in observed.processors]
     )
-    return LiveProcessors(ids, observed.where)
+    return LiveProcessors(ids, observed.where, observed.run_ids)

@@ -50,7 +50,8 @@ class JobObservation:
     ``where`` names what was read (with no secret); ``latest`` is the newest published
     version, ``active`` the newest one that reached consensus; ``versions`` are the kept
     versions, oldest first; ``assignment`` is task → (processor, location) in the latest model;
-    ``task_locality`` is task → location where each task last ran.
+    ``task_locality`` is task → location where each task last ran; ``run_ids`` are the run ids
+    the live processors carry (one, unless a deployment is starting or ending).
     """
 
     where: str
@@ -60,6 +61,7 @@ class JobObservation:
     versions: tuple[ObservedVersion, ...] = ()
     assignment: dict[str, tuple[str, LocationId | None]] = field(default_factory=dict)
     task_locality: dict[str, LocationId] = field(default_factory=dict)
+    run_ids: frozenset[str] = frozenset()
 
     @property
     def leader(self) -> str | None:

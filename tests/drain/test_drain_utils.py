@@ -13,6 +13,7 @@ from samza_nb.drain import (
     DrainMonitor,
     DrainMonitorState,
     DrainNotification,
+    carried_run_id,
     cleanup,
     cleanup_all,
     read_current_run_id,
@@ -138,3 +139,14 @@ def test_a_configured_run_id_that_ended_before_is_current_again_when_it_runs() -
     assert read_current_run_id(store) == "nightly"
     write_drain_notification(store)
     assert should_drain(store, "nightly")
+
+
+def test_a_distributed_job_s_run_id_is_the_one_its_live_processors_carry() -> None:
+    store = InMemoryMetadataStore()
+    NamespacedMetadataStore(store, "set-config").put("app.run.id", b"run-6")  # a crashed run's
+    assert carried_run_id(store, frozenset()) is None  # registered, no run id agreed yet
+    assert carried_run_id(store, frozenset({"run-7"})) == "run-7"
+    assert carried_run_id(store, frozenset({"run-6"})) == "run-6"
+    assert carried_run_id(store, frozenset({"run-6", "run-7"})) == "run-6"  # the stored one still runs
+    NamespacedMetadataStore(store, "set-config").put("app.run.id", b"run-8")
+    assert carried_run_id(store, frozenset({"run-6", "run-7"})) is None  # which one: unknown

@@ -32,7 +32,7 @@ class AzureObservation:
     ``END`` or ``TIMEOUT`` of ``barrier_version``), ``published`` (the processor list on the
     blob), ``joined`` (live processors with a row in that version: they joined its barrier),
     ``previous_version``/``previous_model`` (the bundle's previous ones), ``model`` and ``assignment`` (task → (processor, location)) of that version, and
-    ``task_locality``."""
+    ``task_locality``; ``run_ids``: the run ids the live processors' rows carry."""
 
     where: str
     processors: dict[str, LocationId] = field(default_factory=dict)
@@ -48,6 +48,7 @@ class AzureObservation:
     previous_model: JobModel | None = None
     assignment: dict[str, tuple[str, LocationId | None]] = field(default_factory=dict)
     task_locality: dict[str, LocationId] = field(default_factory=dict)
+    run_ids: frozenset[str] = frozenset()
 
     def __repr__(self) -> str:
         return (
@@ -118,6 +119,7 @@ class AzureJobObserver:
             bundle.prev_model if bundle is not None else None,
             dict(sorted(assignment.items())),
             self._task_locality(),
+            frozenset(row.run_id for row in rows if row.run_id),
         )
 
     def _task_locality(self) -> dict[str, LocationId]:

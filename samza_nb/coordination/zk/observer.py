@@ -19,6 +19,7 @@ from samza_nb.coordination.zk.barrier import VersionBarrier
 from samza_nb.coordination.zk.job_models import JobModelVersions
 from samza_nb.coordination.zk.keys import ZkKeyBuilder
 from samza_nb.coordination.zk.processors import ProcessorRegistry
+from samza_nb.coordination.zk.run_id import member_run_ids
 from samza_nb.coordination.zk.task_locality import ZkTaskLocality
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata.zk_client import ZkClient
@@ -92,6 +93,7 @@ class ZkJobObserver:
             tuple(versions),
             dict(sorted(assignment.items())),
             self._locality.read() if self.zk.exists(self.keys.task_locality) else {},
+            member_run_ids(self.zk, self.keys),
         )
 
     def _model(self, version: str) -> JobModel | None:

@@ -1,11 +1,16 @@
 """One run id per deployment, agreed among the processors (Samza's RunIdGenerator).
 
-Under the ``runId`` lock, a processor joins the cluster membership (an ephemeral-sequential
-node under ``clusterMembership/``). If it is the only member, the deployment is new: it makes a
-run id (``<epoch millis>-<uuid>``) and stores it in the metadata store, where drain notifications
+Under the ``runId`` lock, a processor looks at the cluster membership (ephemeral-sequential
+nodes under ``clusterMembership/``). If it has no member, the deployment is new: it makes a run
+id (``<epoch millis>-<uuid>``) and stores it in the metadata store, where drain notifications
 look for it (namespace ``set-config``, key ``app.run.id``). Otherwise it reads the stored one.
-The membership node stays until :meth:`ZkRunIdGenerator.close` or the session ends, so every
-processor of a running deployment keeps the run id, and the first one of the next does not.
+Then it joins the membership with a node holding the run id it carries. The node stays until
+:meth:`ZkRunIdGenerator.close` or the session ends, so every processor of a running deployment
+keeps the run id, and the first one of the next does not.
+
+The stored run id is current only while a member carries it (:func:`member_run_ids`): after a
+crash or a stop the stored id stays, and a new deployment's processors register a moment before
+the first of them stores the new one. A drain in that moment names neither run.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from samza_nb.errors import CoordinationError
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 from samza_nb.metadata.zk_client import ZkClient
 
-__all__ = ["RUN_ID_KEY", "RUN_ID_NAMESPACE", "ZkRunIdGenerator"]
+__all__ = ["RUN_ID_KEY", "RUN_ID_NAMESPACE", "ZkRunIdGenerator", "member_run_ids"]
 
 #: Where the run id is stored (the same place ``samza_nb.drain.read_run_id`` reads).
 RUN_ID_NAMESPACE = "set-config"
@@ -57,11 +62,8 @@ class ZkRunIdGenerator:
         )
         with lock:
             self.zk.ensure(self.membership)
-            self._member = self.zk.create(
-                self.membership + "/", self.processor_id.encode(), ephemeral=True, sequence=True
-            )
             members = self.zk.children(self.membership) or []
-            if len(members) == 1:
+            if not members:
                 run_id = f"{int(time.time() * 1000)}-{uuid.uuid4()}"
                 self.store.put(RUN_ID_KEY, run_id.encode())
                 self.store.flush()
@@ -74,6 +76,9 @@ class ZkRunIdGenerator:
                     )
                     raise CoordinationError(msg)
                 run_id = raw.decode()
+            self._member = self.zk.create(
+                self.membership + "/", run_id.encode(), ephemeral=True, sequence=True
+            )
         self._run_id = run_id
         return run_id
 
@@ -82,3 +87,14 @@ class ZkRunIdGenerator:
         if self._member is not None:
             self.zk.delete(self._member)
             self._member = None
+
+
+def member_run_ids(zk: ZkClient, keys: ZkKeyBuilder) -> frozenset[str]:
+    """The run ids the job's live processors carry (their membership nodes)."""
+    membership = f"{keys.root}/clusterMembership"
+    carried = set()
+    for child in zk.children(membership) or []:
+        node = zk.get(f"{membership}/{child}")
+        if node is not None and node[0]:
+            carried.add(node[0].decode())
+    return frozenset(carried)

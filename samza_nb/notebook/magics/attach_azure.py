@@ -83,6 +83,7 @@ class AzureAttachObserver:
             tuple(versions),
             seen.assignment,
             seen.task_locality,
+            seen.run_ids,
         )
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from samza_nb.coordination.observation import JobObservation, JobObserver
 from samza_nb.drain import (
-    read_current_run_id,
+    carried_run_id,
     read_drain_notifications,
     read_run_id,
     write_drain_notification,
@@ -27,6 +27,9 @@ from samza_nb.metadata import MetadataStore
 from samza_nb.model import JobModel
 
 __all__ = ["AttachedJob", "AttachedJobStatus"]
+
+#: How long a drain waits for a starting deployment's processors to agree on their run id.
+_RUN_ID_WAIT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -153,17 +156,35 @@ class AttachedJob:
         if self._closed:
             msg = f"{self!r} is closed; attach again to drain it"
             raise JobError(msg)
-        run_id = read_current_run_id(self.metadata)
-        if not run_id:
-            msg = (
-                f"job {self.app_name!r} (job id {self.job_id}) at {self.url} has no current run "
-                "(not started yet, or its last run ended): nothing to drain"
-            )
-            raise DrainError(msg)
+        run_id = self._current_run_id()
         self._drain_uuid = write_drain_notification(self.metadata, run_id)
         if wait:
             self.wait_drained(timeout)
         return self.status()
+
+    def _current_run_id(self) -> str:
+        """The run id the live processors carry (drain.carried_run_id). Processors that just
+        registered carry none until the first of them stored the new deployment's: waited
+        for, at most :data:`_RUN_ID_WAIT_S`."""
+        deadline = time.monotonic() + _RUN_ID_WAIT_S
+        while True:
+            observation = self.observe()
+            if not observation.processors:
+                msg = (
+                    f"job {self.app_name!r} (job id {self.job_id}) at {self.url} has no live "
+                    "processor (not started yet, or its last run ended): nothing to drain"
+                )
+                raise DrainError(msg)
+            run_id = carried_run_id(self.metadata, observation.run_ids)
+            if run_id is not None:
+                return run_id
+            if time.monotonic() > deadline:
+                msg = (
+                    f"job {self.app_name!r} at {self.url}: its live processors carry no one run id "
+                    f"after {_RUN_ID_WAIT_S:g} s (a deployment starting, or one ending beside the next)"
+                )
+                raise DrainError(msg)
+            time.sleep(0.25)
 
     def wait_drained(self, timeout: float = 300.0) -> AttachedJobStatus:
         """Wait until the drain notification was cleaned up and no processor is left."""

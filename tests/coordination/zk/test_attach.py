@@ -102,20 +102,41 @@ def test_the_handle_sees_processors_leader_versions_and_moves_without_joining(
     assert attached.status().state == "stopped"
 
 
-def test_drain_writes_a_notification_for_the_groups_run_id(
-    group: dict[str, ZkJobCoordinator], attached: AttachedJob
+def test_drain_names_the_run_id_the_live_processors_carry_never_a_stale_stored_one(
+    group: dict[str, ZkJobCoordinator], attached: AttachedJob, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(DrainError, match="has no current run"):
+    import threading
+
+    from samza_nb.notebook.magics import attach_handle
+
+    # The last deployment crashed: its run id is still stored, and the new deployment's
+    # processors registered but have not agreed on their run id yet.
+    NamespacedMetadataStore(attached.metadata, "set-config").put("app.run.id", b"run-6")
+    monkeypatch.setattr(attach_handle, "_RUN_ID_WAIT_S", 0.5)
+    with pytest.raises(DrainError, match="carry no one run id"):
         attached.drain()
-    NamespacedMetadataStore(attached.metadata, "set-config").put("app.run.id", b"run-7")
-    widget = AttachedJobWidget(attached, auto_refresh=False)
+    assert read_drain_notifications(attached.metadata) == []
+
+    generators = [coordinator.run_id_generator(attached.metadata) for coordinator in group.values()]
+    agreeing = threading.Timer(0.5, lambda: [generator.run_id() for generator in generators])
+    monkeypatch.setattr(attach_handle, "_RUN_ID_WAIT_S", 20.0)
+    agreeing.start()
     try:
-        widget.drain_button.click()  # the widget's Drain button drains through the handle
-        assert widget.drain_button.disabled and "drain requested" in widget.message.value
+        widget = AttachedJobWidget(attached, auto_refresh=False)
+        try:
+            widget.drain_button.click()  # the widget's Drain button drains through the handle
+            assert widget.drain_button.disabled and "drain requested" in widget.message.value
+        finally:
+            widget.close()
     finally:
-        widget.close()
-    assert [n.run_id for n in read_drain_notifications(attached.metadata)] == ["run-7"]
+        agreeing.join()
+    run_id = generators[0].run_id()
+    assert run_id != "run-6" and generators[1].run_id() == run_id
+    assert attached.observe().run_ids == {run_id}
+    assert [n.run_id for n in read_drain_notifications(attached.metadata)] == [run_id]
     assert attached.status().state in ("draining", "waiting")
+    for generator in generators:
+        generator.close()
 
 
 def test_attach_errors_name_what_is_wrong(zk_connect: str) -> None:
