@@ -44,13 +44,13 @@ def holds_control_messages(records: Sequence[Sequence[Any]]) -> bool:
 def raw_decoder(serde: Any) -> Callable[[bytes], Any]:
     """``serde.from_bytes``; for the built-in JSON serde, msgspec's decoder itself (the serde's
     own from_bytes wraps it to name the bytes in its error: see :func:`serde_error`)."""
-    return _json_decode if isinstance(serde, JsonSerde) else serde.from_bytes
+    return _json_decode if type(serde) is JsonSerde else serde.from_bytes
 
 
 def _checked_decoder(serde: Any) -> Callable[[bytes], Any]:
     """:func:`raw_decoder`, falling back to the serde itself (for its error message) only
     when the bytes do not decode."""
-    if not isinstance(serde, JsonSerde):
+    if type(serde) is not JsonSerde:
         return serde.from_bytes
 
     def json_from_bytes(data: bytes) -> Any:
@@ -65,7 +65,7 @@ def _checked_decoder(serde: Any) -> Callable[[bytes], Any]:
 def serde_error(serde: Any, value: bytes, error: Exception) -> Exception:
     """The error to report for a message that did not decode: the JSON serde's own (which
     names the bytes) when the fast path used msgspec directly."""
-    if isinstance(error, msgspec.DecodeError) and isinstance(serde, JsonSerde):
+    if isinstance(error, msgspec.DecodeError) and type(serde) is JsonSerde:
         try:
             serde.from_bytes(value)
         except Exception as serde_failure:

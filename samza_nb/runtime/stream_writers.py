@@ -67,7 +67,7 @@ class OutputImpl(_FusedImpl):
     def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
         key_encode, value_serde = self.key_encode, self.value_serde
         value_encode: Callable[[Any], bytes] = (
-            _json_encode if isinstance(value_serde, JsonSerde) else self.value_encode
+            _json_encode if type(value_serde) is JsonSerde else self.value_encode
         )
         writer = self.writer
         buffers, buffer_of, place, rotation = writer.buffers, writer.buffer, writer.place, writer.rotation
@@ -138,7 +138,7 @@ class PartitionByImpl(_FusedImpl):
         # For the JSON serde, msgspec itself; the serde is asked again only for a value that
         # did not encode (its SerdeError names the value).
         value_encode: Callable[[Any], bytes] = (
-            _json_encode if isinstance(value_serde, JsonSerde) else self.value_encode
+            _json_encode if type(value_serde) is JsonSerde else self.value_encode
         )
         op_id = self.op_id
         writer = self.writer
