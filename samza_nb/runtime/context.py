@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import StreamSystemError
 from samza_nb.model import SystemStream
+from samza_nb.plan.keys import check_partition_key
 from samza_nb.plan.tables import LocalTable
 from samza_nb.runtime.control import (
     ControlMessage,
@@ -162,6 +163,10 @@ class StreamWriter:
             buffer.clear()
 
 
+#: Key types with one stable encoding each: no check needed.
+_PLAIN_KEYS = frozenset({str, int, bool, type(None)})
+
+
 class TableView:
     """A LocalTable inside one task: its serdes over the table's store."""
 
@@ -171,12 +176,23 @@ class TableView:
         self._value_serde = table.value_serde
         self.store = store
 
+    def encode_key(self, key: Any) -> bytes:
+        """The stored bytes of ``key``; a key with no stable bytes (a dict, a set, NaN or
+        infinity: equal keys could encode apart, or different ones alike) or that the table's
+        key serde cannot encode raises, naming the table."""
+        if type(key) not in _PLAIN_KEYS:
+            check_partition_key(key, f"table {self.table_id}")
+        return self._key_serde.to_bytes(key)  # type: ignore[union-attr]
+
     def get(self, key: Any) -> Any:
-        raw = self.store.get(self._key_serde.to_bytes(key))  # type: ignore[union-attr]
+        return self.get_encoded(self.encode_key(key))
+
+    def get_encoded(self, key_bytes: bytes) -> Any:
+        raw = self.store.get(key_bytes)
         return None if raw is None else self._value_serde.from_bytes(raw)  # type: ignore[union-attr]
 
     def put(self, key: Any, value: Any) -> None:
-        key_bytes = self._key_serde.to_bytes(key)  # type: ignore[union-attr]
+        key_bytes = self.encode_key(key)
         if value is None:
             self.store.delete(key_bytes)
         else:

@@ -32,6 +32,14 @@ _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 
 
+def _packed(value: Any) -> bytes:
+    return _pack(to_storable(value))
+
+
+def _packed_entry(message: Any, stored_at: int) -> bytes:
+    return _pack([to_storable(message), stored_at])
+
+
 class JoinImpl(OperatorImpl):
     """Stream-stream join: the latest message per key and side (or every one, ``keep_all``),
     joined within ``ttl``."""
@@ -58,14 +66,21 @@ class JoinImpl(OperatorImpl):
         if key is None or key is SKIPPED or self.call(check_partition_key, key, self.op_id) is SKIPPED:
             return
         now = self.context.now_ms
-        store_key = _pack(to_storable(key))
+        # A key or message the join's state cannot hold (an int past 64 bits, a custom class)
+        # is this operator's failure at this message: named, and skipped under task.errors.skip.
+        store_key = self.call(_packed, key)
+        if store_key is SKIPPED:
+            return
         if spec.keep_all:
             self._join_all(message, is_left, store_key, now)
             return
         mine, other = (
             (self.left_store, self.right_store) if is_left else (self.right_store, self.left_store)
         )
-        mine.put(store_key, _pack([to_storable(message), now]))
+        entry = self.call(_packed_entry, message, now)
+        if entry is SKIPPED:
+            return
+        mine.put(store_key, entry)
         stored = other.get(store_key)
         if stored is None:
             return
@@ -95,9 +110,12 @@ class JoinImpl(OperatorImpl):
 
     def _join_all(self, message: Any, is_left: bool, store_key: bytes, now: int) -> None:
         cutoff = now - self.join_spec.ttl_ms
-        mine = self._kept_list(is_left, store_key, cutoff)
         # Packed now: later operators may change the message object, the kept copy must not.
-        mine.append([_pack(to_storable(message)), now])
+        packed = self.call(_packed, message)
+        if packed is SKIPPED:
+            return
+        mine = self._kept_list(is_left, store_key, cutoff)
+        mine.append([packed, now])
         self._changed.add((is_left, store_key))
         join_fn = self.join_spec.join_fn
         assert join_fn is not None
@@ -172,7 +190,11 @@ class TableJoinImpl(OperatorImpl):
             return
         record = None
         if key is not None:
-            value = self.table.get(key)
+            # A key the table cannot hold is this operator's failure at this message.
+            key_bytes = self.call(self.table.encode_key, key)
+            if key_bytes is SKIPPED:
+                return
+            value = self.table.get_encoded(key_bytes)
             if value is not None:
                 record = KV(key, value)
         result = self.call(spec.join_fn, message, record)  # type: ignore[arg-type]
