@@ -169,6 +169,12 @@ class WindowImpl(OperatorImpl):
         window = self.window
         try:
             first = window.initial() if window.initial is not None else None
+            # The pane as its store gives it back (msgpack: a tuple or a set reads as a list), so
+            # its key and aggregate read the same whether it fires in this epoch or a later one.
+            if type(key) not in _STABLE_KEY_TYPES:
+                key = from_storable(_unpack(store_key)[0])
+            if window.is_aggregating and type(first) not in _STABLE_KEY_TYPES:
+                first = from_storable(_unpack(_pack(to_storable(first))))
         except Exception as error:
             self.failed(error)
             return None

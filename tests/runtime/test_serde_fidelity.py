@@ -4,14 +4,16 @@ in-process executor."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from samza_nb.api import StreamApplication
+from samza_nb.api import StreamApplication, Windows
 from samza_nb.api.serdes import JsonSerde
+from samza_nb.errors import TaskError
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 
@@ -55,3 +57,50 @@ def test_a_subclass_of_the_json_serde_has_its_own_methods_called_on_every_path(
         b'v1:{"n":20}',
     ]
     assert job.collect("out")["value"].tolist() == [{"n": 10}, {"n": 20}]
+
+
+@pytest.mark.parametrize("per_epoch", ["100", "1"])
+def test_window_keys_and_aggregates_read_the_same_whichever_epoch_a_pane_fires_in(
+    system: EmbeddedSystem, tmp_path: Path, per_epoch: str
+) -> None:
+    # One message an epoch: every pane is saved and read back from its store before it fires.
+    system.create_stream("events", 1)
+    system.write("events", [["a", 1], ["a", 1], ["b", 2]])
+    system.end_stream("events")
+    app = StreamApplication("pane-types")
+    out = app.output(system.output("out", partitions=1))
+    (
+        app.input(system.input("events", partitions=1))
+        .window(
+            Windows.keyed_tumbling(
+                lambda m: (m[0], m[1]),  # a tuple key
+                timedelta(hours=1),
+                initial=lambda: {"seen": ()},  # a tuple in the aggregate
+                fold=lambda m, agg: {"seen": [*agg["seen"], m[1]], "was": type(agg["seen"]).__name__},
+            ),
+            op_id="w",
+        )
+        .map(lambda pane: [type(pane.key.key).__name__, pane.key.key, pane.message])
+        .send_to(out)
+    )
+    config = {"job.home": str(tmp_path / "home"), "task.max.epoch.messages": per_epoch}
+    job = run_local(app, config, until="end-of-stream", clock=StepClock(step_ms=1))
+    assert sorted(job.collect("out")["value"].tolist()) == [
+        ["list", ["a", 1], {"seen": [1, 1], "was": "list"}],
+        ["list", ["b", 2], {"seen": [2], "was": "list"}],
+    ]
+
+
+def test_a_set_aggregate_fails_at_its_first_message_naming_the_window(system: EmbeddedSystem, tmp_path: Path) -> None:
+    system.create_stream("events", 1)
+    system.write("events", ["x", "y"])
+    system.end_stream("events")
+    app = StreamApplication("set-agg")
+    out = app.output(system.output("out", partitions=1))
+    app.input(system.input("events", partitions=1)).window(
+        Windows.tumbling(timedelta(hours=1), initial=set, fold=lambda m, seen: seen | {m}), op_id="w"
+    ).send_to(out)
+    with pytest.raises(TaskError) as failure:
+        run_local(app, {"job.home": str(tmp_path / "home")}, clock=StepClock(step_ms=1))
+    assert (failure.value.op_id, failure.value.offset) == ("set-agg-1-window-w", 0)
+    assert "list" in str(failure.value)
