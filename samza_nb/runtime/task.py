@@ -16,15 +16,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from samza_nb.model import SystemStream, SystemStreamPartition
-from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import KVSerde
-from samza_nb.plan.tables import LocalTable
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import TaskContext, system_of
 from samza_nb.runtime.control import (
@@ -52,6 +48,7 @@ from samza_nb.runtime.fusion import one_by_one
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.runtime.sampling import tap_operators
+from samza_nb.runtime.side_inputs import side_input_entries, side_input_message
 from samza_nb.runtime.task_failure import failed_epoch
 from samza_nb.systems.base import MessageKind, Record
 from samza_nb.systems.embedded import EmbeddedSystem
@@ -281,7 +278,8 @@ class _TaskRun:
     def _read_side_input(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         plan = self.plan
         system = system_of(plan, stream_id)
-        decode = message_decoder(plan.streams[stream_id].serde)
+        serde = plan.streams[stream_id].serde
+        decode = message_decoder(serde)
         tables = [t for t in plan.tables.values() if any(d.stream_id == stream_id for d in t.side_inputs)]
         key = ssp_key(stream_id, partition)
         context = self.context
@@ -295,11 +293,9 @@ class _TaskRun:
                     context.position = (key, first + index)
                     for table in tables:
                         try:
-                            message = decode(rkey, value)
-                            if not isinstance(message, KV) and rkey is not None:
-                                message = KV(msgspec.json.decode(rkey), message)
+                            message = side_input_message(serde, decode, rkey, value)
                             view = context.table(table.table_id)
-                            for entry in _side_input_entries(table, message):
+                            for entry in side_input_entries(table, message):
                                 view.put(entry.key, entry.value)
                         except Exception as error:
                             if context.skip_errors:
@@ -466,22 +462,6 @@ class _TaskRun:
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],
             samples={op_id: list(buffer) for op_id, buffer in self.samples.items() if buffer},
         )
-
-
-def _side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any]]:
-    if table.side_input_processor is not None:
-        produced = table.side_input_processor(message)
-        if produced is None:
-            return []
-        if isinstance(produced, KV):
-            return [produced]
-        return list(produced)
-    if isinstance(message, KV):
-        return [message]
-    if isinstance(message, dict) and "key" in message and "value" in message:
-        return [KV(message["key"], message["value"])]
-    msg = "side input message is not a KV; give the LocalTable a side_input_processor"
-    raise TypeError(msg)
 
 
 def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochResult:

@@ -1,0 +1,70 @@
+"""How a side-input record fills a table (LocalTable ``side_inputs``).
+
+Without a ``side_input_processor``, a record is an entry as a Kafka compacted topic's record is
+a Kafka Streams table's: its key is the table's key and its value the entry, a later record
+replaces the entry, and a record with no value (a tombstone) deletes it. A message that is a
+``KV``, or a dict with ``key`` and ``value``, is an entry too. A ``side_input_processor`` turns
+each message into the entries to put instead (a None value deletes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from samza_nb.errors import SerdeError
+from samza_nb.plan.kv import KV
+from samza_nb.plan.serdes import KVSerde
+from samza_nb.plan.tables import LocalTable
+
+__all__ = ["side_input_entries", "side_input_message"]
+
+
+def side_input_message(
+    serde: Any, decode: Callable[[bytes | None, bytes], Any], key: bytes | None, value: bytes | None
+) -> Any:
+    """A side-input record as its table receives it. The stream's serde decodes it; a record
+    with a key under a value-only serde is ``KV(key, message)`` (its key is the table's key, as
+    a Kafka compacted topic's), the key read as JSON; a record with no value (a Kafka
+    tombstone) is ``KV(key, None)``, which deletes the key's entry."""
+    if value is None:
+        if key is None:
+            msg = "a side-input record has neither a key nor a value"
+            raise SerdeError(msg)
+        return KV(_side_input_key(serde, key), None)
+    message = decode(key, value)
+    if not isinstance(message, KV) and key is not None:
+        message = KV(_side_input_key(serde, key), message)
+    return message
+
+
+def _side_input_key(serde: Any, key: bytes) -> Any:
+    if isinstance(serde, KVSerde):
+        return serde.key_serde.from_bytes(key)
+    try:
+        return msgspec.json.decode(key)
+    except msgspec.DecodeError as error:
+        shown = bytes(key[:40])
+        msg = (
+            f"the record's key {shown!r} is not JSON; for keys of plain text give the side-input "
+            "stream a KV serde naming its key serde (serdes.kv(serdes.string(), serdes.json()))"
+        )
+        raise SerdeError(msg) from error
+
+
+def side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any]]:
+    if table.side_input_processor is not None:
+        produced = table.side_input_processor(message)
+        if produced is None:
+            return []
+        if isinstance(produced, KV):
+            return [produced]
+        return list(produced)
+    if isinstance(message, KV):
+        return [message]
+    if isinstance(message, dict) and "key" in message and "value" in message:
+        return [KV(message["key"], message["value"])]
+    msg = "side input message is not a KV; give the LocalTable a side_input_processor"
+    raise TypeError(msg)
