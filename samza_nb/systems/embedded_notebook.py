@@ -106,10 +106,12 @@ class EmbeddedNotebookIO(StreamSystem):
             raise StreamSystemError(msg)
         return count
 
-    def read(self, stream_id: str) -> Any:
+    def read(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
         """Every user message of the stream as a pandas DataFrame with columns partition,
-        offset, key, value (decoded as JSON where possible) and timestamp."""
-        return self.read_frame(stream_id)
+        offset, key, value and timestamp. Values and keys are decoded by ``serde`` and
+        ``key_serde`` when given, else as JSON where the bytes are JSON (so a string-serde
+        stream's ``"123"`` reads as 123: pass ``serde=serdes.string()``)."""
+        return self.read_frame(stream_id, serde=serde, key_serde=key_serde)
 
     def read_frame(
         self, stream_id: str, *, serde: Any = None, key_serde: Any = None

@@ -733,11 +733,12 @@ class KafkaSystem(StreamSystem):
         payload = _json_encode({"timestamp": int(timestamp), "taskName": None, "version": 1})
         self.append(stream_id, partition, [Record(MessageKind.WATERMARK, None, payload, None)])
 
-    def read(self, stream_id: str) -> Any:
+    def read(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
         """Every user message of the topic as a pandas DataFrame (partition, offset, key,
-        value decoded as JSON where possible, timestamp)."""
+        value, timestamp), decoded by ``serde``/``key_serde`` when given, else as JSON where
+        the bytes are JSON."""
         self._require(stream_id)
-        return self.read_frame(stream_id)
+        return self.read_frame(stream_id, serde=serde, key_serde=key_serde)
 
 
 def _transient(error: Any) -> bool:

@@ -301,3 +301,14 @@ def test_a_log_folder_removed_and_made_again_in_the_same_process_starts_empty(tm
     again.write("b", [42])
     assert again.read_frame("b")["value"].tolist() == [42]
     assert first.list_streams() == {"b": 1}  # the old handle reads the new file too
+
+
+def test_read_decodes_with_the_serde_given_else_json_where_the_bytes_are_json(tmp_path: Path) -> None:
+    from samza_nb.api import serdes
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("words", 1)
+    words = ["hello", "123", "true", "null", "", '"quoted"']
+    system.write("words", words, serde=serdes.string())
+    assert system.read("words", serde=serdes.string())["value"].tolist() == words
+    assert system.read("words")["value"].tolist() == [b"hello", 123, True, None, b"", "quoted"]
