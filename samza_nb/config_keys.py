@@ -134,6 +134,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
         "1",
         "Number of processors (run(processors=N) and --processors override it).",
         minimum=1,
+        maximum=1024,
     ),
     ConfigKey("job.host-affinity.enabled", "false", "Use locality-aware grouping."),
     ConfigKey("job.systemstreampartition.grouper.factory", "group-by-partition", "SSP grouper."),

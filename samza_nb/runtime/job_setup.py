@@ -19,6 +19,7 @@ from samza_nb.runtime.context import default_system_of, system_of
 from samza_nb.runtime.home import metadata_store_path
 
 __all__ = [
+    "MAX_PROCESSORS",
     "base_location",
     "existing_job_data",
     "check_inputs",
@@ -28,6 +29,9 @@ __all__ = [
     "metadata_store_name",
     "open_metadata_store",
 ]
+
+#: Processors one process runs at most (job.container.count's maximum too).
+MAX_PROCESSORS = 1024
 
 
 def check_inputs(plan: ExecutionPlan) -> None:
@@ -156,6 +160,12 @@ def initial_processors(config: Config, count: int | None, *, single: bool = Fals
         return {pid: configured[0] if configured else base_location(config)}
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
         msg = f"processors must be a positive int, got {count!r}"
+        raise ConfigError(msg)
+    if count is not None and count > MAX_PROCESSORS:
+        msg = (
+            f"processors must be at most {MAX_PROCESSORS} (each is a thread of this process with "
+            f"its own epochs; a processor past the job's task count gets no task), got {count}"
+        )
         raise ConfigError(msg)
     ids = config.get_list("processor.id")
     count = count or (len(ids) if ids else config.get_int("job.container.count"))

@@ -401,3 +401,13 @@ def test_processors_added_and_killed_by_number_take_their_configured_locations(s
         assert set(job.processors) == {"0", "2"}
     finally:
         job.stop()
+
+
+def test_a_huge_processor_count_is_refused_before_anything_is_made() -> None:
+    from samza_nb.config import Config
+    from samza_nb.runtime.job_setup import initial_processors
+
+    with pytest.raises(ConfigError, match="processors must be at most 1024"):
+        initial_processors(Config({}), 10**20)
+    with pytest.raises(ConfigError, match="job.container.count"):
+        Config({"job.container.count": "2147483647"})
