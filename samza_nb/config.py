@@ -21,7 +21,7 @@ from typing import Any
 
 from samza_nb.config_keys import FALSE_WORDS, KNOWN_KEYS, TRUE_WORDS, ConfigKey, check_key
 from samza_nb.errors import ConfigError
-from samza_nb.secrecy import mask_value, redact
+from samza_nb.secrecy import is_secret_key, looks_like_a_value, mask_value, redact
 
 __all__ = [
     "ENVIRONMENT",
@@ -75,11 +75,30 @@ def _property_lines(text: str, source: str, first_line: int = 1) -> Iterator[tup
         entries.append((first, line))
     if pending is not None and pending[1]:
         entries.append(pending)  # a continuation on the last line continues nothing
+    previous: tuple[int, str] | None = None  # the line and key of the entry before
     for first, line in entries:
         match = re.match(r"^([^=:\s]+)\s*([=:\s])\s*(.*)$", line)
-        if match is None:
-            msg = f"{source}:{first}: expected 'key=value', got {redact(line)!r}"
+        if match is None or looks_like_a_value(match.group(1)):
+            # A value pasted over two lines (an account key, a password) reads as a line of
+            # its own, or as a key when it ends in "=": never shown.
+            hidden = match is not None or looks_like_a_value(line) or (
+                previous is not None and is_secret_key(previous[1])
+            )
+            if not hidden:
+                msg = f"{source}:{first}: expected 'key=value', got {redact(line)!r}"
+            else:
+                continued = (
+                    f"; if it continues the value of {previous[1]!r} on line {previous[0]}, end "
+                    "that line with a backslash"
+                    if previous is not None
+                    else ""
+                )
+                msg = (
+                    f"{source}:{first}: expected 'key=value', got a line of {len(line)} characters "
+                    f"that looks like a value (not shown{continued})"
+                )
             raise ConfigError(msg)
+        previous = (first, match.group(1))
         yield first, match.group(1), match.group(3), match.group(2).isspace()
 
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from samza_nb.errors import ConfigError
-from samza_nb.secrecy import mask_value
+from samza_nb.secrecy import looks_like_a_value, mask_value
 
 __all__ = ["FALSE_WORDS", "KNOWN_KEYS", "TRUE_WORDS", "ConfigKey", "check_key"]
 
@@ -417,6 +417,13 @@ def check_key(key: str) -> None:
     """Refuse an unknown key (ConfigError), with the known key it may mean."""
     if key in KNOWN_KEYS:
         return
+    if looks_like_a_value(key):
+        msg = (
+            f"unknown config key of {len(key)} characters, not shown: it looks like a value, "
+            "maybe a secret (a value continued on the next line needs a backslash at the end "
+            "of its first line)"
+        )
+        raise ConfigError(msg)
     if any(family.match(key) for family in _KEY_FAMILIES):
         # A family takes keys samza_nb does not know (a location-id provider's own, Spark's),
         # but not a near miss of a known key of the same family (processor.location).

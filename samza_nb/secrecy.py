@@ -35,6 +35,7 @@ from pathlib import Path
 __all__ = [
     "MASK",
     "is_secret_key",
+    "looks_like_a_value",
     "mask_config",
     "mask_value",
     "private_dir",
@@ -101,6 +102,13 @@ _VALUE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # scheme://user:password@host (up to the last "@": a password may hold "/" or "@").
     (re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):(\S+)@"), rf"\1:{MASK}@"),
 )
+
+
+def looks_like_a_value(word: str) -> bool:
+    """Whether a word read as a config key may be a secret value instead: one that wrapped
+    onto a line of its own (a pasted account key) reads as a key. 16 or more base64- or
+    hex-like characters and no ``.``, which every real key has."""
+    return "." not in word and _KEY_LIKE.fullmatch(word) is not None
 
 
 def is_secret_key(key: str) -> bool:

@@ -55,7 +55,7 @@ _NUMERIC = sorted(key.name for key in KNOWN_KEYS.values() if key.kind in ("int",
     [
         ("task.max.epoch.messages", "0", "an integer from 1 to 2147483647"),
         ("task.max.epoch.messages", "-5", "an integer from 1 to 2147483647"),
-        ("job.container.count", "0", "an integer from 1 to 2147483647"),
+        ("job.container.count", "0", "an integer from 1 to 1024"),
         ("job.elasticity.factor", "0", "an integer from 1 to 2147483647"),
         ("job.intermediate.stream.partitions", "0", "an integer from 1 to 2147483647"),
         ("job.intermediate.stream.partitions", "many", "an integer from 1 to 2147483647"),

@@ -267,3 +267,39 @@ def test_a_kafka_systems_repr_and_errors_mask_secret_parts_of_options() -> None:
         for secret in ("Hunter2pw", "Oauth2secret", "MIIEvQPemBody"):
             assert secret not in shown, shown
     assert "principal=svc" in repr(system) and "127.0.0.1:9093" in system.where
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # An account key pasted onto a line of its own reads as a key ending in "=".
+        (
+            "azure.storage.connect=DefaultEndpointsProtocol=http;AccountName=a;AccountKey=\n"
+            "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+            "Eby8vdM02xNOcqFlqUwJ",
+        ),
+        ("systems.kafka.consumer.sasl.password =\n   hunter2hunter2hunter2", "hunter2"),
+        ("systems.kafka.consumer.sasl.password =\n   abc", "abc"),
+    ],
+)
+def test_a_secret_value_continued_on_a_line_of_its_own_is_never_echoed(text: str, secret: str) -> None:
+    from samza_nb.config import parse_properties, properties_config
+    from samza_nb.errors import ConfigError
+
+    for parse in (properties_config, parse_properties):
+        with pytest.raises(ConfigError) as failure:
+            parse(text, source="job.properties")
+        message = str(failure.value)
+        assert secret not in message
+        assert "job.properties:2" in message and "end that line with a backslash" in message
+
+
+def test_a_key_that_looks_like_a_value_is_not_echoed() -> None:
+    from samza_nb.config import Config
+    from samza_nb.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="of 35 characters, not shown") as failure:
+        Config({"Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUz": "=="})
+    assert "Eby8" not in str(failure.value)
+    with pytest.raises(ConfigError, match="'task.max.epoch.mesages'; did you mean"):
+        Config({"task.max.epoch.mesages": "1"})  # a real key's typo is still shown
