@@ -102,10 +102,15 @@ def _config(args: argparse.Namespace) -> Config:
         if not path.is_file():
             msg = f"--config {args.config}: no such file"
             raise ConfigError(msg)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            msg = f"{path}: not UTF-8 text (byte {error.start}); save the config file as UTF-8"
+            raise ConfigError(msg) from None
         if path.suffix == ".json":  # what start_processor writes: any value, newlines included
-            entries.update(json_config(path.read_text(encoding="utf-8"), source=str(path)))
+            entries.update(json_config(text, source=str(path)))
         else:
-            entries.update(properties_config(path.read_text(encoding="utf-8"), source=str(path)))
+            entries.update(properties_config(text, source=str(path)))
     for assignment in args.set or ():
         key, equals, value = assignment.partition("=")
         if not equals or not key.strip():
@@ -266,7 +271,7 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def _plan(args: argparse.Namespace) -> int:
-    plan: ExecutionPlan = _application(args).plan(_config(args))
+    plan = _checked_plan(args)
     if args.format == "json":
         print(plan.to_json())
     elif args.format == "svg":
@@ -288,6 +293,17 @@ def add_plan_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     parser.set_defaults(handler=_plan)
 
 
+def _checked_plan(args: argparse.Namespace) -> ExecutionPlan:
+    """The plan of APP with its config; a coordinator name that is not registered is refused
+    here, before a command looks in the wrong place (reset, drain) for a job coordinated
+    elsewhere."""
+    from samza_nb.coordination.coordinator import coordinator_factory
+
+    plan: ExecutionPlan = _application(args).plan(_config(args))
+    coordinator_factory(plan.config.get_str("job.coordinator.factory") or "embedded")
+    return plan
+
+
 def _metadata_store_of(args: argparse.Namespace) -> Any:
     """The job's metadata store: ``--job-home`` names an embedded one; MODULE:APP with its
     config names whatever the job uses (``metadata.store.factory``: a ZooKeeper or Kafka store
@@ -299,7 +315,7 @@ def _metadata_store_of(args: argparse.Namespace) -> Any:
     if args.job_home:
         path = metadata_store_path(Path(args.job_home))
     elif args.app:
-        plan = _application(args).plan(_config(args))
+        plan = _checked_plan(args)
         if metadata_store_name(plan.config) != "embedded":
             return open_metadata_store(plan.config, job_home(plan))
         path = metadata_store_path(plan)
@@ -380,7 +396,7 @@ def _drain(args: argparse.Namespace) -> int:
     from samza_nb.drain import read_drain_notifications, write_drain_notification
 
     store = _metadata_store_of(args)
-    plan = _application(args).plan(_config(args)) if args.app and not args.job_home else None
+    plan = _checked_plan(args) if args.app and not args.job_home else None
     try:
         if _running_processors(plan, store) == []:
             # A notification now would stop the job's next run at once (a restart after a
@@ -431,7 +447,7 @@ def add_drain_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 def _reset(args: argparse.Namespace) -> int:
     from samza_nb.runtime.reset import reset_job
 
-    removed = reset_job(_application(args).plan(_config(args)), dry_run=not args.yes)
+    removed = reset_job(_checked_plan(args), dry_run=not args.yes)
     for line in removed:
         print(("deleted " if args.yes else "would delete ") + line)
     if not args.yes:

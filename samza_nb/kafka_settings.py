@@ -206,6 +206,9 @@ def _read_file(path: str) -> dict[str, str]:
     except OSError as error:
         msg = f"cannot read the Kafka client config file {path!r}: {error.strerror}"
         raise ConfigError(msg) from error
+    except UnicodeDecodeError as error:
+        msg = f"the Kafka client config file {path!r} is not UTF-8 text (byte {error.start})"
+        raise ConfigError(msg) from None
     return parse_properties(text, source=path)
 
 

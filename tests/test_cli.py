@@ -90,6 +90,23 @@ def test_a_config_file_with_an_unknown_key_names_it(
     assert f"{properties}:2: unknown config key" in err  # the file and its line
 
 
+@pytest.mark.parametrize("command", ["plan", "drain", "reset"])
+def test_a_misspelled_coordinator_is_refused_by_every_command(
+    samza_home: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # reset would otherwise delete the local job home of a job whose checkpoints are elsewhere.
+    assert main([command, QUICKSTART, "--set", "job.coordinator.factory=zk"]) == 1
+    assert "unknown job.coordinator.factory 'zk'; known: azure, embedded, zookeeper" in capsys.readouterr().err
+
+
+def test_a_config_file_that_is_not_utf8_names_it(samza_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    properties = tmp_path / "job.properties"
+    properties.write_bytes(b"\xff\xfej\x00o\x00b\x00")
+    assert main(["plan", QUICKSTART, "--config", str(properties)]) == 1
+    err = capsys.readouterr().err
+    assert f"{properties}: not UTF-8 text" in err and "Traceback" not in err
+
+
 def test_run_a_missing_input_says_how_to_create_it(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", QUICKSTART]) == 1
     assert "create_stream('page-views'" in capsys.readouterr().err

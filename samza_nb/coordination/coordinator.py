@@ -28,6 +28,7 @@ from samza_nb.model import JobModel, LocationId
 __all__ = [
     "JobCoordinator",
     "JobCoordinatorListener",
+    "coordinator_factory",
     "get_job_coordinator",
     "job_coordinator_names",
     "register_job_coordinator",
@@ -130,6 +131,12 @@ def job_coordinator_names() -> list[str]:
 
 def get_job_coordinator(name: str, **options: Any) -> JobCoordinator:
     """A coordinator by name, built with ``options``; an unknown name lists the known ones."""
+    return coordinator_factory(name)(**options)
+
+
+def coordinator_factory(name: str) -> JobCoordinatorFactory:
+    """The factory registered as ``name``; an unknown name is a ConfigError listing the known
+    ones (with the one it may mean)."""
     _load_builtins()
     factory = _COORDINATORS.get(name)
     if factory is None:
@@ -140,7 +147,7 @@ def get_job_coordinator(name: str, **options: Any) -> JobCoordinator:
             f"{', '.join(sorted(_COORDINATORS))}"
         )
         raise ConfigError(msg)
-    return factory(**options)
+    return factory
 
 
 def _load_builtins() -> None:
