@@ -182,6 +182,7 @@ def _print_task_moves(job: Job, before: dict[str, list[str]]) -> dict[str, list[
 
 def _run(args: argparse.Namespace) -> int:
     from samza_nb.runtime import run
+    from samza_nb.runtime.interrupts import plain_interrupts
 
     app = _application(args)
     config = _config(args)
@@ -199,23 +200,30 @@ def _run(args: argparse.Namespace) -> int:
     )
     store = job.metadata if job.lease is None else job.home  # a service's store, or the job home's
     print(f"run id {job.run_id}; metadata store {store}")
+    stopped_by: list[int] = []  # the signal that stopped the job: its exit code says so
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops the job the same way Ctrl-C does: after the current epoch commits.
-        signal.signal(signal.SIGTERM, lambda *_: job.stop())
+        def terminated(*_: Any) -> None:
+            stopped_by.append(signal.SIGTERM)
+            job.stop()
+
+        signal.signal(signal.SIGTERM, terminated)
     started = time.perf_counter()
     last_epoch = -1
     hosted: dict[str, list[str]] = {}
-    try:
-        while not job.status().done:
-            time.sleep(args.progress_interval)
-            hosted = _print_task_moves(job, hosted)
-            if job.epoch != last_epoch:
-                last_epoch = job.epoch
-                print(_progress_line(job, started), flush=True)
-    except KeyboardInterrupt:
-        print("stopping after the current epoch ...", file=sys.stderr)
-        job.stop()
-    status = job.wait()
+    with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
+        try:
+            while not job.status().done:
+                time.sleep(args.progress_interval)
+                hosted = _print_task_moves(job, hosted)
+                if job.epoch != last_epoch:
+                    last_epoch = job.epoch
+                    print(_progress_line(job, started), flush=True)
+        except KeyboardInterrupt:
+            stopped_by.append(signal.SIGINT)
+            print("stopping after the current epoch ...", file=sys.stderr)
+            job.stop()
+        status = job.wait()
     print(_progress_line(job, started))
     metrics = job.metrics()
     for stream_id, info in sorted(job.plan.streams.items()):
@@ -230,7 +238,8 @@ def _run(args: argparse.Namespace) -> int:
         lost = metrics["workers_lost"]
         print(f"Spark Python workers lost mid-epoch: {lost['count']} (job.spark.epoch.retries); last: {lost['last']}")
     print(f"job {status.state} after {status.epoch} epochs")
-    return 0
+    # As a shell reports a command a signal ended: 130 after Ctrl-C, 143 after SIGTERM.
+    return 128 + int(stopped_by[0]) if stopped_by else 0
 
 
 def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

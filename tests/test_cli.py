@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -243,3 +244,33 @@ def test_negative_wait_timeouts_are_refused(capsys: pytest.CaptureFixture[str]) 
             main(argv)
         assert exited.value.code == 2
         assert "expected a number of seconds >= 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_a_run_after_its_epoch_in_one_line_with_a_signal_s_exit_code(
+    samza_home: Path, sent: signal.Signals, code: int
+) -> None:
+    events = generate_page_views(3_000, seed=4)
+    write_page_views(EmbeddedSystem("embedded", path=samza_home / "embedded"), events, end=False)
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "samza_nb.cli", "run", QUICKSTART, "--until", "forever",
+         "--set", "task.max.epoch.messages=500", "--progress-interval", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # until an epoch committed: Spark and the workers are up
+            words = line.split()
+            if words[:1] == ["epoch"] and int(words[1]) >= 2:
+                break
+        process.send_signal(sent)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == code, err
+    assert "job stopped after" in out
+    for noise in ("Traceback", "BrokenPipe", "py4j", "reentrant"):
+        assert noise not in err, err

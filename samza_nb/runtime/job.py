@@ -32,6 +32,7 @@ from samza_nb.runtime.exactly_once import close_task_producers, open_checkpoint_
 from samza_nb.runtime.executor import get_executor
 from samza_nb.runtime.history import JobHistory
 from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
+from samza_nb.runtime.interrupts import plain_interrupts
 from samza_nb.runtime.job_regrouping import JobRegrouping
 from samza_nb.runtime.job_setup import (
     check_inputs,
@@ -248,11 +249,12 @@ class Job(JobRegrouping):
         """Wait until the job ends; raises TimeoutError after ``timeout`` seconds and the job's
         error (for example TaskError) if it failed."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for processor in list(self._processors.values()):
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not processor.join(left):
-                msg = f"job {self.plan.app_name!r} still running after {timeout} s (epoch {self.epoch})"
-                raise TimeoutError(msg)
+        with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
+            for processor in list(self._processors.values()):
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not processor.join(left):
+                    msg = f"job {self.plan.app_name!r} still running after {timeout} s (epoch {self.epoch})"
+                    raise TimeoutError(msg)
         self.coordinator.stop()
         if self._error is not None:
             if isinstance(self._error, JobError):

@@ -133,3 +133,49 @@ def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm_behind(tmp_path: Path) -> Non
     pid = int(next(line.split()[1] for line in lines if line.startswith("jvm ")))
     # The JVM was ended before the interrupt reached the caller: it is gone now.
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+_INTERRUPTED_WAIT = """
+import os, signal, sys, threading, time
+from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
+from samza_nb.runtime import run
+from samza_nb.runtime.spark import get_spark
+from samza_nb.systems import EmbeddedSystem
+
+home = sys.argv[1]
+system = EmbeddedSystem("embedded", path=home + "/log")
+write_page_views(system, generate_page_views(2_000, seed=3), end=False)
+spark = get_spark()
+outcome = []
+
+def other_query():  # a notebook's own Spark job, running while the samza job runs
+    try:
+        outcome.append(spark.sparkContext.parallelize(range(2), 2).map(lambda x: time.sleep(4) or x).sum())
+    except Exception as error:  # cancelled
+        outcome.append(type(error).__name__)
+
+threading.Thread(target=other_query).start()
+job = run(build_app(system), {"job.home": home + "/job"}, until="forever", background=True)
+while job.epoch < 2:
+    time.sleep(0.05)
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    job.wait()
+except KeyboardInterrupt:
+    job.stop()
+    print("interrupted", flush=True)
+while not outcome:
+    time.sleep(0.1)
+print("other query:", outcome[0], flush=True)
+"""
+
+
+def test_ctrl_c_while_waiting_for_a_job_stops_it_and_no_other_spark_job_of_the_session(tmp_path: Path) -> None:
+    # PySpark's SIGINT handler cancels every Spark job of the session: while a job's caller
+    # waits, Ctrl-C only raises KeyboardInterrupt there (runtime/interrupts.py).
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_WAIT, str(tmp_path)], capture_output=True, text=True,
+        timeout=120, env=env, cwd=tmp_path, check=False,
+    )
+    assert done.stdout.splitlines() == ["interrupted", "other query: 1"], done.stdout + done.stderr
