@@ -116,4 +116,10 @@ def open_azure(target: AttachTarget, config: Config) -> AttachedJob:
         observer.close()
         raise
     name, job_id = config.get_str("app.name") or "", config.get_str("job.id") or "1"
-    return AttachedJob(target.display, name, job_id, observer, metadata)
+    handle = AttachedJob(target.display, name, job_id, observer, metadata)
+    try:
+        handle.observe()  # an account that cannot be reached fails here, in one line
+    except BaseException:
+        handle.close()
+        raise
+    return handle

@@ -139,6 +139,10 @@ def test_an_account_that_does_not_answer_is_a_coordination_error_naming_it(
         observer.observe()
     assert key not in str(caught.value)
     observer.close()
+    # %samza attach fails the same way, at once: no handle whose widget shows a traceback.
+    with pytest.raises(CoordinationError, match="check that the page blob exists") as caught:
+        attach("azure://devstoreaccount1", "unreachable", config={k: v for k, v in config.items() if k != "app.name"})
+    assert key not in str(caught.value)
 
 
 def test_the_cli_sees_the_live_processors_of_a_running_job(
