@@ -194,15 +194,21 @@ class EmbeddedJobLease(JobLease):
             waited = time.monotonic() - began
             if waited >= limit:
                 holder = self._read_holder(fd)
-                how = f"after waiting {waited:.1f} s" if wait else "(to queue behind it: run(..., lease_wait=True) in Python, samza-nb run --wait in a shell)"
+                how = (
+                    f" (still, after waiting {waited:.1f} s)"
+                    if wait
+                    else " (to queue behind it: run(..., lease_wait=True) in Python, samza-nb run --wait in a shell)"
+                )
                 msg = (
                     f"job home {str(self.job_home)!r} is in use by {holder}; only one run of a "
-                    f"job may run at a time {how}"
+                    f"job may run at a time{how}"
                 )
                 if holder.startswith(f"pid {os.getpid()} on {socket.gethostname()} "):
                     msg += (
                         "; that is this process: a run started earlier here (in this notebook "
-                        "kernel?) still runs, stop it first"
+                        "kernel?) still runs. Stop it with its Job (job.stop(), %samza stop JOB), "
+                        f"or, if no name holds it any more, drain it: samza-nb drain --job-home "
+                        f"{self.job_home} --wait (from a terminal, or !samza-nb ... in a cell)"
                     )
                 raise JobLeaseError(msg, holder=holder)
             time.sleep(min(_POLL_SECONDS, max(0.0, limit - waited)))

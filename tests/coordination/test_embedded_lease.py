@@ -166,5 +166,7 @@ def test_a_deleted_job_home_fences_the_run_that_held_it(tmp_path: Path) -> None:
 
 def test_a_second_run_in_the_same_process_says_so(job_home: Path, store: MetadataStore) -> None:
     with EmbeddedJobLease(job_home, store):
-        with pytest.raises(JobLeaseError, match="that is this process: a run started earlier"):
+        with pytest.raises(JobLeaseError, match="that is this process: a run started earlier") as failure:
             EmbeddedJobLease(job_home, store).acquire()
+        # A handle lost in a notebook: the message says how to stop the run anyway.
+        assert f"samza-nb drain --job-home {job_home} --wait" in str(failure.value)
