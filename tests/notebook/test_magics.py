@@ -488,6 +488,9 @@ def test_bad_input_raises_the_original_error_without_short_errors(
         ("run --config a=1 app", "got 'app' (write APP before --config)"),
         ("run", "the following arguments are required: APP"),
         ("frobnicate", "%samza: unknown command 'frobnicate'; commands: add-processor, attach, config"),
+        ('run "unclosed', "%samza run: No closing quotation in '\"unclosed' (see %samza help run)"),
+        # Quotes are a shell's: the value inside them is checked, not the quotes.
+        ("run app --until 'sometimes'", "or a positive number of epochs, got 'sometimes' (see"),
     ],
 )
 def test_bad_options_are_one_line_usage_errors_in_both_modes(

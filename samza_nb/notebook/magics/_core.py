@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -102,7 +103,13 @@ class SamzaMagics(Magics):
 
     def _parse(self, name: str, command: Callable[..., Any], rest: str) -> argparse.Namespace:
         try:
-            args: argparse.Namespace = parser_of(command).parse_argstring(rest)
+            # A shell's quoting (POSIX): --until 'caught-up' is caught-up, '' an empty value.
+            words = shlex.split(rest)
+        except ValueError as error:  # "No closing quotation"
+            msg = f"%samza {name}: {error} in {rest!r} (see %samza help {name})"
+            raise UsageError(msg) from None
+        try:
+            args: argparse.Namespace = parser_of(command).parse_args(words)
             return args
         except UsageError as error:
             msg = f"%samza {name}: {_one_line(str(error))} (see %samza help {name})"
