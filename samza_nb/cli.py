@@ -401,6 +401,20 @@ def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore) -> str:
         time.sleep(0.5 if distributed else 0.1)
 
 
+def _check_run_id(run_id: str, plan: ExecutionPlan | None, store: MetadataStore) -> None:
+    """Refuse a --run-id that is neither the job's stored run id nor one its live processors
+    carry: they would ignore its notification, which would stay in the store."""
+    from samza_nb.coordination.liveness import live_processors
+    from samza_nb.drain import read_run_id
+
+    live = live_processors(plan.config) if plan is not None else None
+    known = {read_run_id(store), *(live.run_ids if live is not None else ())} - {None}
+    if run_id not in known:
+        shown = ", ".join(sorted(str(k) for k in known)) or "none recorded"
+        msg = f"run {run_id!r} is not a run of this job (its runs: {shown}); nothing drained"
+        raise DrainError(msg)
+
+
 def _drain(args: argparse.Namespace) -> int:
     from samza_nb.drain import read_drain_notifications, write_drain_notification
 
@@ -412,6 +426,8 @@ def _drain(args: argparse.Namespace) -> int:
             # stop or a crash keeps the run id).
             msg = "the job is not running (no processor of it is live), so there is nothing to drain"
             raise DrainError(msg)
+        if args.run_id:
+            _check_run_id(args.run_id, plan, store)
         run_id = args.run_id or _current_run_id(plan, store)
         notification_uuid = write_drain_notification(store, run_id)
         print(f"drain requested for run {run_id} (notification {notification_uuid})")

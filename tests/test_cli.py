@@ -163,6 +163,9 @@ def test_drain_stops_a_running_job_from_another_command(
     while not _has_read(job_home, len(events)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _running(job_home)
+    # A run id that is not the job's would be ignored, its notification left behind: refused.
+    assert main(["drain", "--job-home", str(job_home), "--run-id", "bogus"]) == 1
+    assert "run 'bogus' is not a run of this job (its runs: " in capsys.readouterr().err
     assert main(["drain", "--job-home", str(job_home), "--wait", "--timeout", "120"]) == 0
     runner.join(60)
     assert not runner.is_alive()
