@@ -249,8 +249,9 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="run an application on Spark until its inputs end (or --until)",
         description=(
             "Plan and run a StreamApplication on Spark (spark.master from the config, else local). "
-            "Prints a progress line per epoch; Ctrl-C or SIGTERM stops after the current epoch "
-            "commits. Drain it from another shell with `samza-nb drain`."
+            "Prints a progress line each second in which an epoch committed; Ctrl-C or SIGTERM "
+            "stops after the current epoch commits (exit code 130 or 143). Drain it from another "
+            "shell with `samza-nb drain`."
         ),
     )
     _add_app_arguments(parser)
@@ -475,7 +476,9 @@ def _reset(args: argparse.Namespace) -> int:
     removed = reset_job(_checked_plan(args), dry_run=not args.yes)
     for line in removed:
         print(("deleted " if args.yes else "would delete ") + line)
-    if not args.yes:
+    if not removed:
+        print("nothing to reset: the job has kept nothing (has it run?)")
+    elif not args.yes:
         print("nothing deleted: pass --yes to reset the job")
     return 0
 

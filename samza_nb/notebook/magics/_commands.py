@@ -46,8 +46,10 @@ def _usage(command: Callable[..., Any], *, cell: bool = False) -> str:
 
 
 def _summary(command: Callable[..., Any]) -> str:
-    # The parser's description is the command's docstring; its first line is the summary.
-    return (parser_of(command).description or "").strip().partition("\n")[0]
+    # The parser's description is the command's docstring; its first paragraph (which may wrap
+    # over several lines) is the summary.
+    first = (parser_of(command).description or "").strip().partition("\n\n")[0]
+    return " ".join(first.split())
 
 
 def unknown_command(name: str) -> UsageError:
