@@ -54,7 +54,10 @@ def test_plan_as_json_lists_streams_and_stages(samza_home: Path, capsys: pytest.
     ("spec", "fragment"),
     [
         ("no_such_module:app", "no module named 'no_such_module'"),
-        ("samza_nb.examples.page_views:nope", "has no attribute 'nope'"),
+        # What the module defines is listed, not what it imports.
+        ("samza_nb.examples.page_views:nope", "has no attribute 'nope'; it has ['app', 'build_app'"),
+        # A script's main() is not run to see what it returns.
+        ("samza_nb.examples.page_views:main", "declared to return int, not a StreamApplication: not called"),
         ("samza_nb.examples.page_views", "must be written module:attribute"),
         ("samza_nb.examples.page_views:COUNTRIES", "not a StreamApplication"),
     ],

@@ -21,6 +21,7 @@ def as_application(value: Any, name: str) -> StreamApplication:
     if isinstance(value, StreamApplication):
         return value
     if callable(value):
+        _check_declared_return(value, name)
         built = _call_factory(value, name)
         if isinstance(built, StreamApplication):
             return built
@@ -31,6 +32,21 @@ def as_application(value: Any, name: str) -> StreamApplication:
         f"arguments returning one"
     )
     raise ConfigError(msg)
+
+
+def _check_declared_return(factory: Callable[..., Any], name: str) -> None:
+    """A function annotated to return something else (a script's ``main() -> int``) is refused
+    before it runs: calling it could do anything (write data, parse sys.argv)."""
+    declared = getattr(factory, "__annotations__", {}).get("return")
+    if declared is None:
+        return
+    text = declared if isinstance(declared, str) else getattr(declared, "__name__", str(declared))
+    if "StreamApplication" not in str(text) and text not in ("Any", "typing.Any"):
+        msg = (
+            f"{name} is a function declared to return {text}, not a StreamApplication: not "
+            "called (name the application, or a function of no arguments that builds it)"
+        )
+        raise ConfigError(msg)
 
 
 def _call_factory(factory: Callable[[], Any], name: str) -> Any:
@@ -62,8 +78,14 @@ def load_application(spec: str) -> StreamApplication:
     value: Any = module
     for part in attribute.split("."):
         if not hasattr(value, part):
-            public = sorted(n for n in dir(value) if not n.startswith("_"))
-            msg = f"application {spec!r}: {module_name} has no attribute {attribute!r}; it has {public}"
+            # What could be meant: applications and functions of the module's own, not imports.
+            owned = [
+                n for n in dir(value)
+                if not n.startswith("_")
+                and (isinstance(getattr(value, n), StreamApplication)
+                     or getattr(getattr(value, n), "__module__", None) == getattr(value, "__name__", None))
+            ]
+            msg = f"application {spec!r}: {module_name} has no attribute {attribute!r}; it has {sorted(owned)}"
             raise ConfigError(msg)
         value = getattr(value, part)
     return as_application(value, spec)
