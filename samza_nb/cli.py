@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from samza_nb import services
 from samza_nb.config import Config, json_config, properties_config
 from samza_nb.errors import ConfigError, DrainError, SamzaNbError
+from samza_nb.secrecy import mask_value
 
 if TYPE_CHECKING:
     from samza_nb.api import ExecutionPlan, StreamApplication
@@ -117,6 +118,13 @@ def _config(args: argparse.Namespace) -> Config:
             msg = f"--set {assignment!r} must be written key=value"
             raise ConfigError(msg)
         entries[key.strip()] = value.strip()
+        if mask_value(key.strip(), value.strip()) != value.strip():
+            print(
+                f"samza-nb: warning: {key.strip()} holds a secret, on a command line any user of "
+                "this machine can read (ps): keep it in the environment or a --config file only "
+                "you can read",
+                file=sys.stderr,
+            )
     return Config(entries)
 
 

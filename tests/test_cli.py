@@ -280,3 +280,12 @@ def test_ctrl_c_or_sigterm_stops_a_run_after_its_epoch_in_one_line_with_a_signal
     assert "job stopped after" in out
     for noise in ("Traceback", "BrokenPipe", "py4j", "reentrant"):
         assert noise not in err, err
+
+
+def test_a_secret_given_with_set_is_used_with_a_warning_never_echoed(
+    samza_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", QUICKSTART, "--set", "systems.kafka.consumer.sasl.password=hunter2hunter2"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: systems.kafka.consumer.sasl.password holds a secret, on a command line" in captured.err
+    assert "hunter2" not in captured.err + captured.out

@@ -579,3 +579,13 @@ def test_a_kernel_gives_one_line_to_a_frontend_and_full_errors_to_batch_runners(
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_a_secret_in_a_magic_line_is_used_with_a_warning(
+    shell: InteractiveShell, magics: SamzaMagics, system: EmbeddedSystem, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shell.push({"app": numbers_app(system)})
+    samza(shell, "plan app --config systems.kafka.consumer.sasl.password=hunter2hunter2")
+    err = capsys.readouterr().err
+    assert "warning: systems.kafka.consumer.sasl.password holds a secret, now in this notebook's text" in err
+    assert "hunter2" not in err

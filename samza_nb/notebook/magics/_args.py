@@ -7,8 +7,11 @@ into a one-line :class:`~IPython.core.error.UsageError` naming the argument.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from IPython.core.magic_arguments import argument
+
+from samza_nb.secrecy import mask_value
 
 __all__ = ["config_argument", "identifier", "job_argument", "key_value", "positive_int", "until"]
 
@@ -39,7 +42,15 @@ def key_value(text: str) -> tuple[str, str]:
         # The usual slip: an option taking several KEY=VALUE written before APP swallows it.
         msg = f"must be written key=value, got {text!r} (write APP before --config)"
         raise argparse.ArgumentTypeError(msg)
-    return key.strip(), value.strip()
+    key, value = key.strip(), value.strip()
+    if mask_value(key, value) != value:
+        print(
+            f"warning: {key} holds a secret, now in this notebook's text (and its saved file): "
+            "keep it in the environment ($SAMZA_NB_AZURE_CONNECTION_STRING, "
+            "$SAMZA_NB_KAFKA_CONFIG_FILE) or a config file only you can read",
+            file=sys.stderr,
+        )
+    return key, value
 
 
 def identifier(text: str) -> str:
