@@ -221,30 +221,6 @@ def test_an_epoch_whose_worker_is_killed_runs_again_and_counts_every_message_onc
     assert job._executor.resident_jobs >= 2  # the killed worker's pool closed; a new one ran on
 
 
-def test_a_worker_killed_on_every_try_fails_the_job_after_the_retries_and_the_rerun_counts_everything_once(
-    spark: Any, tmp_path: Path
-) -> None:
-    events, system, markers = _input_and_markers(tmp_path)
-    config = {
-        "task.max.epoch.messages": "300",
-        "job.home": str(tmp_path / "home"),
-        "job.spark.epoch.retries": "1",
-        "job.spark.partitions": "1",  # one worker per pool: one kill per try
-    }
-    with pytest.raises(WorkerLostError) as raised:
-        run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
-    killed = sorted(path.name for path in markers.iterdir())
-    assert len(killed) == 2
-    message = str(raised.value)
-    assert "ended before it returned" in message and "(the epoch ran 2 times)" in message
-    assert any(f"(pid {pid})" in message for pid in killed)
-    assert "Python worker exited unexpectedly (crashed)" in message  # Spark's reason, in one line
-    assert "nothing of the epoch was committed" in message
-    job = run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
-    assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
-    assert job.metrics()["workers_lost"] == {"count": 0, "last": None}
-
-
 #: A Spark job per epoch (resident workers off), never an epoch in the test's own process (the
 #: kill would end pytest).
 _SPARK_JOB_PER_EPOCH = {"job.spark.resident.workers": "false", "job.spark.driver.epoch.max.messages": "0"}
@@ -266,24 +242,31 @@ def test_with_a_spark_job_per_epoch_a_killed_worker_s_epoch_runs_again_and_count
     assert job._executor.resident_jobs == 0
 
 
-def test_with_a_spark_job_per_epoch_a_worker_killed_on_every_try_fails_the_job_after_the_retries(
-    spark: Any, tmp_path: Path
+@pytest.mark.parametrize("resident", [True, False])
+def test_a_worker_killed_on_every_try_fails_the_job_after_the_retries_and_the_rerun_counts_everything_once(
+    spark: Any, tmp_path: Path, resident: bool
 ) -> None:
     events, system, markers = _input_and_markers(tmp_path)
     config = {
         "task.max.epoch.messages": "300",
         "job.home": str(tmp_path / "home"),
         "job.spark.epoch.retries": "1",
-        "job.spark.partitions": "1",  # one worker per Spark job: one kill per try
-        **_SPARK_JOB_PER_EPOCH,
+        "job.spark.partitions": "1",  # one worker per pool or Spark job: one kill per try
+        **({} if resident else _SPARK_JOB_PER_EPOCH),
     }
     with pytest.raises(WorkerLostError) as raised:
         run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
+    killed = sorted(path.name for path in markers.iterdir())
+    assert len(killed) == 2
     message = str(raised.value)
-    assert "(the epoch ran 2 times)" in message and "Python worker exited unexpectedly (crashed)" in message
+    assert "ended before it returned" in message and "(the epoch ran 2 times)" in message
+    if resident:  # the pool knows its workers' pids
+        assert any(f"(pid {pid})" in message for pid in killed)
+    assert "Python worker exited unexpectedly (crashed)" in message  # Spark's reason, in one line
     assert "nothing of the epoch was committed" in message and "\n" not in message
     job = run(_killing_app(system, markers, 2, where="input"), config, clock=StepClock(), executor="spark")
     assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
+    assert job.metrics()["workers_lost"] == {"count": 0, "last": None}
 
 
 def _locked(path: str) -> bool:
