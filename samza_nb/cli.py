@@ -188,13 +188,31 @@ def _print_task_moves(job: Job, before: dict[str, list[str]]) -> dict[str, list[
     return now
 
 
+def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
+    """--processors, --grouper and the coordinator checked as run() would, before anything
+    prints or starts."""
+    from samza_nb.coordination.coordinator import coordinator_factory
+    from samza_nb.grouping.registry import grouper_names
+    from samza_nb.runtime.job_setup import initial_processors
+
+    coordinator_factory(plan.config.get_str("job.coordinator.factory") or "embedded")
+    if (plan.config.get_str("job.coordinator.factory") or "embedded") == "embedded":
+        initial_processors(plan.config, args.processors)
+    if args.grouper is not None and args.grouper not in grouper_names():
+        from samza_nb.grouping.registry import get_grouper
+
+        get_grouper(args.grouper)  # raises, naming the known groupers
+
+
 def _run(args: argparse.Namespace) -> int:
     from samza_nb.runtime import run
     from samza_nb.runtime.interrupts import plain_interrupts
 
     app = _application(args)
     config = _config(args)
-    print(repr(app.plan(config)))
+    plan = app.plan(config)
+    _check_run_options(args, plan)  # before the plan prints: the error is the last line
+    print(repr(plan))
     job = run(
         app,
         config,

@@ -289,3 +289,18 @@ def test_a_secret_given_with_set_is_used_with_a_warning_never_echoed(
     captured = capsys.readouterr()
     assert "warning: systems.kafka.consumer.sasl.password holds a secret, on a command line" in captured.err
     assert "hunter2" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--processors", "5000"], "processors must be at most 1024"),
+        (["--grouper", "host-afinity"], "did you mean 'host-affinity'?"),
+    ],
+)
+def test_run_checks_its_options_before_it_prints_the_plan(
+    samza_home: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    assert main(["run", QUICKSTART, *options]) == 1
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
