@@ -775,16 +775,27 @@ def test_explorer_summary_and_kill_list_agree_with_the_proposal() -> None:
     assert "any balanced assignment moves at least" not in explorer.snapshot_text()
 
 
-def test_run_progress_says_spark_is_starting_before_the_first_epoch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("warm", [False, True])
+def test_run_progress_says_spark_is_starting_before_the_first_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm: bool
+) -> None:
+    from pyspark import SparkContext
+
     from samza_nb.testing import run_local
 
+    # A kernel with a SparkContext already starts no JVM: the widget does not promise 5-15 s.
+    monkeypatch.setattr(SparkContext, "_active_spark_context", object() if warm else None)
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("events", 2)  # a quiet input: the job never reaches its first epoch
     job = run_local(shuffle_app(system, "quiet"), until="forever", background=True)
     try:
         progress = RunProgress(job)
         assert progress.phase == "starting Spark…"
-        assert "starting Spark…" in progress.snapshot_text()
+        text = progress.snapshot_text()
+        if warm:
+            assert "starting the job…" in text and "JVM" not in text
+        else:
+            assert "starting Spark… (a fresh kernel starts a JVM first" in text
     finally:
         job.stop()
 

@@ -183,6 +183,8 @@ class RunProgress(LiveWidget):
     def _progress_text(self) -> str:
         total = self.messages_in + self.lag
         if self.phase == STARTING:
+            if _spark_running():
+                return "starting the job…"
             return "starting Spark… (a fresh kernel starts a JVM first: 5–15 s)"
         if not total:
             return "no input yet"
@@ -197,3 +199,10 @@ class RunProgress(LiveWidget):
     def __repr__(self) -> str:
         state = self.phase or "–"
         return f"RunProgress({state}, epoch {self.epochs}, {self.messages_in:,} read)"
+
+
+def _spark_running() -> bool:
+    """Whether this process has a SparkContext already (a warm kernel starts no JVM)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
