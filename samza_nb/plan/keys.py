@@ -30,7 +30,7 @@ import msgspec
 
 from samza_nb.errors import SerdeError
 
-__all__ = ["check_partition_key", "encode_partition_key"]
+__all__ = ["check_partition_key", "check_table_key", "encode_partition_key"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -58,15 +58,16 @@ _INSTEAD = {
 _STABLE_TYPES = frozenset({str, int, bool, bytes, type(None)})
 
 
-def _unstable(key: Any) -> tuple[str, Any] | None:
-    """(reason, offending part) for the first part of ``key`` without stable bytes, or None."""
+def _unstable(key: Any, *, dicts: bool = False) -> tuple[str, Any] | None:
+    """(reason, offending part) for the first part of ``key`` without stable bytes, or None;
+    ``dicts``: a dict is taken as its bytes are (insertion order included)."""
     kind = type(key)
     if kind in _STABLE_TYPES:
         return None
     if kind is tuple or kind is list:
         for item in key:
             if type(item) not in _STABLE_TYPES:
-                found = _unstable(item)
+                found = _unstable(item, dicts=dicts)
                 if found is not None:
                     return found
         return None
@@ -75,12 +76,18 @@ def _unstable(key: Any) -> tuple[str, Any] | None:
             return "nan", key
         return ("inf", key) if math.isinf(key) else None
     if isinstance(key, dict):
-        return "dict", key
+        if not dicts:
+            return "dict", key
+        for item in key.values():
+            found = _unstable(item, dicts=True)
+            if found is not None:
+                return found
+        return None
     if isinstance(key, set | frozenset):
         return "set", key
     if isinstance(key, list | tuple):  # subclasses (named tuples, KV)
         for item in key:
-            found = _unstable(item)
+            found = _unstable(item, dicts=dicts)
             if found is not None:
                 return found
     return None
@@ -96,6 +103,15 @@ def check_partition_key(key: Any, op_id: str) -> None:
     found = _unstable(key)
     if found is not None:
         _refuse(key, op_id, *found)
+
+
+def check_table_key(key: Any, table_id: str) -> None:
+    """Like :func:`check_partition_key` for a table's key, except that a dict is taken as its
+    JSON bytes are: a compacted topic's JSON object keys (Kafka Connect, Debezium) keep their
+    order from record to record, and a lookup matches an entry only with the same key order."""
+    found = _unstable(key, dicts=True)
+    if found is not None:
+        _refuse(key, f"table {table_id}", *found)
 
 
 def _refuse(key: Any, op_id: str, reason: str, part: Any) -> NoReturn:

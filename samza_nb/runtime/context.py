@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import StreamSystemError
 from samza_nb.model import SystemStream
-from samza_nb.plan.keys import check_partition_key
+from samza_nb.plan.keys import check_table_key
 from samza_nb.plan.tables import LocalTable
 from samza_nb.runtime.control import (
     ControlMessage,
@@ -177,11 +177,11 @@ class TableView:
         self.store = store
 
     def encode_key(self, key: Any) -> bytes:
-        """The stored bytes of ``key``; a key with no stable bytes (a dict, a set, NaN or
-        infinity: equal keys could encode apart, or different ones alike) or that the table's
-        key serde cannot encode raises, naming the table."""
+        """The stored bytes of ``key``; a key with no stable bytes (a set, NaN or infinity:
+        equal keys could encode apart, or different ones alike) or that the table's key serde
+        cannot encode raises, naming the table. A dict is its JSON, key order included."""
         if type(key) not in _PLAIN_KEYS:
-            check_partition_key(key, f"table {self.table_id}")
+            check_table_key(key, self.table_id)
         return self._key_serde.to_bytes(key)  # type: ignore[union-attr]
 
     def get(self, key: Any) -> Any:

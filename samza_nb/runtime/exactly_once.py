@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AT_LEAST_ONCE",
     "EXACTLY_ONCE",
+    "EpochCommittedElsewhere",
     "TopicCheckpointStore",
     "checkpoint_system",
     "checkpoint_topic",
@@ -218,6 +219,16 @@ def open_checkpoint_store(
     return TopicCheckpointStore(store, system, topic, fence=fence, guard=guard)
 
 
+class EpochCommittedElsewhere(Exception):
+    """Another attempt of the task epoch committed it while this one ran (found once this
+    attempt's new producer had ended that attempt's transaction); nothing of this attempt was
+    committed. ``checkpoint``: what the other attempt committed."""
+
+    def __init__(self, checkpoint: Checkpoint):
+        super().__init__(f"task epoch committed by another attempt (checkpoint seq {checkpoint.seq})")
+        self.checkpoint = checkpoint
+
+
 class TaskTransaction:
     """One task epoch's Kafka transaction (executor side).
 
@@ -245,10 +256,21 @@ class TaskTransaction:
 
     def run(self, body: Callable[[TaskTransaction], _T]) -> _T:
         """``begin``, ``body(self)`` (its appends and :meth:`append_checkpoint`), ``commit``;
-        retried once with a new producer when a kept one failed (fenced)."""
+        retried once with a new producer when a kept one failed (fenced).
+
+        A new producer's ``init_transactions`` ends any transaction another attempt of this
+        task epoch has open (an orphaned Spark task of a failed job, a frozen process): it is
+        either committed by then or never will be. So with a new producer the topic is read
+        again first; when that attempt committed the epoch, :class:`EpochCommittedElsewhere` is
+        raised and nothing of this attempt is committed."""
         for fresh in (False, True):
             reused = not fresh and self._key in _PRODUCERS
             self._open(fresh=fresh).begin()
+            if not reused:
+                done = self._ahead_in_topic()
+                if done is not None:
+                    self.discard()
+                    raise EpochCommittedElsewhere(done)
             try:
                 result = body(self)
                 kill_point("mid-transaction")
@@ -285,6 +307,10 @@ class TaskTransaction:
         epoch runs again after lost workers (another worker may have committed it then)."""
         if self.assignment.retry == 0 and _COMMITTED.get((self.topic, self.assignment.task_name)) == self.assignment.seq:
             return None
+        return self._ahead_in_topic()
+
+    def _ahead_in_topic(self) -> Checkpoint | None:
+        """The task's checkpoint in the topic when it is past this epoch."""
         checkpoint = read_topic_checkpoints(self.system, self.topic).get(self.assignment.task_name)
         return checkpoint if checkpoint is not None and checkpoint.seq > self.assignment.seq else None
 

@@ -42,7 +42,7 @@ from samza_nb.runtime.decoding import (
     serde_error,
 )
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
-from samza_nb.runtime.exactly_once import TaskTransaction, task_transaction
+from samza_nb.runtime.exactly_once import EpochCommittedElsewhere, TaskTransaction, task_transaction
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.fusion import one_by_one
 from samza_nb.runtime.graph import build_operator_graph
@@ -487,7 +487,13 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
             kill_point("in-drain-epoch")
         control = run.control_snapshot()
         if transaction is not None:
-            messages_out = run.commit_transaction(transaction, control)
+            try:
+                messages_out = run.commit_transaction(transaction, control)
+            except EpochCommittedElsewhere as other:
+                # Report the other attempt's commit; this attempt's store updates are not
+                # written (the stores close, and catch up from the changelog when reopened).
+                run.offsets = dict(other.checkpoint.offsets)
+                return run.result(dict(other.checkpoint.control), {}, replayed=True)
         else:
             messages_out = run.write_outputs()
             kill_point("after-output-append")

@@ -45,3 +45,47 @@ def test_a_retried_epoch_reads_what_was_committed_instead_of_trusting_the_worker
     found = _transaction(retry).committed_elsewhere()
     assert bool(reads) == reads_the_topic
     assert found == (committed_by_another_worker if reads_the_topic else None)
+
+
+@pytest.mark.services
+def test_an_attempt_whose_new_producer_finds_the_epoch_committed_by_another_commits_nothing(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    # An orphaned attempt (a Spark task of a failed job, a frozen process) committed the epoch
+    # after this attempt looked at the start: this attempt's new producer ends the other's
+    # transaction, reads the topic again, and commits nothing.
+    from samza_nb.api import StreamApplication
+    from samza_nb.systems import KafkaSystem, MessageKind, Record
+
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    out = f"{kafka_topic_prefix}eo-out"
+    system.create_stream(f"{kafka_topic_prefix}eo-in", 1)
+    system.create_stream(out, 1)
+    app = StreamApplication(f"{kafka_topic_prefix}eo", job_id="1",
+                            config={"task.processing.guarantee": "exactly-once"})
+    app.input(system.input(f"{kafka_topic_prefix}eo-in", partitions=1)).send_to(
+        app.output(system.output(out, partitions=1))
+    )
+    plan = app.plan()
+    system.create_stream(exactly_once.checkpoint_topic(plan), 1, compacted=True)
+    assignment = EpochAssignment(
+        task_name="Partition 0", producer="Partition 0", seq=1, now_ms=0, run_id="r", location_id="a",
+        store_root="/nowhere", changelog_partition=0, ssps=[], start_offsets={}, bounds={},
+        control={}, producer_counts={},
+    )
+
+    def body(transaction: TaskTransaction) -> int:
+        transaction.append(out, 0, [Record(MessageKind.USER, None, b'"counted"', None)], 1)
+        transaction.append_checkpoint(Checkpoint(seq=2, offsets={f"{kafka_topic_prefix}eo-in#0": 1}))
+        return 1
+
+    assert TaskTransaction(plan, assignment).run(body) == 1  # the other attempt
+    # This attempt runs in another process: no producer or memory of the task here.
+    for key in [key for key in exactly_once._PRODUCERS if key[1].endswith("Partition 0")]:
+        exactly_once._PRODUCERS.pop(key).close()
+    exactly_once._COMMITTED.pop((exactly_once.checkpoint_topic(plan), "Partition 0"), None)
+    with pytest.raises(exactly_once.EpochCommittedElsewhere) as found:
+        TaskTransaction(plan, assignment).run(body)
+    assert found.value.checkpoint.seq == 2
+    assert system.read(out)["value"].tolist() == ["counted"]  # read_committed: once
+    exactly_once.close_task_producers(plan)

@@ -275,20 +275,23 @@ def test_a_message_a_join_cannot_keep_names_the_join_and_offset_and_is_skipped(
 
 
 def test_a_table_key_with_no_stable_bytes_names_the_operator_or_table_and_is_skipped(system: EmbeddedSystem) -> None:
-    _two_sides(system, [{"user": "a"}, {"user": {"id": "a"}}, {"user": "b"}],
-               [{"key": "a", "value": 1}, {"key": {"region": "eu"}, "value": 2}])
+    # A dict key is its JSON (a compacted topic's object keys keep their order); NaN and sets
+    # have no stable bytes.
+    _two_sides(system, [{"user": "a"}, {"user": ["x", "y"]}, {"user": {"id": 1}}, {"user": "b"}],
+               [{"key": "a", "value": 1}, {"key": "nan", "value": 2}, {"key": {"id": 1}, "value": 3}])
     app = StreamApplication("tablekeys")
     table = app.table(LocalTable("t", side_inputs=(system.input("b", partitions=1),),
-                                 side_input_processor=lambda m: [KV(m["key"], m["value"])]))
+                                 side_input_processor=lambda m: [KV(float("nan") if m["key"] == "nan" else m["key"], m["value"])]))
     out = app.output(system.output("out", partitions=1))
     app.input(system.input("a", partitions=1)).join_table(
         table, lambda click, record: [str(click["user"]), record.value if record else None],
-        key_fn=lambda click: click["user"],
+        key_fn=lambda click: frozenset(click["user"]) if isinstance(click["user"], list) else click["user"],
     ).send_to(out)
     with pytest.raises(TaskError) as failure:
         run_local(app)
     assert (failure.value.op_id, failure.value.ssp, failure.value.offset) == ("table t", "b#0", 1)
-    assert "dict" in str(failure.value)
+    assert "NaN" in str(failure.value)
     skipped = run_local(app, {"task.errors.skip": "true"})
-    assert sorted(map(tuple, skipped.collect("out")["value"])) == [("a", 1), ("b", None)]
-    assert skipped.metrics()["tasks"]["Partition 0"]["skipped"] == 2  # the side entry, the click
+    assert sorted(map(tuple, skipped.collect("out")["value"])) == [("a", 1), ("b", None), ("{'id': 1}", 3)]
+    # The NaN entry, and the click keyed by a set (the join names itself).
+    assert skipped.metrics()["tasks"]["Partition 0"]["skipped"] == 2
