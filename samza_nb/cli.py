@@ -435,7 +435,7 @@ def _check_run_id(run_id: str, plan: ExecutionPlan | None, store: MetadataStore)
     from samza_nb.drain import read_run_id
 
     live = live_processors(plan.config) if plan is not None else None
-    known = {read_run_id(store), *(live.run_ids if live is not None else ())} - {None}
+    known = {read_run_id(store), *(live.run_ids if live is not None else ())} - {None, ""}
     if run_id not in known:
         shown = ", ".join(sorted(str(k) for k in known)) or "none recorded"
         msg = f"run {run_id!r} is not a run of this job (its runs: {shown}); nothing drained"

@@ -78,7 +78,8 @@ def _property_lines(text: str, source: str, first_line: int = 1) -> Iterator[tup
     previous: tuple[int, str] | None = None  # the line and key of the entry before
     for first, line in entries:
         match = re.match(r"^([^=:\s]+)\s*([=:\s])\s*(.*)$", line)
-        if match is None or looks_like_a_value(match.group(1)):
+        # A key followed by "==" is a value's base64 padding, whatever the key's length.
+        if match is None or looks_like_a_value(match.group(1)) or match.group(3).startswith("="):
             # A value pasted over two lines (an account key, a password) reads as a line of
             # its own, or as a key when it ends in "=": never shown.
             hidden = match is not None or looks_like_a_value(line) or (
@@ -132,10 +133,18 @@ def properties_config(text: str, *, source: str = "<properties>", first_line: in
     samza_nb.errors.ConfigError: job.properties:2: unknown config key 'foo'; see docs/configuration.md for keys (the line reads as key 'foo' and a value: a space also separates a key from its value)
     """
     entries: dict[str, str] = {}
+    previous = ""  # the key of the entry before
     for number, key, value, spaced in _property_lines(text, source, first_line):
         try:
             Config({key: value})
         except ConfigError as error:
+            if is_secret_key(previous) and key not in KNOWN_KEYS:
+                # Maybe the rest of that secret, pasted over two lines: the key is not shown.
+                msg = (
+                    f"{source}:{number}: unknown config key (not shown: if the line continues "
+                    f"the value of {previous!r} on the line before, end that line with a backslash)"
+                )
+                raise ConfigError(msg) from None
             spacing = (
                 f" (the line reads as key {key!r} and a value: a space also separates a key "
                 "from its value)"
@@ -145,6 +154,7 @@ def properties_config(text: str, *, source: str = "<properties>", first_line: in
             msg = f"{source}:{number}: {error}{spacing}"
             raise ConfigError(msg) from None
         entries[key] = value
+        previous = key
     return Config(entries)
 
 

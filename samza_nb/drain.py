@@ -123,9 +123,11 @@ def carried_run_id(store: MetadataStore, carried: frozenset[str]) -> str | None:
     before the first of them stores the next one. None while no live processor carries one,
     or while two deployments' processors are live (one ending, one starting)."""
     stored = read_current_run_id(store)
-    if stored is not None and stored in carried:
+    # "": a processor of an older samza_nb, which does not say its run id: the stored one.
+    if stored is not None and (stored in carried or "" in carried):
         return stored
-    return next(iter(carried)) if len(carried) == 1 else None
+    said = carried - {""}
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def write_drain_notification(store: MetadataStore, run_id: str | None = None) -> str:

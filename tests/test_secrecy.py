@@ -280,6 +280,12 @@ def test_a_kafka_systems_repr_and_errors_mask_secret_parts_of_options() -> None:
         ),
         ("systems.kafka.consumer.sasl.password =\n   hunter2hunter2hunter2", "hunter2"),
         ("systems.kafka.consumer.sasl.password =\n   abc", "abc"),
+        # The rest of a key after a short run: reads as a key whose value starts with "=".
+        (
+            "azure.storage.connect=DefaultEndpointsProtocol=https;AccountName=a;AccountKey=QUJD\n"
+            "xYzQ5SEC==;EndpointSuffix=core.windows.net",
+            "xYzQ5SEC",
+        ),
     ],
 )
 def test_a_secret_value_continued_on_a_line_of_its_own_is_never_echoed(text: str, secret: str) -> None:
@@ -292,6 +298,15 @@ def test_a_secret_value_continued_on_a_line_of_its_own_is_never_echoed(text: str
         message = str(failure.value)
         assert secret not in message
         assert "job.properties:2" in message and "end that line with a backslash" in message
+
+
+def test_an_unknown_key_after_a_secret_s_line_is_not_echoed() -> None:
+    from samza_nb.config import properties_config
+    from samza_nb.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="job.properties:2: unknown config key \\(not shown") as failure:
+        properties_config("systems.kafka.consumer.sasl.password=abc\nshortsecret=x", source="job.properties")
+    assert "shortsecret" not in str(failure.value)
 
 
 def test_a_key_that_looks_like_a_value_is_not_echoed() -> None:

@@ -7,6 +7,8 @@ The attribute may be a :class:`StreamApplication` or a function of no arguments 
 from __future__ import annotations
 
 import importlib
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -35,18 +37,32 @@ def as_application(value: Any, name: str) -> StreamApplication:
 
 
 def _check_declared_return(factory: Callable[..., Any], name: str) -> None:
-    """A function annotated to return something else (a script's ``main() -> int``) is refused
-    before it runs: calling it could do anything (write data, parse sys.argv)."""
-    declared = getattr(factory, "__annotations__", {}).get("return")
-    if declared is None:
+    """A function whose return annotation names no StreamApplication (a script's
+    ``main() -> int``) is refused before it runs: calling it could do anything (write data,
+    parse sys.argv). An annotation that does not resolve, ``Any``, an Optional or a union
+    holding an application or a subclass, and no annotation at all, are all called."""
+    try:
+        declared = typing.get_type_hints(factory).get("return")
+    except Exception:  # an annotation naming what the module does not import: not judged
         return
-    text = declared if isinstance(declared, str) else getattr(declared, "__name__", str(declared))
-    if "StreamApplication" not in str(text) and text not in ("Any", "typing.Any"):
-        msg = (
-            f"{name} is a function declared to return {text}, not a StreamApplication: not "
-            "called (name the application, or a function of no arguments that builds it)"
-        )
-        raise ConfigError(msg)
+    if declared is None or _may_be_an_application(declared):
+        return
+    shown = getattr(declared, "__name__", None) or str(declared)
+    msg = (
+        f"{name} is a function declared to return {shown}, not a StreamApplication: not "
+        "called (name the application, or a function of no arguments that builds it)"
+    )
+    raise ConfigError(msg)
+
+
+def _may_be_an_application(hint: Any) -> bool:
+    if hint is Any:
+        return True
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else ()
+    if members:
+        return any(_may_be_an_application(member) for member in members)
+    origin = typing.get_origin(hint) or hint
+    return isinstance(origin, type) and issubclass(origin, StreamApplication)
 
 
 def _call_factory(factory: Callable[[], Any], name: str) -> Any:

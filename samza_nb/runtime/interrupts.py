@@ -22,11 +22,15 @@ __all__ = ["plain_interrupts"]
 @contextlib.contextmanager
 def plain_interrupts() -> Iterator[None]:
     """Within the block, SIGINT raises KeyboardInterrupt (Python's default handler); only in
-    the main thread, where signal handlers run (elsewhere the block changes nothing)."""
+    the main thread, where signal handlers run, and unless SIGINT is ignored (elsewhere the
+    block changes nothing)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:  # started in the background by a script: Ctrl-C is not for it
+        yield
+        return
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield

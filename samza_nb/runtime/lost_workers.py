@@ -25,12 +25,9 @@ _log = logging.getLogger("samza_nb.runtime.executor")
 Results = TypeVar("Results")
 
 #: What Spark says when the Python worker of a task went away (its reader saw the socket end),
-#: or when a cluster lost the executor holding it.
-_LOST_WORKER_SIGNS = (
-    "Python worker exited unexpectedly",
-    "ExecutorLostFailure",
-    "Connection reset by peer",
-)
+#: or when a cluster lost the executor holding it. Nothing broader: another failure retried
+#: would be reported as a lost worker.
+_LOST_WORKER_SIGNS = ("Python worker exited unexpectedly", "ExecutorLostFailure")
 
 
 def failure_reason(error: BaseException | None) -> str:

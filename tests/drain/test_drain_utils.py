@@ -148,5 +148,6 @@ def test_a_distributed_job_s_run_id_is_the_one_its_live_processors_carry() -> No
     assert carried_run_id(store, frozenset({"run-7"})) == "run-7"
     assert carried_run_id(store, frozenset({"run-6"})) == "run-6"
     assert carried_run_id(store, frozenset({"run-6", "run-7"})) == "run-6"  # the stored one still runs
+    assert carried_run_id(store, frozenset({""})) == "run-6"  # an older processor: says none
     NamespacedMetadataStore(store, "set-config").put("app.run.id", b"run-8")
     assert carried_run_id(store, frozenset({"run-6", "run-7"})) is None  # which one: unknown

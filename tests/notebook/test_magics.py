@@ -488,7 +488,7 @@ def test_bad_input_raises_the_original_error_without_short_errors(
         ("run --config a=1 app", "got 'app' (write APP before --config)"),
         ("run", "the following arguments are required: APP"),
         ("frobnicate", "%samza: unknown command 'frobnicate'; commands: add-processor, attach, config"),
-        ('run "unclosed', "%samza run: No closing quotation in '\"unclosed' (see %samza help run)"),
+        ('run "unclosed --config sasl.password=hunter2', "%samza run: No closing quotation in the line (see %samza help run)"),
         # Quotes are a shell's: the value inside them is checked, not the quotes.
         ("run app --until 'sometimes'", "or a positive number of epochs, got 'sometimes' (see"),
     ],
@@ -589,3 +589,10 @@ def test_a_secret_in_a_magic_line_is_used_with_a_warning(
     err = capsys.readouterr().err
     assert "warning: systems.kafka.consumer.sasl.password holds a secret, now in this notebook's text" in err
     assert "hunter2" not in err
+
+
+def test_magic_lines_take_a_shell_s_quotes_and_keep_backslashes() -> None:
+    from samza_nb.notebook.magics._core import _split
+
+    line = r"run app --until 'caught-up' --config a.b=C:\certs\ca.pem x.y=\d+#1 z=''"
+    assert _split(line) == ["run", "app", "--until", "caught-up", "--config", r"a.b=C:\certs\ca.pem", r"x.y=\d+#1", "z="]

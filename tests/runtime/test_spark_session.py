@@ -179,3 +179,20 @@ def test_ctrl_c_while_waiting_for_a_job_stops_it_and_no_other_spark_job_of_the_s
         timeout=120, env=env, cwd=tmp_path, check=False,
     )
     assert done.stdout.splitlines() == ["interrupted", "other query: 1"], done.stdout + done.stderr
+
+
+def test_plain_interrupts_leave_an_ignored_sigint_ignored() -> None:
+    import signal
+
+    from samza_nb.runtime.interrupts import plain_interrupts
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job started with `&` by a script
+    try:
+        with plain_interrupts():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        with plain_interrupts():
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGINT, previous)

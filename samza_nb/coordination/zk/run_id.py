@@ -24,12 +24,17 @@ from samza_nb.errors import CoordinationError
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 from samza_nb.metadata.zk_client import ZkClient
 
-__all__ = ["RUN_ID_KEY", "RUN_ID_NAMESPACE", "ZkRunIdGenerator", "member_run_ids"]
+__all__ = ["RUN_ID_KEY", "RUN_ID_NAMESPACE", "UNSAID", "ZkRunIdGenerator", "member_run_ids"]
 
 #: Where the run id is stored (the same place ``samza_nb.drain.read_run_id`` reads).
 RUN_ID_NAMESPACE = "set-config"
 RUN_ID_KEY = "app.run.id"
 _LOCK_ID = "runId"
+#: A membership node's data: this tag and the run id its processor carries. Nodes of samza_nb
+#: before run ids were recorded there hold the processor id, untagged.
+_RUN_TAG = b"run:"
+#: What :func:`member_run_ids` gives for a member that does not say its run id.
+UNSAID = ""
 
 
 class ZkRunIdGenerator:
@@ -77,7 +82,7 @@ class ZkRunIdGenerator:
                     raise CoordinationError(msg)
                 run_id = raw.decode()
             self._member = self.zk.create(
-                self.membership + "/", run_id.encode(), ephemeral=True, sequence=True
+                self.membership + "/", _RUN_TAG + run_id.encode(), ephemeral=True, sequence=True
             )
         self._run_id = run_id
         return run_id
@@ -90,11 +95,14 @@ class ZkRunIdGenerator:
 
 
 def member_run_ids(zk: ZkClient, keys: ZkKeyBuilder) -> frozenset[str]:
-    """The run ids the job's live processors carry (their membership nodes)."""
+    """The run ids the job's live processors carry (their membership nodes); :data:`UNSAID`
+    for a member of an older samza_nb, whose node does not say (it carries the stored one)."""
     membership = f"{keys.root}/clusterMembership"
     carried = set()
     for child in zk.children(membership) or []:
         node = zk.get(f"{membership}/{child}")
-        if node is not None and node[0]:
-            carried.add(node[0].decode())
+        if node is None:
+            continue  # it left meanwhile
+        data = node[0] or b""
+        carried.add(data[len(_RUN_TAG):].decode() if data.startswith(_RUN_TAG) else UNSAID)
     return frozenset(carried)

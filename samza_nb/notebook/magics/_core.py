@@ -103,10 +103,9 @@ class SamzaMagics(Magics):
 
     def _parse(self, name: str, command: Callable[..., Any], rest: str) -> argparse.Namespace:
         try:
-            # A shell's quoting (POSIX): --until 'caught-up' is caught-up, '' an empty value.
-            words = shlex.split(rest)
-        except ValueError as error:  # "No closing quotation"
-            msg = f"%samza {name}: {error} in {rest!r} (see %samza help {name})"
+            words = _split(rest)
+        except ValueError as error:  # "No closing quotation"; the line may hold a secret
+            msg = f"%samza {name}: {error} in the line (see %samza help {name})"
             raise UsageError(msg) from None
         try:
             args: argparse.Namespace = parser_of(command).parse_args(words)
@@ -129,3 +128,13 @@ class SamzaMagics(Magics):
         if self.short_errors is not None:
             return bool(self.short_errors)
         return _person_at_frontend(self.shell)
+
+
+def _split(line: str) -> list[str]:
+    """A magic line's words with a shell's quotes (--until 'caught-up' is caught-up, '' an
+    empty value) but backslashes kept as written (a regex, a Windows path) and no comments."""
+    lexer = shlex.shlex(line, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    lexer.escape = ""
+    return list(lexer)

@@ -148,6 +148,7 @@ def test_run_id_is_shared_by_a_deployment_and_new_for_the_next(
     zk: ZkClient, other: ZkClient, keys: ZkKeyBuilder
 ) -> None:
     from samza_nb.coordination.zk import ZkRunIdGenerator
+    from samza_nb.coordination.zk.run_id import UNSAID, member_run_ids
     from samza_nb.metadata import InMemoryMetadataStore, NamespacedMetadataStore
 
     store = InMemoryMetadataStore()
@@ -156,6 +157,11 @@ def test_run_id_is_shared_by_a_deployment_and_new_for_the_next(
     run_id = first.run_id()
     assert second.run_id() == run_id == first.run_id()
     assert NamespacedMetadataStore(store, "set-config").get("app.run.id") == run_id.encode()
+    assert member_run_ids(zk, keys) == {run_id}  # what a drain names
+    # A member of an older samza_nb holds its processor id: it says no run id.
+    older = zk.create(first.membership + "/", b"p9", ephemeral=True, sequence=True)
+    assert member_run_ids(zk, keys) == {run_id, UNSAID}
+    zk.delete(older)
     first.close()
     second.close()
     assert ZkRunIdGenerator(zk, keys, store, "p1").run_id() != run_id
