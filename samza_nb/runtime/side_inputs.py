@@ -10,7 +10,7 @@ each message into the entries to put instead (a None value deletes).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -18,8 +18,19 @@ from samza_nb.errors import SerdeError
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.plan.tables import LocalTable
+from samza_nb.runtime.context import TaskContext, system_of
+from samza_nb.runtime.decoding import message_decoder
+from samza_nb.runtime.epoch import ssp_key
+from samza_nb.runtime.operators import UserFunctionError
+from samza_nb.systems.base import MessageKind
 
-__all__ = ["side_input_entries", "side_input_message"]
+if TYPE_CHECKING:
+    from samza_nb.plan.execution_plan import ExecutionPlan
+
+#: Messages a side input reads per fetch.
+_READ_CHUNK = 50_000
+
+__all__ = ["read_side_input", "side_input_entries", "side_input_message"]
 
 
 def side_input_message(
@@ -68,3 +79,39 @@ def side_input_entries(table: LocalTable, message: Any) -> Iterable[KV[Any, Any]
         return [KV(message["key"], message["value"])]
     msg = "side input message is not a KV; give the LocalTable a side_input_processor"
     raise TypeError(msg)
+
+
+def read_side_input(
+    plan: ExecutionPlan, context: TaskContext, stream_id: str, partition: int, start: int, bound: int
+) -> int:
+    """Put the side-input records of ``stream_id``'s ``partition`` in ``[start, bound)`` into
+    every table the stream fills; the offset read to. A record that fails is the table's
+    failure at its offset (skipped under ``task.errors.skip``)."""
+    system = system_of(plan, stream_id)
+    serde = plan.streams[stream_id].serde
+    decode = message_decoder(serde)
+    tables = [t for t in plan.tables.values() if any(d.stream_id == stream_id for d in t.side_inputs)]
+    key = ssp_key(stream_id, partition)
+    offset = start
+    while offset < bound:
+        fetched = system.fetch(stream_id, partition, offset, bound, _READ_CHUNK)
+        for first, records in fetched.batches:
+            for index, (kind, rkey, value, _ts) in enumerate(records):
+                if kind != MessageKind.USER:
+                    continue
+                context.position = (key, first + index)
+                for table in tables:
+                    try:
+                        message = side_input_message(serde, decode, rkey, value)
+                        view = context.table(table.table_id)
+                        for entry in side_input_entries(table, message):
+                            view.put(entry.key, entry.value)
+                    except Exception as error:
+                        if context.skip_errors:
+                            context.skipped += 1
+                            continue
+                        raise UserFunctionError("table " + table.table_id, error, None) from error
+        if fetched.next_offset <= offset:
+            break
+        offset = fetched.next_offset
+    return offset

@@ -48,7 +48,7 @@ from samza_nb.runtime.fusion import one_by_one
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.runtime.sampling import tap_operators
-from samza_nb.runtime.side_inputs import side_input_entries, side_input_message
+from samza_nb.runtime.side_inputs import read_side_input
 from samza_nb.runtime.task_failure import failed_epoch
 from samza_nb.systems.base import MessageKind, Record
 from samza_nb.systems.embedded import EmbeddedSystem
@@ -161,7 +161,7 @@ class _TaskRun:
             start = self.offsets.get(key, 0)
             bound = a.bounds.get(key, start)
             if stream_id in side_inputs:
-                self._read_side_input(stream_id, partition, start, bound)
+                self.offsets[key] = read_side_input(self.plan, self.context, stream_id, partition, start, bound)
             else:
                 self._read(stream_id, partition, start, bound)
             if (
@@ -274,40 +274,6 @@ class _TaskRun:
                 raise
             done += len(piece)
         return done
-
-    def _read_side_input(self, stream_id: str, partition: int, start: int, bound: int) -> None:
-        plan = self.plan
-        system = system_of(plan, stream_id)
-        serde = plan.streams[stream_id].serde
-        decode = message_decoder(serde)
-        tables = [t for t in plan.tables.values() if any(d.stream_id == stream_id for d in t.side_inputs)]
-        key = ssp_key(stream_id, partition)
-        context = self.context
-        offset = start
-        while offset < bound:
-            fetched = system.fetch(stream_id, partition, offset, bound, _READ_CHUNK)
-            for first, records in fetched.batches:
-                for index, (kind, rkey, value, _ts) in enumerate(records):
-                    if kind != MessageKind.USER:
-                        continue
-                    context.position = (key, first + index)
-                    for table in tables:
-                        try:
-                            message = side_input_message(serde, decode, rkey, value)
-                            view = context.table(table.table_id)
-                            for entry in side_input_entries(table, message):
-                                view.put(entry.key, entry.value)
-                        except Exception as error:
-                            if context.skip_errors:
-                                context.skipped += 1
-                                continue
-                            raise UserFunctionError(
-                                "table " + table.table_id, error, None
-                            ) from error
-            if fetched.next_offset <= offset:
-                break
-            offset = fetched.next_offset
-        self.offsets[key] = offset
 
     def _control(self, stream_id: str, partition: int, message: ControlMessage) -> None:
         """Aggregate a control message arriving on an SSP (SAMZA.md §5.8)."""
