@@ -140,7 +140,8 @@ class ProcessorProcess:
         return self.wait(30)
 
     def terminate(self, timeout: float = 60) -> int:
-        """SIGTERM: stop after the epoch in flight and leave the group at once."""
+        """SIGTERM: stop after the epoch in flight and leave the group at once; the exit code
+        (143 for that clean stop, as a JVM's; another one names a failure)."""
         self.signal(signal.SIGTERM)
         return self.wait(timeout)
 
