@@ -40,10 +40,11 @@ def app_config(args: argparse.Namespace) -> Config:
         if not equals or not key.strip():
             msg = f"--set {assignment!r} must be written key=value"
             raise ConfigError(msg)
-        entries[key.strip()] = value.strip()
-        if mask_value(key.strip(), value.strip()) != value.strip():
+        key, value = key.strip(), value.strip()
+        entries[key] = value
+        if mask_value(key, value) != value:
             print(
-                f"samza-nb: warning: {key.strip()} holds a secret, on a command line any user of "
+                f"samza-nb: warning: {key} holds a secret, on a command line any user of "
                 "this machine can read (ps): keep it in the environment or a --config file only "
                 "you can read",
                 file=sys.stderr,

@@ -23,18 +23,17 @@ if TYPE_CHECKING:
 __all__ = ["add_drain_command"]
 
 
-def _metadata_store_of(args: argparse.Namespace) -> Any:
-    """The job's metadata store: ``--job-home`` names an embedded one; MODULE:APP with its
-    config names whatever the job uses (``metadata.store.factory``: a ZooKeeper or Kafka store
-    is reached from here as from the job's processes)."""
+def _metadata_store_of(args: argparse.Namespace, plan: ExecutionPlan | None) -> Any:
+    """The job's metadata store: ``--job-home`` names an embedded one; the ``plan`` of
+    MODULE:APP with its config names whatever the job uses (``metadata.store.factory``: a
+    ZooKeeper or Kafka store is reached from here as from the job's processes)."""
     from samza_nb.metadata import EmbeddedMetadataStore
     from samza_nb.runtime import job_home, metadata_store_path
     from samza_nb.runtime.job_setup import metadata_store_name, open_metadata_store
 
     if args.job_home:
         path = metadata_store_path(Path(args.job_home))
-    elif args.app:
-        plan = checked_plan(args)
+    elif plan is not None:
         if metadata_store_name(plan.config) != "embedded":
             return open_metadata_store(plan.config, job_home(plan))
         path = metadata_store_path(plan)
@@ -128,8 +127,8 @@ def _check_run_id(run_id: str, plan: ExecutionPlan | None, store: MetadataStore)
 def _drain(args: argparse.Namespace) -> int:
     from samza_nb.drain import read_drain_notifications, write_drain_notification
 
-    store = _metadata_store_of(args)
     plan = checked_plan(args) if args.app and not args.job_home else None
+    store = _metadata_store_of(args, plan)
     try:
         if _running_processors(plan, store) == []:
             # A notification now would stop the job's next run at once (a restart after a
