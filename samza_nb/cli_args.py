@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from samza_nb.config import Config, json_config, properties_config
 from samza_nb.errors import ConfigError
-from samza_nb.secrecy import mask_value
+from samza_nb.secrecy import secret_exposed
 
 if TYPE_CHECKING:
     from samza_nb.api import ExecutionPlan, StreamApplication
@@ -42,13 +42,9 @@ def app_config(args: argparse.Namespace) -> Config:
             raise ConfigError(msg)
         key, value = key.strip(), value.strip()
         entries[key] = value
-        if mask_value(key, value) != value:
-            print(
-                f"samza-nb: warning: {key} holds a secret, on a command line any user of "
-                "this machine can read (ps): keep it in the environment or a --config file only "
-                "you can read",
-                file=sys.stderr,
-            )
+        warning = secret_exposed(key, value, "on a command line any user of this machine can read (ps)")
+        if warning is not None:
+            print(f"samza-nb: {warning}", file=sys.stderr)
     return Config(entries)
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "MASK",
     "is_secret_key",
     "looks_like_a_value",
+    "secret_exposed",
     "mask_config",
     "mask_value",
     "private_dir",
@@ -102,6 +103,19 @@ _VALUE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # scheme://user:password@host (up to the last "@": a password may hold "/" or "@").
     (re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):(\S+)@"), rf"\1:{MASK}@"),
 )
+
+
+def secret_exposed(key: str, value: str, where: str) -> str | None:
+    """The warning to print when a setting given where others can read it (``where``: "on a
+    command line any user of this machine can read (ps)", "in this notebook's text") holds a
+    secret; None when it holds none. The value itself is never in it."""
+    if mask_value(key, value) == value:
+        return None
+    return (
+        f"warning: {key} holds a secret, {where}: keep it in the environment "
+        "($SAMZA_NB_AZURE_CONNECTION_STRING, $SAMZA_NB_KAFKA_CONFIG_FILE) or a config file only "
+        "you can read"
+    )
 
 
 def looks_like_a_value(word: str) -> bool:

@@ -11,7 +11,7 @@ import sys
 
 from IPython.core.magic_arguments import argument
 
-from samza_nb.secrecy import mask_value
+from samza_nb.secrecy import secret_exposed
 
 __all__ = ["config_argument", "identifier", "job_argument", "key_value", "positive_int", "until"]
 
@@ -43,13 +43,9 @@ def key_value(text: str) -> tuple[str, str]:
         msg = f"must be written key=value, got {text!r} (write APP before --config)"
         raise argparse.ArgumentTypeError(msg)
     key, value = key.strip(), value.strip()
-    if mask_value(key, value) != value:
-        print(
-            f"warning: {key} holds a secret, now in this notebook's text (and its saved file): "
-            "keep it in the environment ($SAMZA_NB_AZURE_CONNECTION_STRING, "
-            "$SAMZA_NB_KAFKA_CONFIG_FILE) or a config file only you can read",
-            file=sys.stderr,
-        )
+    warning = secret_exposed(key, value, "now in this notebook's text (and its saved file)")
+    if warning is not None:
+        print(warning, file=sys.stderr)
     return key, value
 
 
