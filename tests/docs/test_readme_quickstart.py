@@ -4,6 +4,7 @@ notebook cell run twice): its output is the count the snippet's input implies, b
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ def _quickstart() -> str:
 
 def test_the_readme_quickstart_runs_and_runs_again(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SAMZA_NB_HOME", str(tmp_path))
+    # The snippet's fresh folders (tempfile.mkdtemp) go under tmp_path, not the machine's /tmp.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     code = compile(_quickstart(), "README.md quickstart", "exec")
     for _run in range(2):
         scope: dict[str, Any] = {}
