@@ -18,6 +18,7 @@ from samza_nb.errors import ConfigError, DrainError
 
 if TYPE_CHECKING:
     from samza_nb.api import ExecutionPlan
+    from samza_nb.coordination.liveness import LiveProcessors
     from samza_nb.metadata import MetadataStore
 
 __all__ = ["add_drain_command"]
@@ -46,15 +47,22 @@ def _metadata_store_of(args: argparse.Namespace, plan: ExecutionPlan | None) -> 
     return EmbeddedMetadataStore(path)
 
 
-def _running_processors(plan: Any, store: Any) -> list[str] | None:
-    """Who runs the job now: for the embedded coordinator the job home's lease holder, for
-    ZooKeeper or Azure the processors registered live there; None when nothing tells."""
-    from samza_nb.coordination.embedded_lease import EmbeddedJobLease
+def _live(plan: ExecutionPlan | None) -> LiveProcessors | None:
+    """The live processors of a ZooKeeper or Azure job (one read of its coordination state);
+    None for the embedded coordinator, or without a plan."""
     from samza_nb.coordination.liveness import live_processors
+
+    return None if plan is None else live_processors(plan.config)
+
+
+def _running_processors(plan: Any, store: Any, live: LiveProcessors | None) -> list[str] | None:
+    """Who runs the job now: for the embedded coordinator the job home's lease holder, for
+    ZooKeeper or Azure the processors registered live there (``live``, read by the caller);
+    None when nothing tells."""
+    from samza_nb.coordination.embedded_lease import EmbeddedJobLease
     from samza_nb.metadata import EmbeddedMetadataStore
     from samza_nb.runtime import job_home
 
-    live = None if plan is None else live_processors(plan.config)
     if live is not None:
         return live.ids
     if isinstance(store, EmbeddedMetadataStore):
@@ -71,18 +79,20 @@ def _running_processors(plan: Any, store: Any) -> list[str] | None:
 _RUN_ID_WAIT_S = 15.0
 
 
-def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore) -> str:
+def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore, live: LiveProcessors | None) -> str:
     """The run id of the running job. A job records a new run id a moment after it took its
     lease (embedded) or its processors registered (ZooKeeper, Azure: the run id is the one
-    they carry): a drain in between waits for it (bounded) instead of naming the ended run."""
-    from samza_nb.coordination.liveness import live_processors
+    they carry): a drain in between waits for it (bounded) instead of naming the ended run.
+    ``live``: the caller's read of the live processors, for the first look."""
     from samza_nb.drain import carried_run_id, read_current_run_id
 
     started = time.monotonic()
     looks = 1  # embedded: the lease's holder (just asked by the caller) again once a second
+    first = True
     while True:
         # None for the embedded coordinator: its lease, not live processors, tells it runs.
-        live = live_processors(plan.config) if plan is not None else None
+        live = live if first else _live(plan)
+        first = False
         distributed = live is not None
         if live is not None:
             if not live.ids:
@@ -95,7 +105,7 @@ def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore) -> str:
             return run_id
         if not distributed and time.monotonic() - started >= looks:
             looks += 1
-            if _running_processors(plan, store) == []:
+            if _running_processors(plan, store, None) == []:
                 msg = "the job's run has ended (drained or finished) and no processor is live: nothing to drain"
                 raise DrainError(msg)
         if time.monotonic() - started > _RUN_ID_WAIT_S:
@@ -110,13 +120,11 @@ def _current_run_id(plan: ExecutionPlan | None, store: MetadataStore) -> str:
         time.sleep(0.5 if distributed else 0.1)
 
 
-def _check_run_id(run_id: str, plan: ExecutionPlan | None, store: MetadataStore) -> None:
+def _check_run_id(run_id: str, store: MetadataStore, live: LiveProcessors | None) -> None:
     """Refuse a --run-id that is neither the job's stored run id nor one its live processors
     carry: they would ignore its notification, which would stay in the store."""
-    from samza_nb.coordination.liveness import live_processors
     from samza_nb.drain import read_run_id
 
-    live = live_processors(plan.config) if plan is not None else None
     known = {read_run_id(store), *(live.run_ids if live is not None else ())} - {None, ""}
     if run_id not in known:
         shown = ", ".join(sorted(str(k) for k in known)) or "none recorded"
@@ -130,14 +138,15 @@ def _drain(args: argparse.Namespace) -> int:
     plan = checked_plan(args) if args.app and not args.job_home else None
     store = _metadata_store_of(args, plan)
     try:
-        if _running_processors(plan, store) == []:
+        live = _live(plan)  # one read of the coordination state for the checks below
+        if _running_processors(plan, store, live) == []:
             # A notification now would stop the job's next run at once (a restart after a
             # stop or a crash keeps the run id).
             msg = "the job is not running (no processor of it is live), so there is nothing to drain"
             raise DrainError(msg)
         if args.run_id:
-            _check_run_id(args.run_id, plan, store)
-        run_id = args.run_id or _current_run_id(plan, store)
+            _check_run_id(args.run_id, store, live)
+        run_id = args.run_id or _current_run_id(plan, store, live)
         notification_uuid = write_drain_notification(store, run_id)
         print(f"drain requested for run {run_id} (notification {notification_uuid})")
         if not args.wait:
@@ -146,7 +155,7 @@ def _drain(args: argparse.Namespace) -> int:
         # processor processes, the last of them may still be stopping: wait for it too.
         deadline = time.monotonic() + args.timeout
         while any(n.uuid == notification_uuid for n in read_drain_notifications(store)) or (
-            _running_processors(plan, store) or []
+            _running_processors(plan, store, _live(plan)) or []
         ):
             if time.monotonic() > deadline:
                 msg = f"run {run_id} has not finished draining after {args.timeout:.0f} s; is it running?"

@@ -163,10 +163,6 @@ class StreamWriter:
             buffer.clear()
 
 
-#: Key types with one stable encoding each: no check needed.
-_PLAIN_KEYS = frozenset({str, int, bool, type(None)})
-
-
 class TableView:
     """A LocalTable inside one task: its serdes over the table's store."""
 
@@ -180,8 +176,7 @@ class TableView:
         """The stored bytes of ``key``; a key with no stable bytes (a set, NaN or infinity:
         equal keys could encode apart, or different ones alike) or that the table's key serde
         cannot encode raises, naming the table. A dict is its JSON, key order included."""
-        if type(key) not in _PLAIN_KEYS:
-            check_table_key(key, self.table_id)
+        check_table_key(key, self.table_id)
         return self._key_serde.to_bytes(key)  # type: ignore[union-attr]
 
     def get(self, key: Any) -> Any:
