@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "CheckpointError",
+    "CommitConflictError",
     "ConfigError",
     "CoordinationError",
     "DrainError",
@@ -115,6 +116,17 @@ class JobLeaseError(CoordinationError):
     def __init__(self, message: str, *, holder: str | None = None):
         super().__init__(message)
         self.holder = holder
+
+
+class CommitConflictError(JobLeaseError):
+    """A fenced write found a key written by someone else since this process read or wrote
+    it: a task's checkpoint or epoch plan, written by a processor that was frozen past its
+    liveness timeout (its write had passed the fence check before it froze) or by the task's
+    new owner. Nothing more of the write was made; ``key`` names the key that changed."""
+
+    def __init__(self, message: str, *, key: str):
+        super().__init__(message)
+        self.key = key
 
 
 class TaskError(JobError):

@@ -18,8 +18,11 @@ lease the leader broke (because it stopped heartbeating) gets
 :class:`~samza_nb.errors.JobLeaseError` and writes nothing. ``fence=(key, generation)`` (a
 JobLease's token) is checked the same way, by reading the fence blob with the lease the
 :class:`~samza_nb.coordination.azure.lease.AzureJobLease` holds on it. Blob storage has no
-multi-blob transactions: the check runs immediately before the writes, and each write is
-bounded by the storage timeout.
+multi-blob transactions, so the check runs immediately before the writes, and each fenced
+write is also conditional on the etag this store last saw of its key (read or written): a
+process frozen between the check and its writes, which resumes after a new owner of its tasks
+wrote their checkpoints or plans, gets :class:`~samza_nb.errors.CommitConflictError` and
+overwrites nothing. Listings (:meth:`AzureBlobMetadataStore.all`) do not count as reads there.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from samza_nb.config import Config, global_app_id
-from samza_nb.errors import JobLeaseError, MetadataStoreError
+from samza_nb.errors import CommitConflictError, JobLeaseError, MetadataStoreError
 from samza_nb.metadata.azure_storage import AzureAccount, container_name, describe_error
 from samza_nb.metadata.base import (
     Fence,
@@ -149,6 +152,9 @@ class AzureBlobMetadataStore(MetadataStore):
         self._service = account.blob_service()
         self._client = self._service.get_container_client(container)
         self._fence_leases: dict[str, str] = {}
+        #: The etag of each key as this store last read or wrote it (None: read as missing);
+        #: a fenced write of the key is conditional on it.
+        self._etags: dict[str, str | None] = {}
         if create:
             try:
                 self._client.create_container()
@@ -191,6 +197,11 @@ class AzureBlobMetadataStore(MetadataStore):
     # -- reads ---------------------------------------------------------------------------------
     def read(self, key: str) -> tuple[bytes | None, str | None]:
         """``(value, etag)``; ``(None, None)`` when the key is missing."""
+        value, etag = self._download(key)
+        self._etags[key] = etag
+        return value, etag
+
+    def _download(self, key: str) -> tuple[bytes | None, str | None]:
         from azure.core.exceptions import AzureError, ResourceNotFoundError
 
         blob = self.blob(key)
@@ -216,7 +227,7 @@ class AzureBlobMetadataStore(MetadataStore):
             raise self._fail(what, error) from error
         keys = [key_of_blob(name) for name in names]
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(keys)))) as pool:
-            values = list(pool.map(self.get, keys))
+            values = [value for value, _etag in pool.map(self._download, keys)]
         return {key: value for key, value in zip(keys, values, strict=True) if value is not None}
 
     def all(self) -> dict[str, bytes]:
@@ -238,10 +249,11 @@ class AzureBlobMetadataStore(MetadataStore):
 
         data = check_value(key, value, repr(self))
         try:
-            self.blob(key).upload_blob(data, overwrite=True, **self._lease_of(key))
+            result = self.blob(key).upload_blob(data, overwrite=True, **self._lease_of(key))
         except AzureError as error:
             msg = f"write {key!r}"
             raise self._fail(msg, error) from error
+        self._etags[key] = str(result.get("etag"))
 
     def put_if(self, key: str, value: bytes, etag: str | None, *, lease: str | None = None) -> str:
         """Write ``value`` only if the blob still has ``etag`` (None: only if it does not
@@ -268,7 +280,8 @@ class AzureBlobMetadataStore(MetadataStore):
                 raise ConditionFailed(msg) from error
             what = f"write {key!r}"
             raise self._fail(what, error) from error
-        return str(result.get("etag"))
+        self._etags[key] = str(result.get("etag"))
+        return self._etags[key] or ""
 
     def hold_fence_lease(self, key: str, lease_id: str | None) -> None:
         """Writes of ``key`` and fence checks on it use ``lease_id`` (a JobLease holds it)."""
@@ -290,7 +303,10 @@ class AzureBlobMetadataStore(MetadataStore):
     ) -> None:
         """Write ``entries`` after the fence and the guard's leases were verified (see the
         module doc); a failed check raises :class:`~samza_nb.errors.JobLeaseError` and writes
-        nothing."""
+        nothing. A fenced or guarded write of a key this store read or wrote before is made
+        only while the key still has the etag seen then; a key written by someone else since
+        raises :class:`~samza_nb.errors.CommitConflictError`, and it and the keys after it
+        are not written."""
         checked = {
             check_key(key, repr(self)): check_value(key, value, repr(self))
             for key, value in entries.items()
@@ -302,7 +318,18 @@ class AzureBlobMetadataStore(MetadataStore):
             self._check_fence(fence)
         conditions.verify()
         for key, value in checked.items():
-            self.put(key, value)
+            if (guard is None and fence is None) or key not in self._etags:
+                self.put(key, value)
+                continue
+            try:
+                self.put_if(key, value, self._etags[key], lease=self._fence_leases.get(key))
+            except ConditionFailed as changed:
+                msg = (
+                    f"{self!r}: {key!r} was written by another processor since this one read it "
+                    "(its tasks moved while it was frozen or cut off); this write and the ones "
+                    "after it were not made"
+                )
+                raise CommitConflictError(msg, key=key) from changed
 
     def _check_fence(self, fence: Fence) -> None:
         from azure.core.exceptions import AzureError, ResourceNotFoundError
@@ -331,6 +358,7 @@ class AzureBlobMetadataStore(MetadataStore):
         except AzureError as error:
             msg = f"delete {key!r}"
             raise self._fail(msg, error) from error
+        self._etags[key] = None
 
     def delete_container(self) -> None:
         """Remove the container with every key (``samza-nb reset`` of an Azure job)."""

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from samza_nb.drain import DrainMonitor
-from samza_nb.errors import JobError, JobLeaseError
+from samza_nb.errors import CommitConflictError, JobError, JobLeaseError
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.runtime.checkpoints import CheckpointStore
@@ -231,6 +231,18 @@ class StreamProcessor:
                     self._in_epoch = True
                 try:
                     worked = self._one_epoch(model, container)
+                except CommitConflictError as conflict:
+                    if not self.events.rejoins_when_fenced():
+                        raise
+                    # A processor frozen between its fence check and its writes wrote a task's
+                    # checkpoint after this one read it: the same epoch plan's (a pending plan
+                    # is replayed, so its outputs carry one tag). Nothing more of this epoch was
+                    # committed; the tasks resume from what the store holds.
+                    _log.warning("processor %s: %s; reading its tasks' checkpoints again", self.processor_id, conflict)
+                    if container is not None:
+                        self.checkpoints.forget(container.tasks)
+                    self._release_task_stores()
+                    worked = False
                 except JobLeaseError as fenced:
                     if not self.events.rejoins_when_fenced():
                         raise

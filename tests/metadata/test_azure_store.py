@@ -7,7 +7,7 @@ import pytest
 from samza_nb import drain
 from samza_nb.config import Config
 from samza_nb.coordination.assignments import TaskAssignmentManager
-from samza_nb.errors import ConfigError, JobLeaseError, MetadataStoreError
+from samza_nb.errors import CommitConflictError, ConfigError, JobLeaseError, MetadataStoreError
 from samza_nb.metadata import NamespacedMetadataStore, get_metadata_store, namespaced_key
 from samza_nb.metadata.azure import (
     AzureBlobMetadataStore,
@@ -94,6 +94,40 @@ def test_a_guard_that_fences_writes_nothing(store: AzureBlobMetadataStore) -> No
     with pytest.raises(JobLeaseError, match="processor p1"):
         store.put_all({"c": b"1"}, guard=guard)
     assert store.get("c") is None
+
+
+def test_a_guarded_write_after_the_fence_check_never_overwrites_a_newer_owners_write(
+    store: AzureBlobMetadataStore, azure_connection_string: str, azure_container: str
+) -> None:
+    # The frozen processor's store passed its fence check, then froze; the task's new owner
+    # wrote the checkpoint meanwhile. On waking, the stale write must not land.
+    def live_lease(_conditions) -> None:
+        pass  # the check passed before the freeze: nothing left to verify
+
+    with AzureBlobMetadataStore(AzureAccount(azure_connection_string), azure_container) as owner:
+        store.put("checkpoint", b"seq 1")
+        assert store.get("checkpoint") == b"seq 1"
+        owner.put("checkpoint", b"seq 3")
+        assert store.all()["checkpoint"] == b"seq 3"  # a listing does not renew what it read
+        with pytest.raises(CommitConflictError, match="'checkpoint' was written by another") as raised:
+            store.put_all({"checkpoint": b"seq 2"}, guard=live_lease)
+        assert raised.value.key == "checkpoint" and isinstance(raised.value, JobLeaseError)
+        assert owner.get("checkpoint") == b"seq 3"
+        # A key read as missing that someone created since is refused the same way, and so is
+        # a JobLease's fenced write; keys before the changed one are written, none after it.
+        assert store.get("plan") is None
+        owner.put("plan", b"owner's plan")
+        store.put("gen", b"1")
+        with pytest.raises(CommitConflictError, match="'plan'"):
+            store.put_all({"first": b"1", "plan": b"stale plan", "last": b"1"}, fence=("gen", 1))
+        assert owner.get("plan") == b"owner's plan"
+        assert owner.get("first") == b"1" and owner.get("last") is None
+        # Read again, the key is written; an unguarded write never asks.
+        assert store.get("checkpoint") == b"seq 3"
+        store.put_all({"checkpoint": b"seq 4"}, guard=live_lease)
+        owner.put("checkpoint", b"seq 5")
+        store.put_all({"checkpoint": b"seq 6"})
+        assert owner.get("checkpoint") == b"seq 6"
 
 
 def test_drain_run_ids_and_assignments_work_unchanged(store: AzureBlobMetadataStore) -> None:

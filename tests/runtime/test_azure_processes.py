@@ -72,7 +72,7 @@ def job(azure_connection_string: str) -> Iterator[Config]:
 
 
 def _processor(
-    tmp_path: Path, connect: str, pid: str, location: str, *, key_in_env: bool
+    tmp_path: Path, connect: str, pid: str, location: str, *, key_in_env: bool, app: str = "azjob:app"
 ) -> subprocess.Popen[bytes]:
     settings = {
         "job.coordinator.factory": "azure",
@@ -88,7 +88,7 @@ def _processor(
     else:
         env.pop("SAMZA_NB_AZURE_CONNECTION_STRING", None)
         settings["azure.storage.connect"] = connect
-    argv = [sys.executable, "-m", "samza_nb.cli", "run", "azjob:app", "--executor", "local"]
+    argv = [sys.executable, "-m", "samza_nb.cli", "run", app, "--executor", "local"]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
     return subprocess.Popen(
@@ -191,48 +191,90 @@ def test_a_killed_follower_is_dropped_and_the_leader_finishes_with_exact_counts(
         blob.close()
 
 
-def test_a_follower_frozen_past_the_liveness_timeout_is_dropped_rejoins_and_nothing_counts_twice(
+#: The frozen follower's module: the quickstart, with its process group stopping itself
+#: (SIGSTOP) right after the fence check of its n-th checkpoint commit, before the writes.
+_FROZEN_AFTER_FENCE_CHECK = """
+import os, signal
+from samza_nb.metadata.azure import AzureBlobMetadataStore, AzureWriteGuard
+from azjob import app
+
+_commits = []
+_put_all, _verify = AzureBlobMetadataStore.put_all, AzureWriteGuard.verify
+
+def put_all(self, entries, **options):
+    if options.get("guard") is not None and any("samza-nb-checkpoint" in key for key in entries):
+        _commits.append(None)
+    return _put_all(self, entries, **options)
+
+def verify(self):
+    _verify(self)
+    if len(_commits) == {nth} and not getattr(verify, "frozen", False):
+        verify.frozen = True
+        print("freezing after the fence check of checkpoint commit {nth}", flush=True)
+        os.killpg(os.getpgid(0), signal.SIGSTOP)
+
+AzureBlobMetadataStore.put_all, AzureWriteGuard.verify = put_all, verify
+"""
+
+
+def _stopped(process: subprocess.Popen[bytes]) -> bool:
+    stat = Path(f"/proc/{process.pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] == "T"
+
+
+def test_a_follower_frozen_between_its_fence_check_and_its_commit_never_overwrites_the_leaders(
     job: Config, tmp_path: Path
 ) -> None:
-    # SIGSTOP past the liveness timeout: the leader drops the follower, breaks its fencing
-    # lease and takes its tasks; after SIGCONT the follower's stale epoch cannot commit, the
-    # leader lists it again, and it takes a new fencing lease and works on to the end.
+    # The follower stops itself after its commit passed the fence check, before its writes.
+    # The leader drops it past the liveness timeout, breaks its fencing lease, takes its tasks
+    # and ends the job. Resumed, the follower's checkpoint writes must not land over the
+    # leader's (they would restart a finished task from the frozen epoch and count it twice);
+    # it rejoins, takes a fencing lease anew and finishes.
     connect = job.get_str("azure.storage.connect")
     events = generate_page_views(16_000, seed=19)
     system = _job_module_over(job, tmp_path, events)
-    processes = {
-        "p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=True),
-        "p2": _processor(tmp_path, connect, "p2", "host-b", key_in_env=True),
-    }
-    store = AzureBlobMetadataStore.for_job(job)
+    (tmp_path / "azjob_frozen.py").write_text(_FROZEN_AFTER_FENCE_CHECK.replace("{nth}", "4"))
     observer = AzureJobObserver(job)
+    store = AzureBlobMetadataStore.for_job(job)
+    processes = {"p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=True)}
     outputs: dict[str, str] = {}
     try:
         deadline = time.monotonic() + 120
-        seen = observer.observe()
-        while seen.published != ("p1", "p2") or seen.leader is None or _committed(store) < 20:
-            assert time.monotonic() < deadline, "the processors did not share the work in 120 s"
+        while observer.observe().leader != "p1":
+            assert time.monotonic() < deadline, "p1 did not lead in 120 s"
+            assert processes["p1"].poll() is None, "p1 ended early"
+            time.sleep(0.2)
+        processes["p2"] = _processor(
+            tmp_path, connect, "p2", "host-b", key_in_env=True, app="azjob_frozen:app"
+        )
+        deadline = time.monotonic() + 120
+        while not _stopped(processes["p2"]):
+            assert time.monotonic() < deadline, "p2 did not reach its 4th commit in 120 s"
             assert all(p.poll() is None for p in processes.values()), "a processor ended early"
-            time.sleep(0.2)
-            seen = observer.observe()
-        frozen = next(pid for pid in processes if pid != seen.leader)
-        os.killpg(processes[frozen].pid, signal.SIGSTOP)
+            time.sleep(0.1)
         deadline = time.monotonic() + 60
-        while observer.observe().published != (seen.leader,):
-            assert time.monotonic() < deadline, f"{frozen} was not dropped in 60 s"
+        while observer.observe().published != ("p1",):
+            assert time.monotonic() < deadline, "the frozen p2 was not dropped in 60 s"
             time.sleep(0.2)
-        time.sleep(1.0)  # the leader works on the frozen one's former tasks meanwhile
-        os.killpg(processes[frozen].pid, signal.SIGCONT)
-        deadline = time.monotonic() + 60
-        while observer.observe().published != ("p1", "p2"):
-            assert time.monotonic() < deadline, f"{frozen} was not listed again in 60 s"
-            time.sleep(0.2)
-        for pid, process in processes.items():
-            output, _ = process.communicate(timeout=240)
-            outputs[pid] = output.decode(errors="replace")
-            assert process.returncode == 0, outputs[pid][-3000:]
-            assert "job finished" in outputs[pid]
-        assert "took its fencing lease anew" in outputs[frozen]
+        # The leader works on alone to the end of the input: nothing commits over the frozen
+        # follower's write once it lands.
+        output, _ = processes["p1"].communicate(timeout=240)
+        outputs["p1"] = output.decode(errors="replace")
+        assert processes["p1"].returncode == 0, outputs["p1"][-3000:]
+        assert "job finished" in outputs["p1"]
+        finished = CheckpointStore(store).read_all()
+        os.killpg(processes["p2"].pid, signal.SIGCONT)
+        output, _ = processes["p2"].communicate(timeout=240)
+        outputs["p2"] = output.decode(errors="replace")
+        assert processes["p2"].returncode == 0, outputs["p2"][-3000:]
+        assert "job finished" in outputs["p2"]
+        assert "freezing after the fence check" in outputs["p2"]
+        assert "was written by another processor since this one read it" in outputs["p2"]
+        assert "took its fencing lease anew" in outputs["p2"]
+        # The resumed follower moved no checkpoint back.
+        assert {
+            task: checkpoint.offsets for task, checkpoint in CheckpointStore(store).read_all().items()
+        } == {task: checkpoint.offsets for task, checkpoint in finished.items()}
     finally:
         for process in processes.values():
             if process.poll() is None:
