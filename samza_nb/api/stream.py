@@ -1,4 +1,5 @@
-"""MessageStream and the handles an application gives out (OutputStream, Table).
+"""MessageStream: the operators of a stream (the handles OutputStream and Table are in
+:mod:`~samza_nb.api.handles`).
 
 Every operator validates its arguments at the call, allocates its op id (SAMZA.md §11.1),
 records where the user called it, and returns a new :class:`MessageStream`.
@@ -8,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from samza_nb.api._checks import check_function, describe, user_location
+from samza_nb.api.handles import Application, OutputStream, Table
 from samza_nb.errors import PlanError
 from samza_nb.plan.functions import identity, kv_key
-from samza_nb.plan.graph import StreamDeclaration
 from samza_nb.plan.operators import (
     BroadcastOperatorSpec,
     FilterOperatorSpec,
@@ -38,92 +39,8 @@ from samza_nb.plan.windows import WindowSpec, duration_ms
 __all__ = ["MessageStream", "OutputStream", "Table"]
 
 
-class _Application(Protocol):
-    """What streams ask of the :class:`~samza_nb.api.StreamApplication` they belong to (named
-    here so this module need not import the application, which imports it)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def _next_op_id(
-        self,
-        opcode: OpCode,
-        user_id: str | None,
-        *,
-        on: str | None = None,
-        location: str | None = None,
-        required: bool = False,
-    ) -> str: ...
-
-    def _commit(self, spec: OperatorSpec, location: str | None) -> None: ...
-
-    def _check_stream_id_free(self, stream_id: str, name: str) -> None: ...
-
-    def _resolve_table(self, table: Table | LocalTable, name: str) -> LocalTable: ...
-
-
 def _at(location: str | None) -> str:
     return f" (at {location})" if location else ""
-
-
-class OutputStream:
-    """An output stream declared with ``app.output(descriptor)``; pass it to ``send_to``."""
-
-    __slots__ = ("_app", "_declaration")
-
-    def __init__(self, app: _Application, declaration: StreamDeclaration):
-        self._app = app
-        self._declaration = declaration
-
-    @property
-    def app(self) -> _Application:
-        return self._app
-
-    @property
-    def stream_id(self) -> str:
-        return self._declaration.stream_id
-
-    @property
-    def system_name(self) -> str:
-        return self._declaration.system.name
-
-    @property
-    def partitions(self) -> int | None:
-        """The partition count the descriptor gave (None: the planner asks the system)."""
-        return self._declaration.partitions
-
-    @property
-    def serde(self) -> Serde | KVSerde:
-        return self._declaration.serde
-
-    def __repr__(self) -> str:
-        return f"OutputStream({self.system_name}.{self.stream_id}, app={self._app.name!r})"
-
-
-class Table:
-    """A table registered with ``app.table(LocalTable(...))``; usable by ``send_to`` and
-    ``join_table``."""
-
-    __slots__ = ("_app", "_table")
-
-    def __init__(self, app: _Application, table: LocalTable):
-        self._app = app
-        self._table = table
-
-    @property
-    def app(self) -> _Application:
-        return self._app
-
-    @property
-    def table_id(self) -> str:
-        return self._table.table_id
-
-    @property
-    def spec(self) -> LocalTable:
-        return self._table
-
-    def __repr__(self) -> str:
-        return f"Table({self.table_id!r}, app={self._app.name!r})"
 
 
 class MessageStream:
@@ -141,7 +58,7 @@ class MessageStream:
 
     def __init__(
         self,
-        app: _Application,
+        app: Application,
         spec: OperatorSpec,
         *,
         op_id: str | None = None,
@@ -158,7 +75,7 @@ class MessageStream:
         return self._op_id
 
     @property
-    def app(self) -> _Application:
+    def app(self) -> Application:
         return self._app
 
     @property

@@ -13,9 +13,11 @@ It follows Samza's ExecutionPlanner (SAMZA.md §11.3–11.4):
    repeated to a fixpoint;
 6. the remaining intermediate streams take ``job.intermediate.stream.partitions``, else
    max(input counts, output counts), capped at 256 in BATCH mode;
-7. every join group must end with one partition count.
+7. every join group must end with one partition count (steps 4, 5 and 7:
+   :mod:`~samza_nb.plan.join_partitions`).
 
-It then splits the operators into stages (connected by operator edges, separated by shuffles),
+It then splits the operators into stages (connected by operator edges, separated by shuffles:
+:mod:`~samza_nb.plan.stages`),
 computes ``task.window.ms`` (GCD of window trigger durations and join TTLs) and writes the
 generated intermediate-stream configs.
 """
@@ -25,14 +27,20 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError, PlanError
 from samza_nb.plan.execution_plan import ExecutionPlan, Stage, StreamInfo
 from samza_nb.plan.graph import SpecGraph, StreamDeclaration
+from samza_nb.plan.join_partitions import (
+    check_co_partitioned,
+    declared_at,
+    infer_join_partitions,
+    join_groups,
+    table_joins,
+)
 from samza_nb.plan.operators import (
     BroadcastOperatorSpec,
     InputOperatorSpec,
@@ -47,9 +55,9 @@ from samza_nb.plan.operators import (
     WindowOperatorSpec,
 )
 from samza_nb.plan.serdes import KVSerde, Serde
+from samza_nb.plan.stages import SHUFFLES, intermediate_producers, split_stages
 from samza_nb.plan.store_names import check_store_names, operator_store_names
 from samza_nb.plan.stream_names import changelog_stream_id, check_stream_name_lengths
-from samza_nb.plan.tables import LocalTable
 
 __all__ = [
     "MAX_INFERRED_PARTITIONS",
@@ -65,8 +73,6 @@ MAX_INFERRED_PARTITIONS = 256
 
 _INT_MAX = 2147483647
 
-_Shuffle = PartitionByOperatorSpec | BroadcastOperatorSpec
-_Join = JoinOperatorSpec | StreamTableJoinOperatorSpec
 
 
 class PlanWarning(UserWarning):
@@ -78,10 +84,6 @@ def plan_application(
 ) -> ExecutionPlan:
     """Plan ``graph``; ``config`` entries override the application's config for this plan."""
     return _Planner(graph, config).plan()
-
-
-def _where(spec: OperatorSpec) -> str:
-    return f" (at {spec.user_location})" if spec.user_location else ""
 
 
 class _Planner:
@@ -115,7 +117,7 @@ class _Planner:
         for spec in operators:
             if isinstance(spec, InputOperatorSpec):
                 input_ops[spec.stream_id] = spec
-            elif isinstance(spec, _Shuffle):
+            elif isinstance(spec, SHUFFLES):
                 shuffles[spec.stream_id] = spec
 
         self._warn_unused(operators)
@@ -126,14 +128,17 @@ class _Planner:
             if isinstance(shuffle, BroadcastOperatorSpec):
                 counts[stream_id] = 1
 
-        table_joins = self._table_joins(operators)
-        join_streams = self._join_streams(operators, input_ops, table_joins)
-        self._infer_joined(join_streams, counts, set(intermediates))
+        side_inputs = {
+            table_id: [side.stream_id for side in decl.side_inputs]
+            for table_id, decl in graph.tables.items()
+        }
+        join_streams = join_groups(operators, input_ops, table_joins(operators), side_inputs)
+        infer_join_partitions(join_streams, counts, set(intermediates))
         self._infer_remaining(intermediates, counts, shuffles)
-        self._validate_joins(join_streams, counts, by_id)
+        check_co_partitioned(join_streams, counts, by_id)
 
-        stages, stage_of = _stages(operators)
-        producers = _producers(input_ops, shuffles)
+        stages, stage_of = split_stages(operators)
+        producers = intermediate_producers(input_ops, shuffles)
         window_ms = _window_ms(operators)
         systems = self._systems()
         default_system = self._default_system(systems, shuffles)
@@ -240,7 +245,7 @@ class _Planner:
                 and not spec.next_ops
             ):
                 msg = (
-                    f"app {graph.app_name!r}: input {spec.stream_id!r}{_where(spec)} is declared "
+                    f"app {graph.app_name!r}: input {spec.stream_id!r}{declared_at(spec)} is declared "
                     "but no operator reads it"
                 )
                 warnings.warn(msg, PlanWarning, stacklevel=5)
@@ -259,63 +264,6 @@ class _Planner:
                     "sends to or joins with it"
                 )
                 warnings.warn(msg, PlanWarning, stacklevel=5)
-
-    # -- joins -----------------------------------------------------------------------------
-    @staticmethod
-    def _table_joins(operators: list[OperatorSpec]) -> dict[str, list[StreamTableJoinOperatorSpec]]:
-        result: dict[str, list[StreamTableJoinOperatorSpec]] = {}
-        for spec in operators:
-            if isinstance(spec, StreamTableJoinOperatorSpec) and spec.table is not None:
-                result.setdefault(spec.table.table_id, []).append(spec)
-        return result
-
-    def _join_streams(
-        self,
-        operators: list[OperatorSpec],
-        input_ops: Mapping[str, InputOperatorSpec],
-        table_joins: Mapping[str, list[StreamTableJoinOperatorSpec]],
-    ) -> dict[str, dict[str, None]]:
-        """Per join op id, the streams reaching it without crossing a shuffle (ordered set)."""
-        joins: dict[str, dict[str, None]] = {
-            spec.op_id: {} for spec in operators if isinstance(spec, _Join)
-        }
-        for stream_id, start in input_ops.items():
-            for spec in _within_stage(start, table_joins):
-                if isinstance(spec, _Join):
-                    joins[spec.op_id][stream_id] = None
-        side_inputs = {
-            table_id: [side.stream_id for side in decl.side_inputs]
-            for table_id, decl in self.graph.tables.items()
-        }
-        for specs in table_joins.values():
-            for spec in specs:
-                assert spec.table is not None
-                for stream_id in side_inputs.get(spec.table.table_id, ()):
-                    joins[spec.op_id][stream_id] = None
-        return joins
-
-    @staticmethod
-    def _infer_joined(
-        join_streams: Mapping[str, Mapping[str, None]], counts: dict[str, int], unknown_ok: set[str]
-    ) -> None:
-        """Give unknown intermediate streams of a join group the count of a known member,
-        re-queuing the other groups of every stream so set: an order-independent fixpoint."""
-        groups = [list(streams) for streams in join_streams.values()]
-        groups_of: dict[str, list[int]] = {}
-        for index, group in enumerate(groups):
-            for stream_id in group:
-                groups_of.setdefault(stream_id, []).append(index)
-        queue = deque(range(len(groups)))
-        while queue:
-            index = queue.popleft()
-            group = groups[index]
-            known = next((counts[s] for s in group if s in counts), None)
-            if known is None:
-                continue
-            for stream_id in group:
-                if stream_id not in counts and stream_id in unknown_ok:
-                    counts[stream_id] = known
-                    queue.extend(i for i in groups_of[stream_id] if i != index)
 
     def _infer_remaining(
         self,
@@ -347,33 +295,11 @@ class _Planner:
                 spec = shuffles[stream_id]
                 msg = (
                     f"failed to assign a valid partition count to stream {stream_id!r} of "
-                    f"{spec.opcode.value} {spec.op_id!r}{_where(spec)}: the app has no input or "
+                    f"{spec.opcode.value} {spec.op_id!r}{declared_at(spec)}: the app has no input or "
                     "output with a known count; set job.intermediate.stream.partitions"
                 )
                 raise PlanError(msg)
             counts[stream_id] = partitions
-
-    @staticmethod
-    def _validate_joins(
-        join_streams: Mapping[str, Mapping[str, None]],
-        counts: Mapping[str, int],
-        by_id: Mapping[str, OperatorSpec],
-    ) -> None:
-        for op_id, streams in join_streams.items():
-            expected: int | None = None
-            for stream_id in streams:
-                actual = counts[stream_id]
-                if expected is None:
-                    expected = actual
-                elif actual != expected:
-                    spec = by_id[op_id]
-                    msg = (
-                        f"Unable to resolve input partitions of stream {stream_id!r} for the join "
-                        f"{op_id!r}{_where(spec)}. Expected: {expected}, Actual: {actual}; joined "
-                        "streams must be co-partitioned: repartition a side with "
-                        "partition_by(..., op_id=...) or give the streams the same partition count"
-                    )
-                    raise PlanError(msg)
 
     # -- systems and configs ---------------------------------------------------------------
     def _systems(self) -> dict[str, StreamSystemLike]:
@@ -404,7 +330,7 @@ class _Planner:
         if shuffles:
             first = next(iter(shuffles.values()))
             msg = (
-                f"{first.opcode.value} {first.op_id!r}{_where(first)} needs a system for its "
+                f"{first.opcode.value} {first.op_id!r}{declared_at(first)} needs a system for its "
                 "intermediate stream: declare an input or set job.default.system"
             )
             raise PlanError(msg)
@@ -536,96 +462,6 @@ def _snapshot(operators: Iterable[OperatorSpec]) -> list[OperatorSpec]:
             if clone.right is not None:
                 clone.right = copies[id(clone.right)]
     return [copies[id(spec)] for spec in originals]
-
-
-def _stages(operators: list[OperatorSpec]) -> tuple[list[Stage], dict[str, int]]:
-    """Weakly connected components of the ``next_ops`` edges, ordered by first operator.
-
-    A partition_by/broadcast has no ``next_ops``: its intermediate stream is read by a
-    separate input operator, which is what splits stages at every shuffle.
-    """
-    parent = {spec.op_id: spec.op_id for spec in operators}
-
-    def find(op_id: str) -> str:
-        while parent[op_id] != op_id:
-            parent[op_id] = parent[parent[op_id]]
-            op_id = parent[op_id]
-        return op_id
-
-    for spec in operators:
-        for nxt in spec.next_ops:
-            a, b = find(spec.op_id), find(nxt.op_id)
-            if a != b:
-                parent[b] = a
-    members: dict[str, list[OperatorSpec]] = {}
-    for spec in operators:  # creation order: the first member of each component comes first
-        members.setdefault(find(spec.op_id), []).append(spec)
-    stages: list[Stage] = []
-    stage_of: dict[str, int] = {}
-    for index, specs in enumerate(members.values()):
-        inputs: list[str] = []
-        outputs: list[str] = []
-        tables: list[str] = []
-        for spec in specs:
-            stage_of[spec.op_id] = index
-            if isinstance(spec, InputOperatorSpec):
-                inputs.append(spec.stream_id)
-            elif isinstance(
-                spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec
-            ):
-                if spec.stream_id not in outputs:
-                    outputs.append(spec.stream_id)
-            elif isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec):
-                table = spec.table
-                if isinstance(table, LocalTable) and table.table_id not in tables:
-                    tables.append(table.table_id)
-        stages.append(
-            Stage(
-                id=index,
-                operators=tuple(spec.op_id for spec in specs),
-                input_streams=tuple(inputs),
-                output_streams=tuple(outputs),
-                tables=tuple(tables),
-            )
-        )
-    return stages, stage_of
-
-
-def _producers(
-    input_ops: Mapping[str, InputOperatorSpec],
-    shuffles: Mapping[str, PartitionByOperatorSpec | BroadcastOperatorSpec],
-) -> dict[str, frozenset[str]]:
-    """Intermediate stream → input streams feeding it (SAMZA.md §5.5): traverse from every
-    input operator through ``next_ops``, stopping at the first partition_by/broadcast."""
-    feeding: dict[str, set[str]] = {stream_id: set() for stream_id in shuffles}
-    for stream_id, start in input_ops.items():
-        for spec in _within_stage(start):
-            if isinstance(spec, _Shuffle):
-                feeding[spec.stream_id].add(stream_id)
-    return {stream_id: frozenset(sources) for stream_id, sources in feeding.items()}
-
-
-def _within_stage(
-    start: OperatorSpec,
-    table_joins: Mapping[str, list[StreamTableJoinOperatorSpec]] | None = None,
-) -> Iterator[OperatorSpec]:
-    """Every operator reachable from ``start`` without crossing a shuffle (the shuffle itself
-    is yielded, not followed). With ``table_joins``, send_to(table) also leads to every
-    stream-table join on that table (SAMZA.md §11.4 step 4)."""
-    seen: set[int] = set()
-    stack: list[OperatorSpec] = [start]
-    while stack:
-        spec = stack.pop()
-        if id(spec) in seen:
-            continue
-        seen.add(id(spec))
-        yield spec
-        if isinstance(spec, _Shuffle):
-            continue
-        following = list(spec.next_ops)
-        if table_joins and isinstance(spec, SendToTableOperatorSpec) and spec.table is not None:
-            following.extend(table_joins.get(spec.table.table_id, ()))
-        stack.extend(reversed(following))
 
 
 def _window_ms(operators: Iterable[OperatorSpec]) -> int | None:

@@ -6,12 +6,13 @@ dropped on read (see :mod:`samza_nb.systems.kafka_reader`). Offsets are Kafka's:
 (transaction markers, compaction), so :meth:`KafkaSystem.fetch` says where the next read
 starts.
 
-Clients are opened lazily, once per process and settings, and are never pickled: a
-:class:`KafkaSystem` shipped to a Spark executor carries only its settings. Broker quirks of
-Tansu (the test broker) are handled here: it under-reports end offsets after multi-record
-batches (the high watermark of a fetch is used instead), auto-creates a topic whenever its
-metadata is asked for (existence is checked against the full topic list), and crashes on
-DeleteRecords (never sent to it).
+Clients are opened lazily, once per process and settings (:mod:`~samza_nb.systems.kafka_clients`),
+and are never pickled: a :class:`KafkaSystem` shipped to a Spark executor carries only its
+settings. Broker quirks of Tansu (the test broker) are handled here and in
+:mod:`~samza_nb.systems.kafka_offsets`: it under-reports end offsets after multi-record batches
+(the high watermark of a fetch is used instead), auto-creates a topic whenever its metadata is
+asked for (existence is checked against the full topic list), and crashes on DeleteRecords
+(never sent to it). The notebook helpers live in :mod:`~samza_nb.systems.kafka_notebook`.
 """
 
 from __future__ import annotations
@@ -19,113 +20,45 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-import msgspec
-
 from samza_nb.config import Config
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.kafka_settings import (
     KafkaClientConfig,
-    broker_api_versions,
     is_secret_option,
     transport_diagnosis,
 )
 from samza_nb.secrecy import redact
-from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
+from samza_nb.systems.base import Fetched, Record, StreamSystem, validate_stream_id
+from samza_nb.systems.kafka_clients import (
+    ProcessClients,
+    close_process_clients,
+    is_transient,
+    process_clients,
+)
+from samza_nb.systems.kafka_notebook import KafkaNotebookIO
+from samza_nb.systems.kafka_offsets import KafkaOffsets
 from samza_nb.systems.kafka_reader import (
     DedupTracker,
     consume_range,
     decode_message,
     record_headers,
 )
-from samza_nb.systems.writes import placed_records
 
 __all__ = ["KafkaSystem"]
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-_json_encode = msgspec.json.Encoder().encode
 
-# ApiVersions keys: a broker without CreatePartitions is Tansu-like (see the module doc).
-_CREATE_PARTITIONS = 37
 _TOPIC_CACHE_SECONDS = 5.0
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-class _ProcessClients:
-    """The clients of one cluster in one process (shared by every KafkaSystem instance with
-    the same settings, including copies unpickled in a reused Spark worker)."""
-
-    def __init__(self, settings: KafkaClientConfig):
-        self.settings = settings
-        self.lock = threading.RLock()
-        self._admin: Any = None
-        self._producer: Any = None
-        self.topics: dict[str, int] = {}
-        self.topics_read = 0.0
-        self.tansu: bool | None = None
-        self.trackers: dict[tuple[str, int], DedupTracker] = {}
-        self.seen_high: dict[tuple[str, int], int] = {}
-        # (topic, partition) -> (listed end offset, high watermark a fetch reported for it)
-        self.probed: dict[tuple[str, int], tuple[int, int]] = {}
-        self.delete_records_skipped: set[str] = set()
-
-    def admin(self) -> Any:
-        with self.lock:
-            if self._admin is None:
-                from confluent_kafka.admin import AdminClient
-
-                self._admin = AdminClient(self.settings.admin_options())
-            return self._admin
-
-    def producer(self, timeout: float) -> Any:
-        with self.lock:
-            if self._producer is None:
-                from confluent_kafka import Producer
-
-                defaults = {
-                    "acks": "all",
-                    "enable.idempotence": True,
-                    "linger.ms": 5,
-                    "message.timeout.ms": int(timeout * 1000),
-                }
-                self._producer = Producer(self.settings.producer_options(defaults))
-            return self._producer
-
-    def consumer(self, **extra: Any) -> Any:
-        """A new consumer (the caller closes it; see kafka_reader.consume_range)."""
-        from confluent_kafka import Consumer
-
-        defaults: dict[str, Any] = {
-            "group.id": "samza-nb-reader",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": True,
-            "allow.auto.create.topics": False,
-            "fetch.wait.max.ms": 100,
-            "isolation.level": "read_committed",
-        }
-        defaults.update(extra)
-        return Consumer(self.settings.consumer_options(defaults))
-
-    def close(self) -> None:
-        with self.lock:
-            if self._producer is not None:
-                self._producer.flush(10)
-                self._producer = None
-
-
-_CLIENTS: dict[tuple[int, str], _ProcessClients] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-class KafkaSystem(StreamSystem):
+class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     """Streams as topics of a Kafka cluster.
 
     ``KafkaSystem("kafka", bootstrap_servers="host:9092", **{"security.protocol": "SASL_SSL"})``:
@@ -217,20 +150,11 @@ class KafkaSystem(StreamSystem):
         return self._retries
 
     # -- clients and errors --------------------------------------------------------------------
-    def _clients(self) -> _ProcessClients:
-        key = (os.getpid(), self._settings.fingerprint())
-        clients = _CLIENTS.get(key)
-        if clients is None:
-            with _CLIENTS_LOCK:
-                clients = _CLIENTS.get(key)
-                if clients is None:
-                    clients = _CLIENTS[key] = _ProcessClients(self._settings)
-        return clients
+    def _clients(self) -> ProcessClients:
+        return process_clients(self._settings)
 
     def close(self) -> None:
-        clients = _CLIENTS.pop((os.getpid(), self._settings.fingerprint()), None)
-        if clients is not None:
-            clients.close()
+        close_process_clients(self._settings)
 
     @property
     def where(self) -> str:
@@ -259,7 +183,7 @@ class KafkaSystem(StreamSystem):
             try:
                 return call(self._timeout)
             except KafkaException as error:
-                if not _transient(error):
+                if not is_transient(error):
                     raise self._fail(operation, error) from None
                 last = error
             except FutureTimeout as error:
@@ -284,19 +208,6 @@ class KafkaSystem(StreamSystem):
             _log.debug("%s: diagnosing the transport failed: %s", self.where, error)
             return ""
         return self.scrub(text)
-
-    def _is_tansu(self) -> bool:
-        if self._tansu is not None:
-            return self._tansu
-        clients = self._clients()
-        if clients.tansu is None:
-            tansu = False
-            if self._settings.security_protocol == "plaintext":
-                apis = broker_api_versions(self.bootstrap_servers, self._timeout)
-                tansu = apis is not None and _CREATE_PARTITIONS not in apis
-            clients.tansu = tansu
-            _log.debug("%s: Tansu-like broker: %s", self.where, tansu)
-        return clients.tansu
 
     # -- topics -------------------------------------------------------------------------------
     def _topics(self, *, refresh: bool = True) -> dict[str, int]:
@@ -399,134 +310,10 @@ class KafkaSystem(StreamSystem):
                 raise
 
         self._call(f"delete topic {stream_id!r}", delete)
-        with clients.lock:
-            clients.topics.pop(stream_id, None)
-            for key in [key for key in clients.trackers if key[0] == stream_id]:
-                del clients.trackers[key]
-            for key in [key for key in clients.seen_high if key[0] == stream_id]:
-                del clients.seen_high[key]
-            for key in [key for key in clients.probed if key[0] == stream_id]:
-                del clients.probed[key]
+        clients.forget_topic(stream_id)
 
     def list_streams(self) -> dict[str, int]:
         return dict(sorted(self._topics().items()))
-
-    def _list_offsets(self, stream_id: str, count: int, latest: bool) -> dict[int, int]:
-        from confluent_kafka import IsolationLevel, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
-        spec = OffsetSpec.latest() if latest else OffsetSpec.earliest()
-        request = {TopicPartition(stream_id, p): spec for p in range(count)}
-
-        def list_offsets(timeout: float) -> dict[int, int]:
-            futures = self._clients().admin().list_offsets(
-                request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout
-            )
-            return {tp.partition: int(f.result(timeout=timeout).offset) for tp, f in futures.items()}
-
-        which = "end" if latest else "start"
-        return self._call(f"list {which} offsets of topic {stream_id!r}", list_offsets)
-
-    def newest_offsets(self, stream_id: str) -> dict[int, int]:
-        count = self._require(stream_id)
-        listed = self._list_offsets(stream_id, count, latest=True)
-        if self._is_tansu():
-            probed = self._probe_high_watermarks(stream_id, listed)
-            listed = {p: max(offset, probed.get(p, offset)) for p, offset in listed.items()}
-        seen = self._clients().seen_high
-        return {p: max(offset, seen.get((stream_id, p), offset)) for p, offset in listed.items()}
-
-    def _probe_high_watermarks(self, stream_id: str, listed: Mapping[int, int]) -> dict[int, int]:
-        """Tansu reports the base offset of the last batch + 1 as a partition's end offset; a
-        fetch of that batch returns the true high watermark."""
-        from confluent_kafka import KafkaError, TopicPartition
-
-        clients = self._clients()
-        highs: dict[int, int] = {}
-        wanted: dict[int, int] = {}
-        for p, offset in listed.items():
-            known = clients.probed.get((stream_id, p))
-            if known is not None and known[0] == offset:
-                # Every append moves the last batch, so an unchanged listed offset means an
-                # unchanged high watermark.
-                highs[p] = known[1]
-            elif offset > 0:
-                wanted[p] = offset - 1
-        if not wanted:
-            return highs
-        consumer = self._clients().consumer(**{"queued.max.messages.kbytes": 4096})
-        consumer.assign([TopicPartition(stream_id, p, offset) for p, offset in wanted.items()])
-        deadline = time.monotonic() + self._timeout
-        try:
-            while not wanted.keys() <= highs.keys() and time.monotonic() < deadline:
-                batch = consumer.consume(num_messages=10_000, timeout=0)
-                for message in batch or consumer.consume(num_messages=1, timeout=0.1):
-                    error = message.error()
-                    if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                        highs[message.partition()] = message.offset()
-                        clients.probed[(stream_id, message.partition())] = (
-                            listed[message.partition()], message.offset()
-                        )
-        finally:
-            consumer.close()
-        missing = sorted(set(wanted) - set(highs))
-        if missing:
-            _log.warning(
-                "%s: no high watermark for partitions %s of topic %r within %gs; using the "
-                "listed end offsets",
-                self.where, missing, stream_id, self._timeout,
-            )
-        return highs
-
-    def oldest_offsets(self, stream_id: str) -> dict[int, int]:
-        return self._list_offsets(stream_id, self._require(stream_id), latest=False)
-
-    def consumer_lag(self, stream_id: str, offsets: Mapping[int, int]) -> dict[int, int]:
-        """Per partition, the newest offset minus ``offsets`` (Kafka's consumer lag: a count of
-        offsets, which exceeds the count of messages when markers or compaction left gaps)."""
-        newest = self.newest_offsets(stream_id)
-        return {p: max(0, high - int(offsets.get(p, 0))) for p, high in newest.items()}
-
-    def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
-        """DeleteRecords; returns how many *offsets* were deleted. A logged no-op on Tansu
-        (which crashes a broker thread on it) and on brokers that refuse it."""
-        from confluent_kafka import KafkaError, KafkaException, TopicPartition
-
-        self.require_partition(stream_id, partition)
-        clients = self._clients()
-        if self._is_tansu() or stream_id in clients.delete_records_skipped:
-            if stream_id not in clients.delete_records_skipped:
-                clients.delete_records_skipped.add(stream_id)
-                _log.info(
-                    "%s: not deleting old records of topic %r: the broker does not support "
-                    "DeleteRecords safely (Tansu); the topic keeps them until its retention",
-                    self.where, stream_id,
-                )
-            return 0
-        before = self._list_offsets(stream_id, self._require(stream_id), latest=False)[partition]
-        if offset <= before:
-            return 0
-
-        def delete(timeout: float) -> int:
-            futures = clients.admin().delete_records(
-                [TopicPartition(stream_id, partition, offset)], request_timeout=timeout
-            )
-            (future,) = futures.values()
-            return int(future.result(timeout=timeout).low_watermark)
-
-        try:
-            low = self._call(f"delete records of {stream_id}[{partition}] before {offset}", delete)
-        except StreamSystemError as error:
-            cause = error.__cause__
-            unsupported = isinstance(cause, KafkaException) and cause.args[0].code() in (
-                KafkaError.UNSUPPORTED_VERSION, KafkaError.INVALID_REQUEST, KafkaError._UNSUPPORTED_FEATURE,
-            )
-            if not unsupported and "unsupported" not in str(error).lower():
-                raise
-            clients.delete_records_skipped.add(stream_id)
-            _log.info("%s: DeleteRecords is not supported; keeping old records of %r", self.where, stream_id)
-            return 0
-        return max(0, low - before)
 
     # -- data ---------------------------------------------------------------------------------
     def append(
@@ -698,61 +485,3 @@ class KafkaSystem(StreamSystem):
                 break
             offset = fetched.next_offset
         return result
-
-    # -- notebook helpers ---------------------------------------------------------------------
-    def write(
-        self,
-        stream_id: str,
-        values: Iterable[Any],
-        *,
-        key_fn: Callable[[Any], Any] | None = None,
-        partition: int | None = None,
-        timestamps: Iterable[int] | None = None,
-        serde: Any = None,
-        key_serde: Any = None,
-    ) -> int:
-        """Write values to a topic; returns how many were written.
-
-        Placement as on the embedded system: ``partition`` if given, else Kafka's murmur2 of
-        the serialized key when ``key_fn`` is given (computed here and produced to that
-        partition explicitly), else round robin. Values and keys are JSON unless
-        ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
-        """
-        count = self._require(stream_id)
-        placed = placed_records(
-            stream_id, values, partitions=count,
-            rotation=self._round_robin.setdefault(stream_id, itertools.count()),
-            key_fn=key_fn, partition=partition, timestamps=timestamps, serde=serde, key_serde=key_serde,
-        )
-        items = [(target, record, None) for target, record in placed]
-        self._produce_all(stream_id, items)
-        return len(items)
-
-    def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
-        """Append a source watermark (null task name) to one partition."""
-        payload = _json_encode({"timestamp": int(timestamp), "taskName": None, "version": 1})
-        self.append(stream_id, partition, [Record(MessageKind.WATERMARK, None, payload, None)])
-
-    def read(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
-        """Every user message of the topic as a pandas DataFrame (partition, offset, key,
-        value, timestamp), decoded by ``serde``/``key_serde`` when given, else as JSON where
-        the bytes are JSON."""
-        self._require(stream_id)
-        return self.read_frame(stream_id, serde=serde, key_serde=key_serde)
-
-
-def _transient(error: Any) -> bool:
-    from confluent_kafka import KafkaError
-
-    kafka_error = error.args[0] if getattr(error, "args", None) else None
-    if not isinstance(kafka_error, KafkaError):
-        return True
-    return kafka_error.retriable() or kafka_error.code() in (
-        KafkaError._TRANSPORT,
-        KafkaError._TIMED_OUT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._RESOLVE,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_CONTROLLER,
-    )

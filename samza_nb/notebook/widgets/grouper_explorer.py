@@ -3,10 +3,10 @@
 The explorer starts from a *current* JobModel (the job's, a given one, or one grouped from a
 plan or task names) and keeps a *draft* of the live processors (processor id → location) that
 the controls edit. The *proposal* is what applying the draft would give, computed with the
-public grouping API exactly the way :meth:`GrouperExplorer.apply` changes the job: regroup
-with the chosen grouper, then add each new processor, then kill each removed one, every step
-grouping with the previous step's model as history (``GrouperMetadata.from_job_model``). With
-``host-affinity`` and a balanced current model the first step keeps every task where it is,
+public grouping API exactly the way :meth:`GrouperExplorer.apply` changes the job
+(grouper_proposal.py): one regroup of the draft's processors with the chosen grouper and the
+current model as history (``GrouperMetadata.from_job_model``). With ``host-affinity`` and a
+balanced current model every task of a processor that stays keeps its place,
 so killing one processor moves exactly the tasks HostAffinityGrouper moves for that kill.
 
 Kill and Add only edit the draft: the running job changes when Apply is clicked, never before,
@@ -31,34 +31,22 @@ import ipywidgets as widgets
 from samza_nb.errors import ConfigError, SamzaNbError
 from samza_nb.grouping import (
     Balance,
-    GrouperMetadata,
-    HostAffinityGrouper,
     Move,
-    add_standby_containers,
-    assign_with_standbys,
-    balance,
-    check_standby_invariants,
     grouper_names,
-    min_moves,
     moved_tasks,
     task_assignment,
 )
-from samza_nb.model import (
-    JobModel,
-    TaskMode,
-    TaskModel,
-    java_sorted,
-)
+from samza_nb.model import JobModel, TaskMode, TaskModel, java_sorted
 from samza_nb.notebook.widgets._html import html_table, paragraph, text_table
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL
 from samza_nb.notebook.widgets.grouper_explorer_text import GrouperExplorerText
 from samza_nb.notebook.widgets.grouper_inputs import (
-    _locations,
     _processors_of,
-    _task_models,
+    explorer_start,
     group,
     tasks_of_plan,
 )
+from samza_nb.notebook.widgets.grouper_proposal import propose
 from samza_nb.plan.execution_plan import ExecutionPlan
 
 if TYPE_CHECKING:
@@ -70,13 +58,7 @@ _ERROR = "#cf222e"
 _OK = "#1a7f37"
 _WARN = "#9a6700"
 _MODEL_HEADERS = [
-    "processor",
-    "location",
-    "active",
-    "moved in",
-    "moved out",
-    "active tasks",
-    "standby tasks",
+    "processor", "location", "active", "moved in", "moved out", "active tasks", "standby tasks",
 ]
 _MOVE_HEADERS = ["task", "from", "to", "from location", "to location"]
 _STANDBY_HEADERS = ["task", "active on", "standbys on"]
@@ -129,70 +111,20 @@ class GrouperExplorer(GrouperExplorerText):
         auto_refresh: bool = True,
         interval: float = DEFAULT_INTERVAL,
     ) -> None:
-        # An attached job (``%samza attach``) is observed, never regrouped: a preview only.
-        attached = job if getattr(job, "preview_only", None) else None
-        if attached is not None:
-            job_model, job = attached.job_model, None
-            if job_model is None:
-                msg = f"{attached!r} has no job model yet: nothing to explore"
-                raise ConfigError(msg)
-            if replication_factor is None:
-                replication_factor = int(attached.replication_factor)
+        start = explorer_start(
+            job,
+            job_model=job_model,
+            plan=plan,
+            tasks=tasks,
+            processors=processors,
+            locations=locations,
+            grouper=grouper,
+            replication_factor=replication_factor,
+        )
+        job, current, live, grouper = start.job, start.current, start.live, start.grouper
+        replication_factor = start.replication_factor
         #: The attached job this explorer previews (None: a job of this notebook, or none).
-        self.attached: Any = attached
-        given = [
-            name
-            for name, value in (
-                ("job", job),
-                ("job_model", job_model),
-                ("plan", plan),
-                ("tasks", tasks),
-            )
-            if value is not None
-        ]
-        if len(given) != 1:
-            msg = (
-                "GrouperExplorer needs exactly one of job, job_model, plan or tasks "
-                f"(got {', '.join(given) or 'none'}); e.g. GrouperExplorer(tasks=8, processors=3)"
-            )
-            raise ConfigError(msg)
-        if replication_factor is None:
-            # A job's explorer starts on the job's factor: Apply then keeps its standbys.
-            replication_factor = int(getattr(job, "replication_factor", 1)) if job is not None else 1
-        if (
-            isinstance(replication_factor, bool)
-            or not isinstance(replication_factor, int)
-            or replication_factor < 1
-        ):
-            msg = f"replication_factor must be an int >= 1, got {replication_factor!r}"
-            raise ConfigError(msg)
-        if job is not None and not isinstance(getattr(job, "job_model", None), JobModel):
-            msg = (
-                f"GrouperExplorer's first argument is a Job, got {type(job).__name__}; "
-                "pass a plan as plan=, a JobModel as job_model=, tasks as tasks="
-            )
-            raise ConfigError(msg)
-        if grouper is None:
-            grouper = job.grouper if job is not None else HostAffinityGrouper.name
-        if grouper not in grouper_names():
-            msg = f"unknown task grouper {grouper!r}; known: {', '.join(grouper_names())}"
-            raise ConfigError(msg)
-        if job is not None:
-            current = job.job_model
-            live = job.processors
-        elif job_model is not None:
-            current = job_model
-            live = _processors_of(current)
-        else:
-            if isinstance(processors, bool) or not isinstance(processors, int) or processors < 1:
-                msg = f"processors must be a positive int, got {processors!r}"
-                raise ConfigError(msg)
-            cycle = [] if locations is None else _locations(locations)
-            live = {
-                str(i): (cycle[i % len(cycle)] if cycle else f"host-{i}") for i in range(processors)
-            }
-            models = tasks_of_plan(plan) if plan is not None else _task_models(tasks or [])
-            current = group(grouper, models, None, live, {})
+        self.attached: Any = start.attached
         self.current: JobModel = current
         self.current_processors: dict[str, str] = live
         self.draft: dict[str, str] = dict(live)
@@ -313,8 +245,9 @@ class GrouperExplorer(GrouperExplorerText):
             self._draft_changed("draft reset to the current model")
 
     def apply(self) -> JobModel:
-        """Rebalance the job to the draft: regroup with the chosen grouper, add the new
-        processors, kill the removed ones. Returns the job's new JobModel."""
+        """Rebalance the job to the draft: one regroup of the draft's processors with the
+        chosen grouper (new processors join, removed ones leave). Returns the job's new
+        JobModel."""
         job = self.job
         if self.attached is not None:
             msg = f"nothing applied: {self.attached.preview_only}"
@@ -486,46 +419,18 @@ class GrouperExplorer(GrouperExplorerText):
 
     def _propose(self) -> None:
         name = str(self.grouper.value)
-        config = self.current.config
-        tasks = list(self.current.active_tasks().values())
-        # Processors keep their draft locations (only an explorer without a job can move one);
-        # the tasks' locations stay those of the current model, as after a host change.
-        live = {pid: self.draft.get(pid, loc) for pid, loc in self.current_processors.items()}
-        # Apply moves the job to the draft in one regroup, so the proposal is one grouping.
-        live = {pid: self.draft[pid] for pid in self.draft}
-        job = self.job
-        replicas = int(self.replication_factor.value)
-        check_location = bool(self.check_location.value)
-        if job is not None:
-            # The job's coordinator computes the preview, standbys included: Apply then runs
-            # exactly this model.
-            model = job.propose(live, name, replication_factor=replicas, **self._options(name))
-        else:
-            model = group(name, tasks, self.current, live, config, self._options(name))
-        self.active_proposal = model
-        if replicas == 1 or job is not None:
-            proposal = model
-        elif name == HostAffinityGrouper.name:
-            containers = assign_with_standbys(
-                tasks,
-                GrouperMetadata.from_job_model(model, live),
-                replicas,
-                check_location=check_location,
-            )
-            proposal = JobModel(config, containers)
-        else:
-            proposal = JobModel(config, add_standby_containers(model.containers.values(), replicas))
-        self.proposal = proposal
-        self.moves = moved_tasks(self.current, proposal)
-        # Live processors the grouper left idle count too: they hold zero tasks.
-        counts = dict(balance(model).counts)
-        self.balance = Balance({**dict.fromkeys(live, 0), **counts})
-        self.lower_bound = min_moves(
-            self.current.task_to_processor(mode=TaskMode.ACTIVE), live, [t.name for t in tasks]
+        proposed = propose(
+            self.current,
+            self.draft,
+            name,
+            replication_factor=int(self.replication_factor.value),
+            check_location=bool(self.check_location.value),
+            job=self.job,
+            options=self._options(name),
         )
-        self.violations = check_standby_invariants(
-            proposal, live, replication_factor=replicas, check_location=check_location
-        )
+        self.active_proposal, self.proposal = proposed.active, proposed.model
+        self.moves, self.balance = proposed.moves, proposed.balance
+        self.lower_bound, self.violations = proposed.lower_bound, proposed.violations
 
     # -- drawing ---------------------------------------------------------------------------
     def _draw(self) -> None:

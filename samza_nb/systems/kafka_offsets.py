@@ -1,0 +1,186 @@
+"""Offsets of a Kafka topic's partitions: listed start and end offsets (with the Tansu
+broker's end offsets corrected by a fetch), consumer lag, and DeleteRecords."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+from samza_nb.errors import StreamSystemError
+from samza_nb.kafka_settings import KafkaClientConfig, broker_api_versions
+from samza_nb.systems.base import StreamSystem
+
+if TYPE_CHECKING:
+    from samza_nb.systems.kafka_clients import ProcessClients
+
+__all__ = ["KafkaOffsets"]
+
+#: The Kafka system's logger: what a user configures for KafkaSystem covers its offsets too.
+_log = logging.getLogger("samza_nb.systems.kafka")
+_T = TypeVar("_T")
+#: ApiVersions key: a broker without CreatePartitions is Tansu-like.
+_CREATE_PARTITIONS = 37
+
+
+class KafkaOffsets(StreamSystem):
+    """The offset queries of :class:`~samza_nb.systems.kafka.KafkaSystem`."""
+
+    _timeout: float
+    _tansu: bool | None
+    _settings: KafkaClientConfig
+
+    if TYPE_CHECKING:
+        # Defined by KafkaSystem.
+        @property
+        def where(self) -> str:
+            ...
+
+        @property
+        def bootstrap_servers(self) -> str:
+            ...
+
+        def _clients(self) -> ProcessClients:
+            ...
+
+        def _call(self, operation: str, call: Callable[[float], _T]) -> _T:
+            ...
+
+        def _require(self, stream_id: str) -> int:
+            ...
+
+        def require_partition(self, stream_id: str, partition: int) -> int:
+            ...
+
+    def _is_tansu(self) -> bool:
+        """Whether the broker is Tansu-like: no CreatePartitions in its ApiVersions (forced by
+        ``KafkaSystem(tansu=)``)."""
+        if self._tansu is not None:
+            return self._tansu
+        clients = self._clients()
+        if clients.tansu is None:
+            tansu = False
+            if self._settings.security_protocol == "plaintext":
+                apis = broker_api_versions(self.bootstrap_servers, self._timeout)
+                tansu = apis is not None and _CREATE_PARTITIONS not in apis
+            clients.tansu = tansu
+            _log.debug("%s: Tansu-like broker: %s", self.where, tansu)
+        return clients.tansu
+
+    def _list_offsets(self, stream_id: str, count: int, latest: bool) -> dict[int, int]:
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        spec = OffsetSpec.latest() if latest else OffsetSpec.earliest()
+        request = {TopicPartition(stream_id, p): spec for p in range(count)}
+
+        def list_offsets(timeout: float) -> dict[int, int]:
+            futures = self._clients().admin().list_offsets(
+                request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout
+            )
+            return {tp.partition: int(f.result(timeout=timeout).offset) for tp, f in futures.items()}
+
+        which = "end" if latest else "start"
+        return self._call(f"list {which} offsets of topic {stream_id!r}", list_offsets)
+
+    def newest_offsets(self, stream_id: str) -> dict[int, int]:
+        count = self._require(stream_id)
+        listed = self._list_offsets(stream_id, count, latest=True)
+        if self._is_tansu():
+            probed = self._probe_high_watermarks(stream_id, listed)
+            listed = {p: max(offset, probed.get(p, offset)) for p, offset in listed.items()}
+        seen = self._clients().seen_high
+        return {p: max(offset, seen.get((stream_id, p), offset)) for p, offset in listed.items()}
+
+    def _probe_high_watermarks(self, stream_id: str, listed: Mapping[int, int]) -> dict[int, int]:
+        """Tansu reports the base offset of the last batch + 1 as a partition's end offset; a
+        fetch of that batch returns the true high watermark."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        clients = self._clients()
+        highs: dict[int, int] = {}
+        wanted: dict[int, int] = {}
+        for p, offset in listed.items():
+            known = clients.probed.get((stream_id, p))
+            if known is not None and known[0] == offset:
+                # Every append moves the last batch, so an unchanged listed offset means an
+                # unchanged high watermark.
+                highs[p] = known[1]
+            elif offset > 0:
+                wanted[p] = offset - 1
+        if not wanted:
+            return highs
+        consumer = self._clients().consumer(**{"queued.max.messages.kbytes": 4096})
+        consumer.assign([TopicPartition(stream_id, p, offset) for p, offset in wanted.items()])
+        deadline = time.monotonic() + self._timeout
+        try:
+            while not wanted.keys() <= highs.keys() and time.monotonic() < deadline:
+                batch = consumer.consume(num_messages=10_000, timeout=0)
+                for message in batch or consumer.consume(num_messages=1, timeout=0.1):
+                    error = message.error()
+                    if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                        highs[message.partition()] = message.offset()
+                        clients.probed[(stream_id, message.partition())] = (
+                            listed[message.partition()], message.offset()
+                        )
+        finally:
+            consumer.close()
+        missing = sorted(set(wanted) - set(highs))
+        if missing:
+            _log.warning(
+                "%s: no high watermark for partitions %s of topic %r within %gs; using the "
+                "listed end offsets",
+                self.where, missing, stream_id, self._timeout,
+            )
+        return highs
+
+    def oldest_offsets(self, stream_id: str) -> dict[int, int]:
+        return self._list_offsets(stream_id, self._require(stream_id), latest=False)
+
+    def consumer_lag(self, stream_id: str, offsets: Mapping[int, int]) -> dict[int, int]:
+        """Per partition, the newest offset minus ``offsets`` (Kafka's consumer lag: a count of
+        offsets, which exceeds the count of messages when markers or compaction left gaps)."""
+        newest = self.newest_offsets(stream_id)
+        return {p: max(0, high - int(offsets.get(p, 0))) for p, high in newest.items()}
+
+    def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
+        """DeleteRecords; returns how many *offsets* were deleted. A logged no-op on Tansu
+        (which crashes a broker thread on it) and on brokers that refuse it."""
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        self.require_partition(stream_id, partition)
+        clients = self._clients()
+        if self._is_tansu() or stream_id in clients.delete_records_skipped:
+            if stream_id not in clients.delete_records_skipped:
+                clients.delete_records_skipped.add(stream_id)
+                _log.info(
+                    "%s: not deleting old records of topic %r: the broker does not support "
+                    "DeleteRecords safely (Tansu); the topic keeps them until its retention",
+                    self.where, stream_id,
+                )
+            return 0
+        before = self._list_offsets(stream_id, self._require(stream_id), latest=False)[partition]
+        if offset <= before:
+            return 0
+
+        def delete(timeout: float) -> int:
+            futures = clients.admin().delete_records(
+                [TopicPartition(stream_id, partition, offset)], request_timeout=timeout
+            )
+            (future,) = futures.values()
+            return int(future.result(timeout=timeout).low_watermark)
+
+        try:
+            low = self._call(f"delete records of {stream_id}[{partition}] before {offset}", delete)
+        except StreamSystemError as error:
+            cause = error.__cause__
+            unsupported = isinstance(cause, KafkaException) and cause.args[0].code() in (
+                KafkaError.UNSUPPORTED_VERSION, KafkaError.INVALID_REQUEST, KafkaError._UNSUPPORTED_FEATURE,
+            )
+            if not unsupported and "unsupported" not in str(error).lower():
+                raise
+            clients.delete_records_skipped.add(stream_id)
+            _log.info("%s: DeleteRecords is not supported; keeping old records of %r", self.where, stream_id)
+            return 0
+        return max(0, low - before)
