@@ -324,6 +324,12 @@ class AzureBlobMetadataStore(MetadataStore):
             try:
                 self.put_if(key, value, self._etags[key], lease=self._fence_leases.get(key))
             except ConditionFailed as changed:
+                current, etag = self._download(key)
+                if current == value:
+                    # This very write, whose response was lost and which the client retried,
+                    # or the same bytes written by another processor: nothing to refuse.
+                    self._etags[key] = etag
+                    continue
                 msg = (
                     f"{self!r}: {key!r} was written by another processor since this one read it "
                     "(its tasks moved while it was frozen or cut off); this write and the ones "

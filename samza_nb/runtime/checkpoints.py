@@ -177,5 +177,13 @@ class CheckpointStore:
         else:
             self._plans.put_all(entries)
 
+    def check_fence(self) -> None:
+        """Raise JobLeaseError when this process's commits are fenced now: the fence and the
+        guard are checked by a write of nothing."""
+        if self._guard is not None:
+            self._checkpoints.put_all({}, fence=self._fence, guard=self._guard)
+        elif self._fence is not None:
+            self._checkpoints.put_all({}, fence=self._fence)
+
     def flush(self) -> None:
         self._checkpoints.flush()

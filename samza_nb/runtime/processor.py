@@ -231,28 +231,10 @@ class StreamProcessor:
                     self._in_epoch = True
                 try:
                     worked = self._one_epoch(model, container)
-                except CommitConflictError as conflict:
-                    if not self.events.rejoins_when_fenced():
-                        raise
-                    # A processor frozen between its fence check and its writes wrote a task's
-                    # checkpoint after this one read it: the same epoch plan's (a pending plan
-                    # is replayed, so its outputs carry one tag). Nothing more of this epoch was
-                    # committed; the tasks resume from what the store holds.
-                    _log.warning("processor %s: %s; reading its tasks' checkpoints again", self.processor_id, conflict)
-                    if container is not None:
-                        self.checkpoints.forget(container.tasks)
-                    self._release_task_stores()
-                    worked = False
                 except JobLeaseError as fenced:
                     if not self.events.rejoins_when_fenced():
                         raise
-                    _log.warning("processor %s: %s; waiting for the next job model", self.processor_id, fenced)
-                    # This process's session ended under it (frozen past its timeout): nothing
-                    # of the epoch was committed; the coordinator rejoins and hands over a model.
-                    with self._cond:
-                        self._paused = True
-                        self._stale_cache = True
-                    self._release_task_stores()
+                    self._fenced(fenced, container)
                     worked = False
                 finally:
                     with self._cond:
@@ -278,6 +260,33 @@ class StreamProcessor:
             self._retention_stopped()
             self.compactor.join()
             self.events.processor_stopped(self)
+
+    def _fenced(self, error: JobLeaseError, container: ContainerModel | None) -> None:
+        """After a commit or plan write of a distributed job was refused (nothing of the epoch
+        was committed): wait for the coordinator's next model, or go on from the store."""
+        if isinstance(error, CommitConflictError):
+            # A processor frozen between its fence check and its writes wrote a task's
+            # checkpoint after this one read it: the same epoch plan's (a pending plan is
+            # replayed, so its outputs carry one tag). If this processor still holds its
+            # fence, its tasks resume from what the store holds; if not, it is that frozen one.
+            _log.warning("processor %s: %s", self.processor_id, error)
+            try:
+                self.checkpoints.check_fence()
+            except JobLeaseError as fenced:
+                error = fenced
+            else:
+                _log.warning("processor %s: reading its tasks' checkpoints again", self.processor_id)
+                if container is not None:
+                    self.checkpoints.forget(container.tasks)
+                self._release_task_stores()
+                return
+        _log.warning("processor %s: %s; waiting for the next job model", self.processor_id, error)
+        # This process's session ended under it (frozen past its timeout): the coordinator
+        # rejoins and hands over a model.
+        with self._cond:
+            self._paused = True
+            self._stale_cache = True
+        self._release_task_stores()
 
     def _now_ms(self) -> int:
         """The epoch's processing time from the job's clock, checked before anything records it

@@ -113,6 +113,10 @@ class EmbeddedRetention:
             ).fetchone()
             if tuple(check) != (len(rows), start, stop):
                 return None  # retention or another compaction changed the prefix meanwhile
+            # The rewritten rows carry no producer: without this, a processor that froze before
+            # its changelog append and resumed after its task's new owner committed that epoch
+            # would append it again at the tail, rolling the task's state back.
+            _retire_producers(db, stream_id, partition, stop)
             db.execute(
                 "DELETE FROM batches WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
                 (stream_id, partition, stop),
@@ -160,22 +164,7 @@ def _delete_below(db: sqlite3.Connection, stream_id: str, partition: int, offset
         "AND first_offset + count <= ?",
         (stream_id, partition, offset),
     ).fetchone()
-    deleted = db.execute(
-        "SELECT producer, MAX(producer_seq) FROM batches WHERE stream = ? AND partition = ? "
-        "AND first_offset + count <= ? AND producer IS NOT NULL GROUP BY producer",
-        (stream_id, partition, offset),
-    ).fetchall()
-    highest: dict[str, int] = {}
-    for producer, seq in deleted:
-        if seq is None:
-            continue
-        name = producer_name(producer)
-        highest[name] = max(highest.get(name, seq), seq)
-    db.executemany(
-        "INSERT INTO retired_producers (stream, partition, name, max_seq) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (stream, partition, name) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)",
-        [(stream_id, partition, name, seq) for name, seq in highest.items()],
-    )
+    _retire_producers(db, stream_id, partition, offset)
     db.execute(
         "DELETE FROM batches WHERE stream = ? AND partition = ? AND first_offset + count <= ?",
         (stream_id, partition, offset),
@@ -194,3 +183,25 @@ def _delete_below(db: sqlite3.Connection, stream_id: str, partition: int, offset
         (oldest, stream_id, partition),
     )
     return int(row[0])
+
+
+def _retire_producers(db: sqlite3.Connection, stream_id: str, partition: int, below: int) -> None:
+    """Remember, per producer name, the highest sequence number among the batches of a
+    partition below ``below`` that are about to go (deleted or rewritten by compaction), so
+    a late repeat of one of them is refused (embedded_appends.insert_batches)."""
+    deleted = db.execute(
+        "SELECT producer, MAX(producer_seq) FROM batches WHERE stream = ? AND partition = ? "
+        "AND first_offset + count <= ? AND producer IS NOT NULL GROUP BY producer",
+        (stream_id, partition, below),
+    ).fetchall()
+    highest: dict[str, int] = {}
+    for producer, seq in deleted:
+        if seq is None:
+            continue
+        name = producer_name(producer)
+        highest[name] = max(highest.get(name, seq), seq)
+    db.executemany(
+        "INSERT INTO retired_producers (stream, partition, name, max_seq) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (stream, partition, name) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq)",
+        [(stream_id, partition, name, seq) for name, seq in highest.items()],
+    )

@@ -122,6 +122,11 @@ def test_a_guarded_write_after_the_fence_check_never_overwrites_a_newer_owners_w
             store.put_all({"first": b"1", "plan": b"stale plan", "last": b"1"}, fence=("gen", 1))
         assert owner.get("plan") == b"owner's plan"
         assert owner.get("first") == b"1" and owner.get("last") is None
+        # A write whose bytes are already there (its response was lost and the client retried
+        # it) is not a conflict.
+        owner.put("checkpoint", b"seq 2")
+        store.put_all({"checkpoint": b"seq 2"}, guard=live_lease)
+        owner.put("checkpoint", b"seq 3")
         # Read again, the key is written; an unguarded write never asks.
         assert store.get("checkpoint") == b"seq 3"
         store.put_all({"checkpoint": b"seq 4"}, guard=live_lease)

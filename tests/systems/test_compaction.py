@@ -148,3 +148,22 @@ def test_a_store_below_dropped_tombstones_restores_from_the_start(tmp_path: Path
     stale, stale_count = _restored(system, root, "host-c", 4)
     assert stale == fresh  # the deleted keys are gone from the stale copy too
     assert stale_count == len(fresh)  # it was rebuilt from the (compacted) start
+
+
+def test_a_late_repeat_of_a_compacted_epochs_append_is_refused(tmp_path: Path) -> None:
+    # A processor froze before its epoch's changelog append; the task's new owner appended the
+    # same epoch (same producer and seq), committed, and went on; compaction then rewrote the
+    # committed prefix without producers. The frozen one resumes and appends its copy of the
+    # epoch: it must not land at the tail, where it would roll the task's state back.
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream(_LOG, 1, compacted=True)
+    system.append(_LOG, 0, [_put(1, 10), _put(2, 20)], producer="app-1/Partition 0@plan-a", producer_seq=4)
+    system.append(_LOG, 0, [_put(1, 11)], producer="app-1/Partition 0@plan-b", producer_seq=5)
+    assert system.compact(_LOG, 0, system.newest_offsets(_LOG)[0]) is not None
+    newest = system.newest_offsets(_LOG)[0]
+    system.append(_LOG, 0, [_put(1, 10), _put(2, 20)], producer="app-1/Partition 0@plan-a", producer_seq=4)
+    assert system.newest_offsets(_LOG)[0] == newest
+    assert _history(system) == {b"k1": b"11", b"k2": b"20"}
+    # The task's next epoch appends as usual.
+    system.append(_LOG, 0, [_put(2, 21)], producer="app-1/Partition 0@plan-c", producer_seq=6)
+    assert _history(system) == {b"k1": b"11", b"k2": b"21"}

@@ -95,6 +95,9 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
         self._working = False
         self._expired = True
         self._fence_lease: str | None = None
+        #: Set by the heartbeat thread: the fencing lease was broken and no other process
+        #: holds this processor id (the protocol thread looks at why).
+        self._fence_broken = False
         self._run_id = ""
         self._threads: list[threading.Thread] = []
         self._services: list[Any] = []
@@ -141,6 +144,12 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
     @abstractmethod
     def lock(self, lock_id: str, *, timeout: float = 60.0) -> AzureLock:
         """A lock of this job (call after ``start``)."""
+
+    @abstractmethod
+    def _retake_broken_fence(self, version: str) -> None:
+        """After the fencing lease was found broken while this processor works on ``version``
+        and is listed in it (a late break by a leader frozen since it dropped the processor):
+        stop the work, take the lease anew and start the work again."""
 
     @abstractmethod
     def _regain_fence_lease(self) -> bool:

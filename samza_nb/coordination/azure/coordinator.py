@@ -236,7 +236,10 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         if self._fence_lease is None or self._fence_lease_renewed():
             return None
         others = self._others_rows()
-        return others[0] if others else None
+        if others:
+            return others[0]
+        self._fence_broken = True
+        return None
 
     def _fence_lease_renewed(self) -> bool:
         """Renew this processor's fencing lease; False when it is gone (the leader broke it,
@@ -251,6 +254,44 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
                 raise
             return False
         return True
+
+    def _retake_broken_fence(self, version: str) -> None:
+        """The leader breaks a processor's fencing lease after publishing a version without it,
+        so a broken lease while this processor is still listed in the version it works on is
+        a late break: a leader that froze between the two, which another one has replaced
+        since (and which listed this processor again). Nothing would ever take the lease back,
+        and every commit of this processor would be refused: it stops its work (the epoch in
+        flight ends, fenced), takes the lease anew and, still listed in that version, starts
+        the work again from the committed checkpoints."""
+        self._fence_broken = False
+        pid = self.processor_id
+        if pid not in self.blob.read_processors():
+            return  # dropped: the version without it stops its work (_check_upgrade)
+        others = self._others_rows()
+        if others:
+            self._stop_taken_over(others[0])
+            return
+        _log.warning(
+            "processor %s: its fencing lease was broken while it is listed in version %s of %s "
+            "(a late break by a former leader): it stops its work, takes the lease anew and "
+            "starts again", pid, version, self.names.container,
+        )
+        self._listener().on_job_model_expired()
+        self._working = False
+        self._expired = True
+        if self._stopped:
+            return
+        self._fence_lease = self._take_fence_lease()
+        # Taken after the check above: a round that drops it from now on breaks the new lease.
+        barrier = self.blob.read_barrier()
+        if barrier is None or barrier[1] != version or pid not in self.blob.read_processors():
+            return  # a newer version: it joins that one as usual
+        model = self._model
+        if model is None:
+            return
+        self._expired = False
+        self._working = True
+        self._listener().on_new_job_model(pid, model)
 
     def _regain_fence_lease(self) -> bool:
         """Whether this processor holds its fencing lease and may join a version that lists

@@ -229,6 +229,37 @@ def test_a_processor_dropped_while_frozen_and_listed_again_commits_with_a_new_fe
     assert not follower.stopped
 
 
+def test_a_late_fence_break_by_a_former_leader_is_taken_back_and_the_work_restarts(
+    coordinators: Make, metadata: AzureBlobMetadataStore
+) -> None:
+    # A leader froze between publishing a version without a processor and breaking its
+    # fencing lease; meanwhile a new leader listed the processor again and it took a new
+    # lease. The old leader wakes and breaks that new lease. The processor is listed in the
+    # version it works on, so no round will come: without taking the lease back itself, every
+    # commit of it would be refused for good.
+    from azure.storage.blob import BlobLeaseClient
+
+    first, first_listener = coordinators("p1", "host-a")
+    second, second_listener = coordinators("p2", "host-b")
+    version = _on_one_model(first, second)
+    follower, listener = (first, first_listener) if not first.is_leader else (second, second_listener)
+    assert listener.kinds() == ["new"]
+    old_lease = follower._fence_lease
+    BlobLeaseClient(follower._fence_blob).break_lease(lease_break_period=0)
+    wait_until(
+        lambda: follower._fence_lease != old_lease and listener.kinds() == ["new", "expired", "new"],
+        15,
+        "the processor taking its fencing lease back and starting again",
+    )
+    assert follower.job_model_version == version and not follower.stopped
+    assert listener.tasks()
+    metadata.put_all({"retaken": b"1"}, guard=follower.fence)
+    assert metadata.get("retaken") == b"1"
+    fence_blob = follower._fence_blob
+    with pytest.raises(JobLeaseError, match="no longer held"):
+        metadata.put_all({"stale": b"1"}, guard=lambda g: g.require_lease(fence_blob, old_lease, "stale p"))
+
+
 def test_a_processor_whose_id_another_process_took_over_stops(coordinators: Make) -> None:
     # What a processor frozen past the liveness window finds when it wakes up: another process
     # started under its id, took its fencing lease and heartbeats.
