@@ -124,7 +124,7 @@ class CommitConflictError(JobLeaseError):
     liveness timeout (its write had passed the fence check before it froze) or by the task's
     new owner. Nothing more of the write was made; ``key`` names the key that changed."""
 
-    def __init__(self, message: str, *, key: str):
+    def __init__(self, message: str, *, key: str = ""):
         super().__init__(message)
         self.key = key
 

@@ -10,7 +10,7 @@ from samza_nb.plan.operators import OpCode, OperatorSpec
 from samza_nb.plan.serdes import KVSerde, Serde
 from samza_nb.plan.tables import LocalTable
 
-__all__ = ["Application", "OutputStream", "Table"]
+__all__ = ["OutputStream", "Table"]
 
 
 class Application(Protocol):

@@ -22,11 +22,13 @@ multi-blob transactions, so the check runs immediately before the writes, and ea
 write is also conditional on the etag this store last saw of its key (read or written): a
 process frozen between the check and its writes, which resumes after a new owner of its tasks
 wrote their checkpoints or plans, gets :class:`~samza_nb.errors.CommitConflictError` and
-overwrites nothing. Listings (:meth:`AzureBlobMetadataStore.all`) do not count as reads there.
+overwrites nothing. Etags are kept per thread, and listings
+(:meth:`AzureBlobMetadataStore.all`) do not count as reads there.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -152,9 +154,11 @@ class AzureBlobMetadataStore(MetadataStore):
         self._service = account.blob_service()
         self._client = self._service.get_container_client(container)
         self._fence_leases: dict[str, str] = {}
-        #: The etag of each key as this store last read or wrote it (None: read as missing);
-        #: a fenced write of the key is conditional on it.
-        self._etags: dict[str, str | None] = {}
+        #: Per thread, the etag of each key as this store last read or wrote it on that thread
+        #: (None: read as missing); a fenced write of the key is conditional on it. Per thread:
+        #: a processor plans and commits on its own thread, and a notebook's status view
+        #: reading a checkpoint must not make a stale commit of it current.
+        self._seen = threading.local()
         if create:
             try:
                 self._client.create_container()
@@ -182,6 +186,14 @@ class AzureBlobMetadataStore(MetadataStore):
 
     def __repr__(self) -> str:
         return f"AzureBlobMetadataStore({self.account.description!r}, {self.container!r})"
+
+    @property
+    def _etags(self) -> dict[str, str | None]:
+        """This thread's etags (see ``_seen``)."""
+        etags: dict[str, str | None] | None = getattr(self._seen, "etags", None)
+        if etags is None:
+            etags = self._seen.etags = {}
+        return etags
 
     def blob(self, key: str) -> Any:
         """The BlobClient of ``key``."""
@@ -280,8 +292,9 @@ class AzureBlobMetadataStore(MetadataStore):
                 raise ConditionFailed(msg) from error
             what = f"write {key!r}"
             raise self._fail(what, error) from error
-        self._etags[key] = str(result.get("etag"))
-        return self._etags[key] or ""
+        etag = str(result.get("etag"))
+        self._etags[key] = etag
+        return etag
 
     def hold_fence_lease(self, key: str, lease_id: str | None) -> None:
         """Writes of ``key`` and fence checks on it use ``lease_id`` (a JobLease holds it)."""

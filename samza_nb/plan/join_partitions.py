@@ -17,23 +17,18 @@ from samza_nb.plan.operators import (
     JoinOperatorSpec,
     OperatorSpec,
     StreamTableJoinOperatorSpec,
+    declared_at,
 )
 from samza_nb.plan.stages import within_stage
 
 __all__ = [
     "check_co_partitioned",
-    "declared_at",
     "infer_join_partitions",
     "join_groups",
     "table_joins",
 ]
 
 _JOINS = JoinOperatorSpec | StreamTableJoinOperatorSpec
-
-
-def declared_at(spec: OperatorSpec) -> str:
-    """`` (at FILE:LINE)`` where the user declared ``spec``, for messages ("" when unknown)."""
-    return f" (at {spec.user_location})" if spec.user_location else ""
 
 
 def table_joins(operators: list[OperatorSpec]) -> dict[str, list[StreamTableJoinOperatorSpec]]:

@@ -36,6 +36,7 @@ __all__ = [
     "StreamSystemLike",
     "StreamTableJoinOperatorSpec",
     "WindowOperatorSpec",
+    "declared_at",
 ]
 
 
@@ -102,6 +103,11 @@ class OperatorSpec:
         index = self.op_id.rfind(marker)
         return self.op_id[index + 1 :] if index >= 0 else self.op_id
 
+
+
+def declared_at(spec: OperatorSpec) -> str:
+    """`` (at FILE:LINE)`` where the user declared ``spec``, for messages ("" when unknown)."""
+    return f" (at {spec.user_location})" if spec.user_location else ""
 
 @dataclass(eq=False)
 class InputOperatorSpec(OperatorSpec):

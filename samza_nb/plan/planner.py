@@ -36,7 +36,6 @@ from samza_nb.plan.execution_plan import ExecutionPlan, Stage, StreamInfo
 from samza_nb.plan.graph import SpecGraph, StreamDeclaration
 from samza_nb.plan.join_partitions import (
     check_co_partitioned,
-    declared_at,
     infer_join_partitions,
     join_groups,
     table_joins,
@@ -53,6 +52,7 @@ from samza_nb.plan.operators import (
     StreamSystemLike,
     StreamTableJoinOperatorSpec,
     WindowOperatorSpec,
+    declared_at,
 )
 from samza_nb.plan.serdes import KVSerde, Serde
 from samza_nb.plan.stages import SHUFFLES, intermediate_producers, split_stages

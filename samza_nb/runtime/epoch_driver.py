@@ -172,7 +172,10 @@ class EpochDriver:
             if reset and checkpointed is not None and start_offsets[key] < checkpointed and key in ended:
                 raise CheckpointError(_stale_end_of_stream(task.name, key, checkpointed, newest))
             moved = moved or reset
-        plan = None if moved else self.checkpoints.pending_plan(task.name, checkpoint.seq)
+        # Read even when it no longer applies: the plan written next replaces what was read
+        # (on Azure the write is conditional on it).
+        pending = self.checkpoints.pending_plan(task.name, checkpoint.seq)
+        plan = None if moved else pending
         if plan is not None:
             return _Planned(task, checkpoint, ssps, start_offsets, plan, new=False)
         plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)

@@ -234,7 +234,7 @@ class StreamProcessor:
                 except JobLeaseError as fenced:
                     if not self.events.rejoins_when_fenced():
                         raise
-                    self._fenced(fenced, container)
+                    self._after_refused_commit(fenced, container)
                     worked = False
                 finally:
                     with self._cond:
@@ -261,9 +261,11 @@ class StreamProcessor:
             self.compactor.join()
             self.events.processor_stopped(self)
 
-    def _fenced(self, error: JobLeaseError, container: ContainerModel | None) -> None:
-        """After a commit or plan write of a distributed job was refused (nothing of the epoch
-        was committed): wait for the coordinator's next model, or go on from the store."""
+    def _after_refused_commit(self, error: JobLeaseError, container: ContainerModel | None) -> None:
+        """After a commit or plan write of a distributed job was refused: wait for the
+        coordinator's next model, or go on from the store. A refused write wrote nothing, except
+        on Azure, where the tasks' checkpoints before the one that changed were written (they
+        are read again like the others)."""
         if isinstance(error, CommitConflictError):
             # A processor frozen between its fence check and its writes wrote a task's
             # checkpoint after this one read it: the same epoch plan's (a pending plan is

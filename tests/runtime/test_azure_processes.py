@@ -72,8 +72,17 @@ def job(azure_connection_string: str) -> Iterator[Config]:
 
 
 def _processor(
-    tmp_path: Path, connect: str, pid: str, location: str, *, key_in_env: bool, app: str = "azjob:app"
+    tmp_path: Path,
+    connect: str,
+    pid: str,
+    location: str,
+    *,
+    key_in_env: bool,
+    app: str = "azjob:app",
+    output: Path | None = None,
 ) -> subprocess.Popen[bytes]:
+    """``samza-nb run`` of one processor; its output in a pipe, or in ``output`` (a file
+    nobody reads while the test waits cannot block the process)."""
     settings = {
         "job.coordinator.factory": "azure",
         "processor.id": pid,
@@ -91,14 +100,19 @@ def _processor(
     argv = [sys.executable, "-m", "samza_nb.cli", "run", app, "--executor", "local"]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
-    return subprocess.Popen(
-        argv,
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    sink = None if output is None else output.open("wb")
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE if sink is None else sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        if sink is not None:
+            sink.close()  # the process holds its own copy
 
 
 def _job_module_over(job: Config, tmp_path: Path, events: list[dict[str, Any]]) -> EmbeddedSystem:
@@ -236,7 +250,8 @@ def test_a_follower_frozen_between_its_fence_check_and_its_commit_never_overwrit
     (tmp_path / "azjob_frozen.py").write_text(_FROZEN_AFTER_FENCE_CHECK.replace("{nth}", "4"))
     observer = AzureJobObserver(job)
     store = AzureBlobMetadataStore.for_job(job)
-    processes = {"p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=True)}
+    said = {pid: tmp_path / f"{pid}.out" for pid in ("p1", "p2")}
+    processes = {"p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=True, output=said["p1"])}
     outputs: dict[str, str] = {}
     try:
         deadline = time.monotonic() + 120
@@ -245,7 +260,7 @@ def test_a_follower_frozen_between_its_fence_check_and_its_commit_never_overwrit
             assert processes["p1"].poll() is None, "p1 ended early"
             time.sleep(0.2)
         processes["p2"] = _processor(
-            tmp_path, connect, "p2", "host-b", key_in_env=True, app="azjob_frozen:app"
+            tmp_path, connect, "p2", "host-b", key_in_env=True, app="azjob_frozen:app", output=said["p2"]
         )
         deadline = time.monotonic() + 120
         while not _stopped(processes["p2"]):
@@ -258,14 +273,14 @@ def test_a_follower_frozen_between_its_fence_check_and_its_commit_never_overwrit
             time.sleep(0.2)
         # The leader works on alone to the end of the input: nothing commits over the frozen
         # follower's write once it lands.
-        output, _ = processes["p1"].communicate(timeout=240)
-        outputs["p1"] = output.decode(errors="replace")
+        processes["p1"].wait(240)
+        outputs["p1"] = said["p1"].read_text(errors="replace")
         assert processes["p1"].returncode == 0, outputs["p1"][-3000:]
         assert "job finished" in outputs["p1"]
         finished = CheckpointStore(store).read_all()
         os.killpg(processes["p2"].pid, signal.SIGCONT)
-        output, _ = processes["p2"].communicate(timeout=240)
-        outputs["p2"] = output.decode(errors="replace")
+        processes["p2"].wait(240)
+        outputs["p2"] = said["p2"].read_text(errors="replace")
         assert processes["p2"].returncode == 0, outputs["p2"][-3000:]
         assert "job finished" in outputs["p2"]
         assert "freezing after the fence check" in outputs["p2"]
@@ -287,5 +302,4 @@ def test_a_follower_frozen_between_its_fence_check_and_its_commit_never_overwrit
         system.read_frame("page-counts").groupby("key")["value"].sum().to_dict(),
         expected_counts(events),
     )
-    said = {pid: text[-1500:] for pid, text in outputs.items()}
-    assert got == want, f"the processors said: {said}"
+    assert got == want, f"the processors said: { {pid: text[-1500:] for pid, text in outputs.items()} }"

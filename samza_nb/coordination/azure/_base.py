@@ -95,9 +95,10 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
         self._working = False
         self._expired = True
         self._fence_lease: str | None = None
-        #: Set by the heartbeat thread: the fencing lease was broken and no other process
-        #: holds this processor id (the protocol thread looks at why).
-        self._fence_broken = False
+        #: Set by the heartbeat thread: the fencing lease found broken while no other process
+        #: holds this processor id (the protocol thread looks at why; a lease taken since
+        #: replaces it).
+        self._broken_fence_lease: str | None = None
         self._run_id = ""
         self._threads: list[threading.Thread] = []
         self._services: list[Any] = []

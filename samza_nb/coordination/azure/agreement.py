@@ -33,7 +33,8 @@ class AzureAgreement(AzureCoordinatorBase):
             return
         barrier = self.blob.read_barrier()
         if barrier is None or barrier[1] == self._version:
-            if barrier is not None and self._fence_broken and self._working:
+            broken = self._broken_fence_lease
+            if barrier is not None and broken is not None and broken == self._fence_lease and self._working:
                 self._retake_broken_fence(barrier[1])
             return
         if pid not in self.blob.read_processors():

@@ -238,7 +238,7 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         others = self._others_rows()
         if others:
             return others[0]
-        self._fence_broken = True
+        self._broken_fence_lease = self._fence_lease
         return None
 
     def _fence_lease_renewed(self) -> bool:
@@ -263,10 +263,9 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         and every commit of this processor would be refused: it stops its work (the epoch in
         flight ends, fenced), takes the lease anew and, still listed in that version, starts
         the work again from the committed checkpoints."""
-        self._fence_broken = False
         pid = self.processor_id
-        if pid not in self.blob.read_processors():
-            return  # dropped: the version without it stops its work (_check_upgrade)
+        if self._fence_lease_renewed() or pid not in self.blob.read_processors():
+            return  # held after all, or dropped: the version without it stops its work
         others = self._others_rows()
         if others:
             self._stop_taken_over(others[0])

@@ -109,10 +109,6 @@ class AzureLeadership(AzureCoordinatorBase):
         self.blob.publish_bundle(JobModelBundle(previous, model, published_version, version), lease)
         self.blob.publish_barrier(BARRIER_START, version, lease)
         self.blob.publish_processors(sorted(processors), lease)
-        if dropped and lease is not None:
-            # Still the leader: one that froze since it published breaks no lease late (a
-            # processor listed again by the next leader would have taken a new one meanwhile).
-            self.blob.renew_lease(lease)
         for processor_id in dropped:
             self._break_fence(processor_id)
         with self._state:
