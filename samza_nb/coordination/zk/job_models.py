@@ -65,7 +65,23 @@ class JobModelVersions:
         return self._read_text(self.keys.active_job_model_version)[0]
 
     def set_active(self, version: str) -> None:
-        self.zk.put(self.keys.active_job_model_version, version.encode())
+        """Make ``version`` the active one, never moving the active version back: a deposed
+        leader that resumes late with an older barrier leaves the newer one standing (commits
+        are fenced against it, zk/fencing.py)."""
+        for _ in range(100):  # compare-and-set against other leaders' writes, bounded
+            active, stat_version = self._read_text(self.keys.active_job_model_version)
+            if active is not None and active.isdigit() and version.isdigit() and int(active) >= int(version):
+                return
+            if stat_version < 0:
+                self.zk.put(self.keys.active_job_model_version, version.encode())
+                return
+            try:
+                self.zk.set(self.keys.active_job_model_version, version.encode(), stat_version)
+                return
+            except BadVersionError:
+                continue  # written meanwhile: read it again
+        msg = f"could not set the active job model version to {version} under {self.keys.root}"
+        raise CoordinationError(msg)
 
     def published(self) -> list[str]:
         return [str(n) for n in _numeric(self.zk.children(self.keys.job_models) or [])]

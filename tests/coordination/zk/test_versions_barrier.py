@@ -60,6 +60,10 @@ def test_models_round_trip_and_publish_is_compare_and_set(zk: ZkClient, keys: Zk
         versions.publish("2", stat)
     versions.set_active("1")
     assert versions.active() == "1"
+    versions.set_active("12")
+    # A deposed leader resuming with an older barrier's DONE does not move it back.
+    versions.set_active("3")
+    assert versions.active() == "12"
     with pytest.raises(CoordinationError, match="version 9 is missing"):
         versions.read("9")
 
