@@ -265,7 +265,9 @@ class StreamProcessor:
         """After a commit or plan write of a distributed job was refused: wait for the
         coordinator's next model, or go on from the store. A refused write wrote nothing, except
         on Azure, where the tasks' checkpoints before the one that changed were written (they
-        are read again like the others)."""
+        are read again like the others). The refused epoch does not count (``until=N`` means N
+        epochs that committed)."""
+        self.epoch -= 1  # counted when it began; a distributed job's lease check raises nothing
         if isinstance(error, CommitConflictError):
             # A processor frozen between its fence check and its writes wrote a task's
             # checkpoint after this one read it: the same epoch plan's (a pending plan is
