@@ -4,7 +4,7 @@ place them), write a source watermark, and read a topic back as a pandas DataFra
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -30,17 +30,6 @@ class KafkaNotebookIO(StreamSystem):
         def _produce_all(
             self, stream_id: str, items: Iterable[tuple[int, Record, list[tuple[str, bytes]] | None]]
         ) -> None:
-            ...
-
-        def append(
-            self,
-            stream_id: str,
-            partition: int,
-            records: Sequence[Record],
-            *,
-            producer: str | None = None,
-            producer_seq: int | None = None,
-        ) -> bool:
             ...
 
     def write(
