@@ -205,6 +205,64 @@ def test_a_killed_follower_is_dropped_and_the_leader_finishes_with_exact_counts(
         blob.close()
 
 
+def test_a_follower_frozen_past_the_liveness_timeout_is_dropped_rejoins_and_nothing_counts_twice(
+    job: Config, tmp_path: Path
+) -> None:
+    # SIGSTOP past the liveness timeout: the leader drops the follower, breaks its fencing
+    # lease and takes its tasks; after SIGCONT the follower's stale epoch cannot commit, the
+    # leader lists it again, and it takes a new fencing lease and works on to the end.
+    connect = job.get_str("azure.storage.connect")
+    events = generate_page_views(16_000, seed=19)
+    system = _job_module_over(job, tmp_path, events)
+    processes = {
+        "p1": _processor(tmp_path, connect, "p1", "host-a", key_in_env=True),
+        "p2": _processor(tmp_path, connect, "p2", "host-b", key_in_env=True),
+    }
+    store = AzureBlobMetadataStore.for_job(job)
+    observer = AzureJobObserver(job)
+    outputs: dict[str, str] = {}
+    try:
+        deadline = time.monotonic() + 120
+        seen = observer.observe()
+        while seen.published != ("p1", "p2") or seen.leader is None or _committed(store) < 20:
+            assert time.monotonic() < deadline, "the processors did not share the work in 120 s"
+            assert all(p.poll() is None for p in processes.values()), "a processor ended early"
+            time.sleep(0.2)
+            seen = observer.observe()
+        frozen = next(pid for pid in processes if pid != seen.leader)
+        os.killpg(processes[frozen].pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 60
+        while observer.observe().published != (seen.leader,):
+            assert time.monotonic() < deadline, f"{frozen} was not dropped in 60 s"
+            time.sleep(0.2)
+        time.sleep(1.0)  # the leader works on the frozen one's former tasks meanwhile
+        os.killpg(processes[frozen].pid, signal.SIGCONT)
+        deadline = time.monotonic() + 60
+        while observer.observe().published != ("p1", "p2"):
+            assert time.monotonic() < deadline, f"{frozen} was not listed again in 60 s"
+            time.sleep(0.2)
+        for pid, process in processes.items():
+            output, _ = process.communicate(timeout=240)
+            outputs[pid] = output.decode(errors="replace")
+            assert process.returncode == 0, outputs[pid][-3000:]
+            assert "job finished" in outputs[pid]
+        assert "took its fencing lease anew" in outputs[frozen]
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGCONT)
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+        observer.close()
+        store.close()
+    got, want = (
+        system.read_frame("page-counts").groupby("key")["value"].sum().to_dict(),
+        expected_counts(events),
+    )
+    said = {pid: text[-1500:] for pid, text in outputs.items()}
+    assert got == want, f"the processors said: {said}"
+
+
 #: The frozen follower's module: the quickstart, with its process group stopping itself
 #: (SIGSTOP) right after the fence check of its n-th checkpoint commit, before the writes.
 _FROZEN_AFTER_FENCE_CHECK = """
