@@ -596,3 +596,33 @@ def test_magic_lines_take_a_shell_s_quotes_and_keep_backslashes() -> None:
 
     line = r"run app --until 'caught-up' --config a.b=C:\certs\ca.pem x.y=\d+#1 z=''"
     assert _split(line) == ["run", "app", "--until", "caught-up", "--config", r"a.b=C:\certs\ca.pem", r"x.y=\d+#1", "z="]
+    # A # that starts a word is a comment, as in a shell (the docs' examples have them).
+    assert _split("plan app  # the plan, drawn") == ["plan", "app"]
+    assert _split("run app --set 'a=# kept' # gone") == ["run", "app", "--set", "a=# kept"]
+
+
+def test_the_notebook_docs_main_example_runs_as_written(
+    shell: InteractiveShell, magics: SamzaMagics, tmp_path: Path
+) -> None:
+    # docs/notebook.md's config cell and its magic cell, line by line as a notebook runs them
+    # (comments included: a user copies them).
+    from samza_nb.examples.page_views import build_app, generate_page_views
+
+    text = (Path(__file__).parents[2] / "docs" / "notebook.md").read_text()
+    blocks = re.findall(r"```(?:python)?\n(.*?)```", text, flags=re.DOTALL)
+    config = next(block for block in blocks if block.startswith("%%samza config"))
+    lines = next(block for block in blocks if block.startswith("%samza plan app")).splitlines()
+    assert len(lines) >= 7 and any("#" in line for line in lines)
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("page-views", 4)
+    system.write("page-views", generate_page_views(2_000))
+    shell.push({"app": build_app(system, name="docs-example", config={"job.home": str(tmp_path / "home")})})
+    for cell in (config, *lines):
+        with capture_output():
+            result = shell.run_cell(cell)
+        assert result.success, f"{cell!r} failed: {result.error_before_exec or result.error_in_exec!r}"
+    job = shell.user_ns["job"]
+    assert isinstance(job, Job) and job.status().state == "drained"
+    assert sum(system.read_frame("page-counts")["value"]) == sum(
+        1 for view in generate_page_views(2_000) if view["country"] == "US"
+    )

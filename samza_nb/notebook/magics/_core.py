@@ -132,9 +132,23 @@ class SamzaMagics(Magics):
 
 def _split(line: str) -> list[str]:
     """A magic line's words with a shell's quotes (--until 'caught-up' is caught-up, '' an
-    empty value) but backslashes kept as written (a regex, a Windows path) and no comments."""
-    lexer = shlex.shlex(line, posix=True)
+    empty value) and comments (a ``#`` starting a word ends the line), but backslashes kept as
+    written (a regex, a Windows path) and a ``#`` inside a word kept (``x.y=\\d+#1``)."""
+    lexer = shlex.shlex(_without_comment(line), posix=True)
     lexer.whitespace_split = True
     lexer.commenters = ""
     lexer.escape = ""
     return list(lexer)
+
+
+def _without_comment(line: str) -> str:
+    """``line`` up to a ``#`` that starts a word outside quotes, as a shell reads it."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index]
+    return line
