@@ -2,12 +2,14 @@
 
 Generates page views into a fresh embedded system, runs the quickstart application to
 end-of-stream, prints the stage outline and the per-page counts, and checks them against a
-plain-Python count. Exits non-zero if they differ.
+plain-Python count. Exits non-zero if they differ. The embedded system and the job's home go in
+a temporary folder that is removed at the end, unless ``--path`` names a folder to keep.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -25,11 +27,22 @@ from samza_nb.systems import EmbeddedSystem
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--path", default=None, help="embedded system folder (default: a temp dir)")
+    parser.add_argument(
+        "--path", default=None, help="embedded system folder, kept (default: a temp dir, removed at the end)"
+    )
     args = parser.parse_args(argv)
-    path = args.path or tempfile.mkdtemp(prefix="samza-nb-demo-")
+    if args.path is not None:
+        return _demo(args.events, args.path)
+    path = tempfile.mkdtemp(prefix="samza-nb-demo-")
+    try:
+        return _demo(args.events, path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _demo(count: int, path: str) -> int:
     system = EmbeddedSystem("embedded", path=path)
-    events = generate_page_views(args.events)
+    events = generate_page_views(count)
     write_page_views(system, events)
     app = build_app(system)
     plan = app.plan()
