@@ -156,10 +156,28 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
         builder = builder.config(key, value)
     _launch_quiet_gateway(master, name, settings)
     session = builder.getOrCreate()
+    _reap_the_jvm()
     _remove_socket_at_exit(session)
     if not use_conf_dir:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _reap_the_jvm() -> None:
+    """Wait for the JVM this process started from a daemon thread, so it is reaped when it ends.
+
+    A Jupyter kernel that shuts down sends SIGTERM to the children in its process group and
+    waits while any is left, a zombie included (ipykernel's ``_at_shutdown``: up to half a
+    minute), and Jupyter kills it after 5 s. Nobody waited for PySpark's JVM, so every kernel
+    that had started Spark was killed at shutdown and restart, and its exit handlers (a
+    notebook's temporary folder, the accumulator socket) never ran."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if not isinstance(process, subprocess.Popen) or getattr(process, "_samza_nb_reaped", False):
+        return
+    process._samza_nb_reaped = True  # type: ignore[attr-defined]
+    threading.Thread(target=process.wait, name="samza-nb-jvm-reaper", daemon=True).start()
 
 
 def _remove_socket_at_exit(session: SparkSession) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,40 @@ def test_get_spark_drops_the_incubator_notice_and_keeps_other_jvm_stderr() -> No
     assert NOTICE not in quiet.stderr, quiet.stderr
     # Everything else the JVM writes to stderr still arrives.
     assert "a real JVM error line" in quiet.stderr, quiet.stderr
+
+
+_KERNEL_CELL = """
+import atexit
+from pathlib import Path
+from samza_nb.runtime.spark import get_spark
+get_spark({"spark.master": "local[1]"}).range(3).count()
+atexit.register(Path(MARKER).write_text, "exit handlers ran")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_kernel_that_started_spark_shuts_down_at_once_and_runs_its_exit_handlers(tmp_path: Path) -> None:
+    # Jupyter asks a kernel to shut down (and to restart) and kills it after 5 s. A kernel
+    # that had started Spark waited for its unreaped JVM far longer, was killed, and its exit
+    # handlers (a notebook's temporary folder) never ran.
+    from jupyter_client.manager import KernelManager
+
+    marker = tmp_path / "marker"
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel()
+    client = manager.client()
+    try:
+        client.start_channels()
+        client.wait_for_ready(timeout=60)
+        reply = client.execute_interactive(f"MARKER = {str(marker)!r}\n" + _KERNEL_CELL, timeout=120)
+        assert reply["content"]["status"] == "ok"
+        # As Jupyter does: ask, wait up to shutdown_wait_time (5 s), then kill.
+        manager.shutdown_kernel(now=False)
+        assert not manager.is_alive()
+        assert marker.exists(), "the kernel was killed before its exit handlers ran"
+        assert marker.read_text() == "exit handlers ran"
+    finally:
+        client.stop_channels()
+        if manager.is_alive():
+            manager.shutdown_kernel(now=True)
