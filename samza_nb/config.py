@@ -274,7 +274,10 @@ class Config(Mapping[str, str]):
             return True
         if lowered in FALSE_WORDS:
             return False
-        msg = f"config key {key!r} must be true or false, got {mask_value(key, value)!r}"
+        msg = (
+            f"config key {key!r} must be true or false (yes/no, on/off and 1/0 are read too), "
+            f"got {mask_value(key, value)!r}"
+        )
         raise ConfigError(msg)
 
     def get_list(self, key: str) -> list[str]:

@@ -81,7 +81,8 @@ class ConfigKey:
             ok = True
         if not ok:
             shown = mask_value(self.name, value)
-            msg = f"config {self.name}={shown!r}: expected {self.allowed} ({self.doc})"
+            allowed = _BOOL_WORDS if self.kind == "bool" else self.allowed
+            msg = f"config {self.name}={shown!r}: expected {allowed} ({self.doc})"
             raise ConfigError(msg)
 
     @property
@@ -99,6 +100,7 @@ class ConfigKey:
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off", "")
 _EXPECTED = {"bool": "true or false", "int": "an integer", "float": "a number"}
+_BOOL_WORDS = "true or false (yes/no, on/off and 1/0 are read too)"
 _INT_MAX = 2**31 - 1  # Java's Integer.MAX_VALUE: Samza reads counts as ints.
 # Durations may exceed 24.8 days (Integer.MAX_VALUE ms), as Samza reads them as longs, but stay
 # within what Python's timers accept: 100 years.

@@ -43,6 +43,22 @@ def test_plan_prints_the_stages(samza_home: Path, capsys: pytest.CaptureFixture[
     assert "partition_by-by-page" in out
 
 
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("task.name.grouper.factory=host-afinity", "unknown task grouper 'host-afinity'; did you mean 'host-affinity'?"),
+        ("metadata.store.factory=zookeper", "unknown metadata store 'zookeper'; did you mean 'zookeeper'?"),
+        ("task.processing.guarantee=exactly-twice", "use 'at-least-once' or 'exactly-once'"),
+        ("job.host-affinity.enabled=maybe", "true or false (yes/no, on/off and 1/0 are read too)"),
+    ],
+)
+def test_plan_refuses_what_run_would(
+    samza_home: Path, capsys: pytest.CaptureFixture[str], setting: str, said: str
+) -> None:
+    assert main(["plan", QUICKSTART, "--set", setting]) == 1
+    assert said in capsys.readouterr().err
+
+
 def test_plan_as_json_lists_streams_and_stages(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", QUICKSTART, "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)

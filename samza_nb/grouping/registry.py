@@ -23,6 +23,7 @@ from samza_nb.grouping.ssp_groupers import (
 )
 
 __all__ = [
+    "check_grouper_name",
     "get_grouper",
     "grouper_for_processors",
     "get_ssp_grouper",
@@ -91,12 +92,16 @@ def get_grouper(name: str, **options: Any) -> TaskNameGrouper:
     ...
     samza_nb.errors.ConfigError: unknown task grouper 'host-afinity'; did you mean 'host-affinity'? known: group-by-container-count, group-by-container-ids, host-affinity, single-container
     """
-    factory = _GROUPERS.get(name)
-    if factory is None:
+    check_grouper_name(name)
+    result: TaskNameGrouper = _build("task grouper", name, _GROUPERS[name], options)
+    return result
+
+
+def check_grouper_name(name: str) -> None:
+    """Raise ConfigError (with the nearest registered name) unless ``name`` is a task grouper."""
+    if name not in _GROUPERS:
         kind = "task grouper"
         raise _unknown(kind, name, _GROUPERS)
-    result: TaskNameGrouper = _build("task grouper", name, factory, options)
-    return result
 
 
 def grouper_for_processors(

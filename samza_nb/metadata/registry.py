@@ -17,7 +17,7 @@ from samza_nb.metadata.base import MetadataStore
 from samza_nb.metadata.embedded import EmbeddedMetadataStore
 from samza_nb.metadata.in_memory import InMemoryMetadataStore
 
-__all__ = ["get_metadata_store", "metadata_store_names", "register_metadata_store"]
+__all__ = ["check_metadata_store_name", "get_metadata_store", "metadata_store_names", "register_metadata_store"]
 
 #: ``factory(config, **options)`` builds a store.
 MetadataStoreFactory = Callable[..., MetadataStore]
@@ -126,14 +126,20 @@ def get_metadata_store(
     """
     resolved = Config.of(config)
     store_name = name or resolved.get_str("metadata.store.factory") or "embedded"
-    factory = _STORES.get(store_name)
-    if factory is None:
-        close = difflib.get_close_matches(store_name, list(_STORES), n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        msg = f"unknown metadata store {store_name!r}; {hint}known: {', '.join(sorted(_STORES))}"
-        raise ConfigError(msg)
+    check_metadata_store_name(store_name)
+    factory = _STORES[store_name]
     try:
         return factory(resolved, **options)
     except TypeError as error:
         msg = f"metadata store {store_name!r}: bad options {sorted(options)}: {error}"
         raise ConfigError(msg) from error
+
+
+def check_metadata_store_name(name: str) -> None:
+    """Raise ConfigError (with the nearest registered name) unless ``name`` is a metadata
+    store."""
+    if name not in _STORES:
+        close = difflib.get_close_matches(name, list(_STORES), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        msg = f"unknown metadata store {name!r}; {hint}known: {', '.join(sorted(_STORES))}"
+        raise ConfigError(msg)
