@@ -66,6 +66,9 @@ def _close_inherited() -> None:
 os.register_at_fork(after_in_child=_close_inherited)
 
 
+#: What a run refused by a held lease may do instead.
+_QUEUE_BEHIND = "to queue behind it: run(..., lease_wait=True) in Python, samza-nb run --wait in a shell"
+
 class EmbeddedJobLease(JobLease):
     """The lease of the job whose home is ``job_home``, with its generation in ``store``.
 
@@ -73,11 +76,19 @@ class EmbeddedJobLease(JobLease):
     """
 
     def __init__(
-        self, job_home: str | os.PathLike[str], store: MetadataStore, *, label: str | None = None
+        self,
+        job_home: str | os.PathLike[str],
+        store: MetadataStore,
+        *,
+        label: str | None = None,
+        when_busy: str = _QUEUE_BEHIND,
     ) -> None:
+        """``when_busy``: what a failed acquire without waiting tells to do (by default, how to
+        queue a run behind the one holding the lease)."""
         self.job_home = Path(job_home).expanduser()
         self.store = store
         self.label = label
+        self.when_busy = when_busy
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._generation = 0
@@ -197,7 +208,7 @@ class EmbeddedJobLease(JobLease):
                 how = (
                     f" (still, after waiting {waited:.1f} s)"
                     if wait
-                    else " (to queue behind it: run(..., lease_wait=True) in Python, samza-nb run --wait in a shell)"
+                    else f" ({self.when_busy})"
                 )
                 msg = (
                     f"job home {str(self.job_home)!r} is in use by {holder}; only one run of a "

@@ -53,7 +53,16 @@ def reset_job(plan: ExecutionPlan, *, dry_run: bool = False) -> list[str]:
         # The embedded coordinator's processors hold the job home's lease; a distributed job's
         # are registered with its coordinator instead.
         embedded = (plan.config.get_str("job.coordinator.factory") or "embedded") == "embedded"
-        lease = EmbeddedJobLease(home, store, label="samza-nb reset") if embedded else None
+        lease = (
+            EmbeddedJobLease(
+                home,
+                store,
+                label="samza-nb reset",
+                when_busy="stop or drain that run first (samza-nb drain MODULE:APP --wait), then reset",
+            )
+            if embedded
+            else None
+        )
         if lease is None:
             _refuse_if_live(plan)
         else:

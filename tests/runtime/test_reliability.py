@@ -59,9 +59,14 @@ def test_a_second_run_of_a_running_job_fails_at_once_naming_the_holder(system: E
     first = run_local(app, CONFIG, until="forever", background=True)
     try:
         started = time.monotonic()
-        with pytest.raises(JobLeaseError, match="in use by .*this process"):
+        with pytest.raises(JobLeaseError, match="in use by .*this process") as refused:
             run_local(app, CONFIG)  # the same kernel: the background job still runs
         assert time.monotonic() - started < 10
+        assert "to queue behind it: run(..., lease_wait=True)" in str(refused.value)
+        # A reset is told to stop the run first, not how to queue behind it.
+        with pytest.raises(JobLeaseError, match="stop or drain that run first") as not_reset:
+            reset_job(app.plan())
+        assert "queue behind" not in str(not_reset.value)
     finally:
         first.stop()
     # Stopped: the lease is free, and the next run is the same deployment.
