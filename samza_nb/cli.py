@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -128,6 +129,11 @@ def _progress_line(job: Job, started: float) -> str:
     return line
 
 
+def _without_rate(line: str) -> str:
+    """A progress line without its rate, which changes with the time it was made."""
+    return re.sub(r"[\d,]+ msg/s", "", line)
+
+
 def _print_task_moves(job: Job, before: dict[str, list[str]]) -> dict[str, list[str]]:
     """Print which tasks this process's processors run whenever a new job model changes them
     (a peer joined or died, a rebalance); returns what they run now."""
@@ -190,6 +196,7 @@ def _run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, terminated)
     started = time.perf_counter()
     last_epoch = -1
+    last_line = ""
     hosted: dict[str, list[str]] = {}
     with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
         try:
@@ -198,13 +205,16 @@ def _run(args: argparse.Namespace) -> int:
                 hosted = _print_task_moves(job, hosted)
                 if job.epoch != last_epoch:
                     last_epoch = job.epoch
-                    print(_progress_line(job, started), flush=True)
+                    last_line = _progress_line(job, started)
+                    print(last_line, flush=True)
         except KeyboardInterrupt:
             stopped_by.append(signal.SIGINT)
             print("stopping after the current epoch ...", file=sys.stderr)
             job.stop()
         status = job.wait()
-    print(_progress_line(job, started))
+    final = _progress_line(job, started)
+    if _without_rate(final) != _without_rate(last_line):  # the loop may have printed it already
+        print(final)
     metrics = job.metrics()
     for stream_id, info in sorted(job.plan.streams.items()):
         if info.kind == "output":
