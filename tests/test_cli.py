@@ -147,6 +147,10 @@ def test_run_counts_every_page_view(
     assert code == 0
     assert "job finished" in out
     assert "store restores from changelogs: 0" in out
+    # One progress line per epoch, the last one once (the loop and the end both printed it).
+    progress = [line for line in out.splitlines() if line.startswith("epoch ")]
+    assert len(progress) == len({line.split("read")[0] for line in progress}), progress
+    assert progress[-1].endswith("finished")
     assert _totals(system) == expected_counts(events)
     store = EmbeddedMetadataStore(samza_home / "embedded" / "jobs" / "page-views-1" / "metadata.sqlite3")
     assert read_run_id(store) == "cli-run"
