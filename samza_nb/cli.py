@@ -28,6 +28,7 @@ from samza_nb.cli_args import (
     add_app_arguments,
     app_config,
     app_of,
+    check_names,
     checked_plan,
     non_negative_seconds,
 )
@@ -149,19 +150,16 @@ def _print_task_moves(job: Job, before: dict[str, list[str]]) -> dict[str, list[
 
 
 def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
-    """--processors, --grouper and the coordinator checked as run() would, before anything
-    prints or starts."""
-    from samza_nb.coordination.coordinator import coordinator_factory
-    from samza_nb.grouping.registry import grouper_names
+    """The plan's names (cli_args.check_names), --processors and --grouper checked as run()
+    would, before anything prints or starts."""
+    from samza_nb.grouping.registry import check_grouper_name
     from samza_nb.runtime.job_setup import initial_processors
 
-    coordinator_factory(plan.config.get_str("job.coordinator.factory") or "embedded")
+    check_names(plan)
     if (plan.config.get_str("job.coordinator.factory") or "embedded") == "embedded":
         initial_processors(plan.config, args.processors)
-    if args.grouper is not None and args.grouper not in grouper_names():
-        from samza_nb.grouping.registry import get_grouper
-
-        get_grouper(args.grouper)  # raises, naming the known groupers
+    if args.grouper is not None:
+        check_grouper_name(args.grouper)
 
 
 def _run(args: argparse.Namespace) -> int:

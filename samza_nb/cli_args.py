@@ -66,16 +66,22 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def checked_plan(args: argparse.Namespace) -> ExecutionPlan:
-    """The plan of APP with its config; a coordinator, metadata store or grouper name that is
-    not registered, or an unknown processing guarantee, is refused here: before a command looks
-    in the wrong place (reset, drain) for a job coordinated elsewhere, and so that
-    `samza-nb plan` refuses what `samza-nb run` would."""
+    """The plan of APP with its config, its component names checked (:func:`check_names`)."""
+    plan: ExecutionPlan = app_of(args).plan(app_config(args))
+    check_names(plan)
+    return plan
+
+
+def check_names(plan: ExecutionPlan) -> None:
+    """Refuse a coordinator, metadata store or grouper name that is not registered, and an
+    unknown processing guarantee: before a command looks in the wrong place (reset, drain) for
+    a job coordinated elsewhere, and so that `samza-nb plan` refuses what `samza-nb run`
+    would."""
     from samza_nb.coordination.coordinator import coordinator_factory
     from samza_nb.grouping.registry import check_grouper_name
     from samza_nb.metadata.registry import check_metadata_store_name
     from samza_nb.runtime.exactly_once import exactly_once
 
-    plan: ExecutionPlan = app_of(args).plan(app_config(args))
     config = plan.config
     coordinator_factory(config.get_str("job.coordinator.factory") or "embedded")
     check_metadata_store_name(config.get_str("metadata.store.factory") or "embedded")
@@ -83,7 +89,6 @@ def checked_plan(args: argparse.Namespace) -> ExecutionPlan:
     if grouper:
         check_grouper_name(grouper)
     exactly_once(plan)
-    return plan
 
 
 def non_negative_seconds(text: str) -> float:

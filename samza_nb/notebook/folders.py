@@ -5,9 +5,9 @@ a fresh temporary folder that the kernel removes when it exits (a shutdown, a re
 a headless run), so runs do not pile up under the temp dir. A folder the notebook's parameters
 name is the user's: it is kept.
 
-The kernel's Spark processes end with it and may still write in the folder meanwhile (a Python
-worker closing its stores, SQLite closing its log): a folder removed at exit came back with
-35 MB in it. So a small detached process removes it again once the kernel has ended.
+The kernel's Spark processes end with it and may still write in the folder after its exit
+handlers ran (a Python worker closing its stores, SQLite closing its log), so a small detached
+process removes it again once the kernel has ended.
 """
 
 from __future__ import annotations
