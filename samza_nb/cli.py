@@ -76,7 +76,8 @@ def _services(args: argparse.Namespace) -> int:
         return 0
     infos = services.status(names)
     _print_infos(infos)
-    print(f"env file   {services.env_file_path()}")
+    env_file = services.env_file_path()
+    print(f"env file   {env_file}" if env_file.exists() else "env file   none (nothing runs)")
     return 1 if any(info.is_failed for info in infos) else 0
 
 

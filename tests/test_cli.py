@@ -324,3 +324,14 @@ def test_run_checks_its_options_before_it_prints_the_plan(
     assert main(["run", QUICKSTART, *options]) == 1
     captured = capsys.readouterr()
     assert message in captured.err and captured.out == ""
+
+
+def test_services_status_with_nothing_running_names_no_env_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SAMZA_NB_SERVICES_DIR", str(tmp_path / "services"))
+    monkeypatch.setenv("SAMZA_NB_SERVICES_ENV", str(tmp_path / "services" / "services.env"))
+    for key in ("SAMZA_NB_ZK_CONNECT", "SAMZA_NB_KAFKA_BOOTSTRAP", "SAMZA_NB_AZURE_CONNECTION_STRING"):
+        monkeypatch.delenv(key, raising=False)
+    assert main(["services", "status"]) == 0
+    assert "env file   none (nothing runs)" in capsys.readouterr().out
