@@ -89,6 +89,8 @@ class EpochResult:
     replayed: bool = False
     #: Stores rebuilt from their changelog although their files were there, and why.
     rebuilt: list[str] = field(default_factory=list)
+    #: Offsets retention deleted before the epoch read them, one note per read that met them.
+    deleted_unread: list[str] = field(default_factory=list)
     #: The latest messages each sampled operator received, as text, oldest first.
     samples: dict[str, list[str]] = field(default_factory=dict)
     error: dict[str, Any] | None = None

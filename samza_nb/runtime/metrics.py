@@ -29,6 +29,7 @@ class JobMetrics:
         self._skipped: dict[str, int] = {}
         self._dropped: dict[str, int] = {}
         self.rebuilt_stores: list[str] = []
+        self.deleted_unread: list[str] = []
 
     def record(self, results: Iterable[EpochResult]) -> None:
         with self._lock:
@@ -58,6 +59,7 @@ class JobMetrics:
         for op_id, count in result.operator_dropped.items():
             self._dropped[op_id] = self._dropped.get(op_id, 0) + count
         self.rebuilt_stores.extend(result.rebuilt)
+        self.deleted_unread.extend(result.deleted_unread)
 
     def stream_counts(self) -> dict[str, dict[str, int]]:
         """Per stream: messages read (``in``) and written (``out``) so far."""
@@ -123,4 +125,5 @@ class JobMetrics:
                 "operator_counters": counters,
                 "epochs": epochs,
                 "rebuilt_stores": list(self.rebuilt_stores),
+                "deleted_unread": list(self.deleted_unread),
             }

@@ -17,6 +17,11 @@ Samza's keys, most specific first:
 
 Only inputs follow the policy: intermediate streams always start where their checkpoint says
 (or at their oldest offset). Offsets are compared, never subtracted (Kafka's have gaps).
+
+Within a run, a read can find that retention deleted what it was about to read (a Kafka
+topic's ``retention.ms`` overtaking a lagging job, ``delete_before`` on an input):
+:func:`after_deletion` applies the same ``auto.offset.reset`` rule there, and the task's
+epoch result names what was lost (``Job.metrics()["deleted_unread"]``, and a warning).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from samza_nb.systems.base import MessageKind, StreamSystem
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["OffsetPolicy"]
+__all__ = ["OffsetPolicy", "after_deletion"]
 
 _log = logging.getLogger(__name__)
 
@@ -89,7 +94,9 @@ class OffsetPolicy:
             raise ConfigError(msg)
         return value == "true"
 
-    def _out_of_range_rule(self, stream_id: str) -> tuple[str, str]:
+    def out_of_range_rule(self, stream_id: str) -> tuple[str, str]:
+        """The key that decides, and ``oldest``, ``upcoming`` or ``fail``: where a read goes on
+        when its offset is no longer stored."""
         key = f"systems.{self._system_name(stream_id)}.consumer.auto.offset.reset"
         value = (self.plan.config.get_str(key) or "").strip().lower()
         if not value:
@@ -141,7 +148,7 @@ class OffsetPolicy:
         if oldest <= checkpointed <= end:
             return checkpointed, False
         where = f"{stream_id}[{partition}]"
-        rule_key, rule = self._out_of_range_rule(stream_id)
+        rule_key, rule = self.out_of_range_rule(stream_id)
         if rule == "fail":
             msg = (
                 f"input {where} (system {self._system_name(stream_id)!r}): the checkpointed offset "
@@ -181,3 +188,22 @@ def _before_end_of_stream(system: StreamSystem, stream_id: str, partition: int, 
     last = system.fetch(stream_id, partition, end - 1, end, 1)
     kinds = [record[0] for _first, records in last.batches for record in records]
     return end - 1 if kinds == [MessageKind.END_OF_STREAM] else end
+
+
+def after_deletion(
+    plan: ExecutionPlan, task_name: str, stream_id: str, partition: int, offset: int, oldest: int
+) -> tuple[bool, str]:
+    """Retention deleted offsets ``offset..oldest - 1`` of a partition before ``task_name`` read
+    them: whether to read on from ``oldest`` (else the epoch skips to the partition's end), and
+    the note that says what was lost (the processor logs it when the epoch commits). ``auto.offset.reset=none`` raises :class:`CheckpointError`.
+    An intermediate stream reads on (only its own job deletes it, below committed offsets)."""
+    where = f"{plan.streams[stream_id].kind} {stream_id}[{partition}] (system {plan.streams[stream_id].system.name!r})"
+    rule_key, rule = ("", "oldest")
+    if plan.streams[stream_id].kind == "input":
+        rule_key, rule = OffsetPolicy(plan).out_of_range_rule(stream_id)
+    lost = f"{where}: offsets {offset}..{oldest - 1} were deleted by retention before task {task_name} read them"
+    if rule == "fail":
+        msg = f"{lost}, and {rule_key}=none; set it to smallest or largest, or reset the job's offsets"
+        raise CheckpointError(msg)
+    note = f"{lost}; reading on from {oldest}" if rule == "oldest" else f"{lost}; skipping to the newest ({rule_key})"
+    return rule == "oldest", note

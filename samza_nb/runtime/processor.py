@@ -371,6 +371,8 @@ class StreamProcessor:
         committed, failure = self.driver.commit(results)
         kill_point("mid-commit")
         self.events.epoch_committed(self, committed)
+        for note in (note for result in committed for note in result.deleted_unread):
+            _log.warning("processor %s: %s", self.processor_id, note)
         if failure is not None:
             raise failure
         self._standby_epoch(container, standbys, counts=False)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from samza_nb.errors import CheckpointError
 from samza_nb.model import SystemStream, SystemStreamPartition
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import Checkpoint
@@ -46,6 +47,7 @@ from samza_nb.runtime.exactly_once import EpochCommittedElsewhere, TaskTransacti
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.fusion import one_by_one
 from samza_nb.runtime.graph import build_operator_graph
+from samza_nb.runtime.offsets import after_deletion
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.runtime.sampling import tap_operators
 from samza_nb.runtime.side_inputs import read_side_input
@@ -78,6 +80,8 @@ class _TaskRun:
         self.started = time.perf_counter()
         self.offsets = dict(assignment.start_offsets)
         self.messages_in: dict[str, int] = {}
+        #: What retention deleted before this epoch read it (runtime/offsets.py after_deletion).
+        self.deleted_unread: list[str] = []
 
     # -- setup -----------------------------------------------------------------------------
     def _ssp(self, stream_id: str, partition: int) -> SystemStreamPartition:
@@ -202,6 +206,18 @@ class _TaskRun:
         decode_batch = BatchDecoder(serde)
         while offset < bound and remaining > 0:
             fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
+            if fetched.deleted_below is not None:
+                try:
+                    reads_on, note = after_deletion(
+                        self.plan, self.a.task_name, stream_id, partition, offset, fetched.deleted_below
+                    )
+                except CheckpointError:
+                    context.position = (key, offset)
+                    raise
+                self.deleted_unread.append(note)
+                if not reads_on:
+                    offset = bound
+                    break
             for first, records in fetched.batches:
                 if not holds_control_messages(records):
                     done = self._run_user_messages(records, decode_batch, run_batch, entered, key, first)
@@ -426,6 +442,7 @@ class _TaskRun:
             seconds=time.perf_counter() - self.started,
             replayed=replayed,
             rebuilt=[store.rebuilt_because for store in stores if store.rebuilt_because],
+            deleted_unread=self.deleted_unread,
             samples={op_id: list(buffer) for op_id, buffer in self.samples.items() if buffer},
         )
 

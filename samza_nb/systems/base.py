@@ -60,11 +60,14 @@ class Fetched(NamedTuple):
 
     ``batches``: (offset of the first record, records) with contiguous offsets inside a batch;
     ``next_offset``: where the next read of the partition starts, past every returned record and
-    past any gap (markers, compacted-away records) the system skipped on the way to ``bound``.
+    past any gap (markers, compacted-away records) the system skipped on the way to ``bound``;
+    ``deleted_below``: set when the requested offset was below the oldest stored one (retention
+    deleted what lay there): that oldest offset, where the read started instead.
     """
 
     batches: list[tuple[int, Sequence[Record]]]
     next_offset: int
+    deleted_below: int | None = None
 
     @property
     def messages(self) -> int:

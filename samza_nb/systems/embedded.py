@@ -373,14 +373,13 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
             newest = self.newest_offsets(stream_id).get(partition, 0)
             start = max(offset, oldest)
             return Fetched(batches, max(offset, min(start + limit, newest)))  # type: ignore[arg-type]
-        if covered is None:
+        if covered is None or (batches and batches[0][0] > offset):  # nothing at ``offset``: deleted?
             oldest = self.oldest_offsets(stream_id).get(partition, 0)
             if offset < oldest:
-                return self.fetch(
-                    stream_id, partition, oldest, bound, max_messages,
-                    producer_seq_below=producer_seq_below,
-                )
-            return Fetched([], offset)
+                from_oldest = self.fetch(stream_id, partition, oldest, bound, max_messages)
+                return from_oldest._replace(deleted_below=oldest)
+            if covered is None:
+                return Fetched([], offset)
         return Fetched(batches, covered)  # type: ignore[arg-type]
 
     def read_records(

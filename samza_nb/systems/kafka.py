@@ -403,14 +403,11 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         )
         if high is not None and high > clients.seen_high.get(key, -1):
             clients.seen_high[key] = high
+        deleted_below = None
         if messages and messages[0].offset() > offset:
             oldest = self.oldest_offsets(stream_id)[partition]
-            if offset < oldest:
-                _log.info(
-                    "%s: offset %d of %s[%d] is below the oldest stored offset %d (deleted by "
-                    "retention); reading from %d",
-                    self.where, offset, stream_id, partition, oldest, oldest,
-                )
+            if offset < oldest:  # retention deleted it: the read started at the oldest
+                deleted_below = oldest
         batches: list[tuple[int, Sequence[Record]]] = []
         tracker: DedupTracker | None = None
         with clients.lock:
@@ -443,7 +440,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
             if tracker is not None:
                 tracker.position = next_offset
                 clients.trackers[key] = tracker
-        return Fetched(batches, next_offset)
+        return Fetched(batches, next_offset, deleted_below)
 
     def _rebuilt_tracker(self, stream_id: str, partition: int, offset: int) -> DedupTracker:
         """A tracker of what was appended below ``offset``: extend the partition's tracker if it

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from samza_nb.api import StreamApplication
-from samza_nb.errors import CheckpointError, ConfigError
+from samza_nb.errors import CheckpointError, ConfigError, TaskError
 from samza_nb.runtime import run
 from samza_nb.runtime.offsets import OffsetPolicy
 from samza_nb.systems import EmbeddedSystem, KafkaSystem
@@ -114,3 +114,54 @@ def test_upcoming_on_kafka_skips_what_was_there_and_reset_rereads_it(
     assert all(r["committed"] == r["newest"] > 0 for r in rows)
     assert "input partition" in job.status()._repr_html_()
     assert list(job.status().lag_frame()["lag"]) == [0, 0]
+
+
+def _deleting_app(system: EmbeddedSystem, upto: int) -> StreamApplication:
+    """``_app`` whose map deletes offsets below ``upto`` of in#0 as it reads message 0: within
+    the run, retention overtakes the reader (as a Kafka topic's retention.ms can)."""
+    app = StreamApplication("offsets", job_id="1")
+    views = app.input(system.input("in", partitions=2, serde="json"))
+    out = app.output(system.output("out", partitions=2, serde="json"))
+
+    def deleting(value: int) -> int:
+        if value == 0:
+            system.delete_before("in", 0, upto)
+        return value
+
+    views.map(deleting).send_to(out)
+    return app
+
+
+_SMALL_EPOCHS = {"task.max.epoch.messages": "20"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "read"),
+    [(None, [*range(20), *range(60, 100)]), ("largest", list(range(20)))],
+)
+def test_retention_overtaking_a_running_reader_is_named_and_follows_the_rule(
+    system: EmbeddedSystem, caplog: pytest.LogCaptureFixture, rule: str | None, read: list[int]
+) -> None:
+    config = dict(_SMALL_EPOCHS)
+    if rule is not None:
+        config["systems.log.consumer.auto.offset.reset"] = rule
+    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.processor"):
+        job = run(_deleting_app(system, 60), config, until="caught-up", executor="local")
+    assert sorted(system.read_frame("out")["value"]) == read
+    note = "input in[0] (system 'log'): offsets 20..59 were deleted by retention before task Partition 0 read them"
+    (noted,) = job.metrics()["deleted_unread"]
+    assert noted.startswith(note)
+    assert noted.endswith("reading on from 60" if rule is None else "skipping to the newest "
+                          "(systems.log.consumer.auto.offset.reset)")
+    assert note in caplog.text
+
+
+def test_retention_overtaking_a_running_reader_fails_by_name_with_auto_offset_reset_none(
+    system: EmbeddedSystem,
+) -> None:
+    config = {**_SMALL_EPOCHS, "systems.log.consumer.auto.offset.reset": "none"}
+    with pytest.raises(TaskError, match=r"in\[0\].*offsets 20\.\.59 were deleted by retention") as raised:
+        run(_deleting_app(system, 60), config, until="caught-up", executor="local")
+    assert "auto.offset.reset=none" in str(raised.value)
+    assert (raised.value.ssp, raised.value.offset) == ("in#0", 20)
+    assert sorted(system.read_frame("out")["value"]) == list(range(20))  # the first epoch's, once
