@@ -6,7 +6,8 @@ A value is secret when its *key* says so (``*.password``, ``*.secret``, ``sasl.j
 key), and parts of any text are secret when the *value* says so, whatever the key: a PEM
 private key, ``password=``,
 ``AccountKey=``, ``SharedAccessKey=``, ``SharedAccessSignature=``/``sig=``, the options of a JAAS
-``LoginModule``, the password of a ``scheme://user:password@host`` URL. Both rules apply
+``LoginModule``, the password of a ``scheme://user:password@host`` URL; and the credentials of
+a ZooKeeper connect string (``job.coordinator.zk.connect=user:password@host:port``). Both rules apply
 everywhere text about a config is shown: ``repr(Config)``, ``Config.masked()``, error messages,
 the plan's JSON and a job model's JSON.
 
@@ -19,6 +20,8 @@ Like :mod:`samza_nb.errors` this module imports nothing of samza_nb, so every la
 
 >>> mask_value("systems.kafka.sasl.jaas.config", "anything")
 '********'
+>>> mask_value("job.coordinator.zk.connect", "alice:pa/ss@zk1:2181/jobs")
+'********@zk1:2181/jobs'
 >>> mask_value("systems.eh.consumer.extra", "Endpoint=sb://x/;SharedAccessKey=abc123;EntityPath=e")
 'Endpoint=sb://x/;SharedAccessKey=********;EntityPath=e'
 >>> redact('bad line "url=https://bob:hunter2@host/x"')
@@ -70,6 +73,9 @@ _SECRET_KEY_WORDS = (
     "token",
 )
 _SECRET_KEYS = frozenset({"azure.storage.connect"})
+# Keys whose value is ``[user:password@]host:port[,host:port][/chroot]``: the credentials (up
+# to the last "@") are masked, the hosts shown.
+_HOSTS_WITH_CREDENTIALS_KEYS = ("zk.connect", "zookeeper.connect")
 # Parts of a key (between ".", "_" and "-") that make it secret: ``DB_PASS``, ``db.pwd``.
 _SECRET_KEY_PARTS = frozenset({"pass", "pwd", "pw"})
 _KEY_PARTS = re.compile(r"[._-]")
@@ -156,6 +162,8 @@ def mask_value(key: str, value: str) -> str:
     ``*key*`` holding something key-like), else with its secret-looking parts masked."""
     if is_secret_key(key) or ("key" in key.lower() and _looks_like_key(value)):
         return MASK
+    if "@" in value and key.lower().endswith(_HOSTS_WITH_CREDENTIALS_KEYS):
+        return f"{MASK}@{redact(value.rpartition('@')[2])}"
     return redact(value)
 
 

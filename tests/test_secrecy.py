@@ -75,6 +75,7 @@ _FORMS: list[tuple[str, str]] = [
     ("systems.kafka.ssl.keystore.key", "{s}"),
     ("spark.executorEnv.DB_PASS", "{s}"),
     ("systems.kafka.sasl.oauthbearer.config", "principal=svc clientSecret={s} scope=x"),
+    ("job.coordinator.zk.connect", "app:{s}/x,y@127.0.0.1:2181/jobs"),  # digest credentials
 ]
 
 

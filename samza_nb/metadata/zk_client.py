@@ -10,7 +10,6 @@ pass through as kazoo's own exceptions so callers can act on them.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 import warnings
@@ -77,8 +76,10 @@ def describe_connect(connect: str) -> str:
 
     >>> describe_connect("alice:s3cret@zk1:2181,zk2:2181/jobs")
     'zk1:2181,zk2:2181/jobs'
+    >>> describe_connect("alice:p/a,s@s@zk1:2181")
+    'zk1:2181'
     """
-    return re.sub(r"[^,/@]*@", "", connect)
+    return _split_auth(connect)[1]
 
 
 def split_connect(connect: str) -> tuple[str, str]:
@@ -92,11 +93,13 @@ def split_connect(connect: str) -> tuple[str, str]:
     return hosts, chroot
 
 
-def _split_auth(hosts: str) -> tuple[str | None, str]:
-    """``("user:password", hosts)`` when the hosts carry digest credentials, else (None, hosts)."""
-    if "@" not in hosts:
-        return None, hosts
-    auth, _, rest = hosts.rpartition("@")
+def _split_auth(connect: str) -> tuple[str | None, str]:
+    """``("user:password", the rest)`` when the connect string starts with digest credentials,
+    else (None, connect). The credentials end at the last "@": a password may hold any
+    character ("/", ",", "@" …), so a chroot may not hold "@"."""
+    if "@" not in connect:
+        return None, connect
+    auth, _, rest = connect.rpartition("@")
     return auth, rest
 
 
@@ -148,8 +151,8 @@ class ZkClient:
         self.session_timeout = float(session_timeout)
         self.max_tries = max(1, int(max_tries))
         self.call_timeout = float(call_timeout or max(session_timeout, 1.0))
-        hosts, self.chroot = split_connect(connect)
-        auth, hosts = _split_auth(hosts)
+        auth, without_auth = _split_auth(connect)
+        hosts, self.chroot = split_connect(without_auth)
         problem = _bad_hosts(hosts)
         if problem:
             msg = (

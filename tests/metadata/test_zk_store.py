@@ -146,17 +146,24 @@ def test_unreachable_service_names_the_connect_string_without_secrets(
         port = probe.getsockname()[1]
     started = time.monotonic()
     with pytest.raises(MetadataStoreError) as caught:
-        ZkMetadataStore(
-            f"bob:pw@127.0.0.1:{port}/jobs", "/base", connection_timeout=1.5, session_timeout=4
+        ZkMetadataStore(  # a password may hold "/" and "," (the credentials end at the last "@")
+            f"bob:p/w,x@127.0.0.1:{port}/jobs", "/base", connection_timeout=1.5, session_timeout=4
         )
     assert f"127.0.0.1:{port}/jobs" in str(caught.value)
     assert "unreachable" in str(caught.value)
-    assert "pw" not in str(caught.value)
+    assert "p/w" not in str(caught.value) and "w,x" not in str(caught.value)
     assert time.monotonic() - started < 10
     # kazoo retried several times; its "Connection dropped" line is logged once, not per try.
     dropped = [r for r in caplog.records if "Connection dropped" in r.getMessage()]
     assert len(dropped) <= 1
-    assert not any("pw" in r.getMessage() for r in caplog.records)
+    assert not any("p/w" in r.getMessage() or "w,x" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("connect", ["alice:pa/ss@zk1:2181x", "alice:pa,ss@zk1:2181,zk2:0/jobs", "a:pa@ss@:2181"])
+def test_a_bad_connect_string_with_credentials_is_named_without_them(connect: str) -> None:
+    with pytest.raises(MetadataStoreError, match="job.coordinator.zk.connect") as caught:
+        ZkMetadataStore(connect, "/base", connection_timeout=1.5)
+    assert "pa" not in str(caught.value) and "ss" not in str(caught.value)
 
 
 def test_calls_after_the_service_went_away_fail_after_bounded_retries(zk_connect: str) -> None:
