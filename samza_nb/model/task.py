@@ -79,14 +79,6 @@ class TaskModel:
         object.__setattr__(self, "changelog_partition", changelog_partition)
         object.__setattr__(self, "mode", TaskMode.parse(mode))
 
-    @property
-    def is_active(self) -> bool:
-        return self.mode is TaskMode.ACTIVE
-
-    @property
-    def is_standby(self) -> bool:
-        return self.mode is TaskMode.STANDBY
-
     def __lt__(self, other: TaskModel) -> bool:
         if not isinstance(other, TaskModel):
             return NotImplemented

@@ -32,7 +32,6 @@ __all__ = [
     "PartitionByOperatorSpec",
     "SendToTableOperatorSpec",
     "SinkOperatorSpec",
-    "StreamDescriptorLike",
     "StreamSystemLike",
     "StreamTableJoinOperatorSpec",
     "WindowOperatorSpec",
@@ -65,22 +64,6 @@ class StreamSystemLike(Protocol):
     def partition_count(self, stream_id: str) -> int | None:
         """The stream's partition count, or None if the stream does not exist yet."""
         ...
-
-
-class StreamDescriptorLike(Protocol):
-    """What the planner needs of an input or output descriptor (samza_nb.systems makes them)."""
-
-    @property
-    def system(self) -> StreamSystemLike: ...
-
-    @property
-    def stream_id(self) -> str: ...
-
-    @property
-    def partitions(self) -> int | None: ...
-
-    @property
-    def serde(self) -> Any: ...
 
 
 @dataclass(eq=False)

@@ -178,7 +178,6 @@ class WindowSpec:
     initial: Callable[[], Any] | None = None
     fold: Callable[[Any, Any], Any] | None = None
     early_trigger: Trigger | None = None
-    late_trigger: Trigger | None = None
     accumulation_mode: AccumulationMode = AccumulationMode.ACCUMULATING
     #: Event time (beyond Samza, whose windows are processing-time only): ``event_time(message)``
     #: gives the message's timestamp in milliseconds; the message goes to the tumbling pane
@@ -199,10 +198,6 @@ class WindowSpec:
             msg = f"early trigger must be a Triggers.* trigger, got {trigger!r}"
             raise PlanError(msg)
         return dataclasses.replace(self, early_trigger=trigger)
-
-    def set_late_trigger(self, trigger: Trigger) -> WindowSpec:
-        """Kept for Samza parity: late arrivals are not handled (SAMZA.md §11.2)."""
-        return dataclasses.replace(self, late_trigger=trigger)
 
     def set_accumulation_mode(self, mode: AccumulationMode | str) -> WindowSpec:
         try:

@@ -92,13 +92,6 @@ class ChangelogCompactor:
             self._thread.start()
             return True
 
-    def compact_now(self, model: JobModel, checkpoints: Mapping[str, Checkpoint]) -> list[Any]:
-        """Compact what is due in this thread (tests, benches); returns the results."""
-        self.join()
-        before = len(self.results)
-        self._compact(self.due(model, checkpoints))
-        return self.results[before:]
-
     def report(self) -> dict[str, Any]:
         """What the job's metrics show of compaction: counts and the newest failure."""
         return {

@@ -1,10 +1,13 @@
 """Control messages (end-of-stream, watermark, drain) and the per-task state that aggregates
 them (SAMZA.md §5).
 
-Control messages travel in-band on intermediate streams. On the wire (§5.2) a message is one
-type byte (Samza's MessageType ordinal) followed by the payload: user serde bytes for a user
-message, Jackson-style JSON for a control message (``taskName``, ``version``, ``timestamp`` or
-``runId``). A null task name means "from a source, or re-broadcast by an aggregator".
+Control messages travel in-band on intermediate streams. A message's kind (Samza's MessageType
+ordinal, :class:`~samza_nb.systems.base.MessageKind`) travels beside its payload, not as the
+type byte Samza writes before it (§5.2): it is a field of the record on the embedded log and the
+``samza.kind`` header on Kafka (absent for user messages). The payload is the user serde bytes
+for a user message and Jackson-style JSON for a control message (``taskName``, ``version``,
+``timestamp`` or ``runId``; see :func:`control_to_payload`). A null task name means "from a
+source, or re-broadcast by an aggregator".
 
 The state classes follow §5.6–5.7 exactly, with two decisions of DESIGN.md: updating an SSP a
 task does not track is a clear error (Samza dereferences null), and producer counts come from
@@ -38,8 +41,6 @@ __all__ = [
     "aggregate_partition",
     "control_from_payload",
     "control_to_payload",
-    "decode_intermediate",
-    "encode_intermediate",
 ]
 
 LONG_MAX = 2**63 - 1
@@ -120,30 +121,6 @@ def control_from_payload(kind: int, payload: bytes) -> ControlMessage:
     raise JobError(msg)
 
 
-def encode_intermediate(message: ControlMessage | bytes) -> bytes:
-    """§5.2 wire bytes: type byte + payload (user serde bytes or control JSON)."""
-    if isinstance(message, ControlMessage):
-        return bytes((message.kind,)) + control_to_payload(message)
-    return bytes((MessageKind.USER,)) + bytes(message)
-
-
-def decode_intermediate(data: bytes) -> tuple[int, ControlMessage | bytes]:
-    """(type, message) from §5.2 wire bytes; user messages come back as their serde bytes."""
-    if not data:
-        msg = "empty intermediate message"
-        raise JobError(msg)
-    kind = data[0]
-    if kind == MessageKind.USER:
-        return kind, bytes(data[1:])
-    if kind in (MessageKind.WATERMARK, MessageKind.END_OF_STREAM, MessageKind.DRAIN):
-        return kind, control_from_payload(kind, bytes(data[1:]))
-    msg = (
-        f"unknown intermediate message type byte {kind}; messages written before the type byte "
-        f"was introduced (Samza < 0.13.1) cannot be read"
-    )
-    raise JobError(msg)
-
-
 def aggregate_partition(stream_name: str, partition_count: int) -> int:
     """The partition every upstream task sends its control messages of ``stream_name`` to:
     ``|javaHash(name) rem P|`` with Java's signed remainder (§5.4).
@@ -161,8 +138,6 @@ def aggregate_partition(stream_name: str, partition_count: int) -> int:
 
 class _CompletionStates:
     """EndOfStreamStates and DrainStates share this algorithm (§5.6)."""
-
-    _what = "control"
 
     def __init__(
         self,

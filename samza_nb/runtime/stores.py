@@ -349,10 +349,6 @@ class TaskStore:
             if key not in seen and pending is not None:
                 yield key, pending
 
-    @property
-    def pending_updates(self) -> int:
-        return len(self._dirty)
-
     def flush(self, meta: dict[str, Any], producer_seq: int) -> None:
         """Append this epoch's updates to the changelog, then write them and ``meta`` in one
         RocksDB write batch."""

@@ -15,8 +15,8 @@ from samza_nb.runtime.control import (
     WatermarkMessage,
     WatermarkStates,
     aggregate_partition,
-    decode_intermediate,
-    encode_intermediate,
+    control_from_payload,
+    control_to_payload,
 )
 
 S = "kafka"
@@ -26,22 +26,20 @@ def ssp(stream: str, partition: int) -> SystemStreamPartition:
     return SystemStreamPartition(S, stream, partition)
 
 
-def test_wire_format_matches_samza_shapes() -> None:
-    assert encode_intermediate(EndOfStreamMessage("task-1")) == b'\x02{"taskName":"task-1","version":1}'
+def test_control_payloads_match_samza_shapes() -> None:
+    assert control_to_payload(EndOfStreamMessage("task-1")) == b'{"taskName":"task-1","version":1}'
     assert (
-        encode_intermediate(WatermarkMessage(123, "task-1"))
-        == b'\x01{"timestamp":123,"taskName":"task-1","version":1}'
+        control_to_payload(WatermarkMessage(123, "task-1"))
+        == b'{"timestamp":123,"taskName":"task-1","version":1}'
     )
     assert (
-        encode_intermediate(DrainMessage("run-1", "task-1"))
-        == b'\x03{"taskName":"task-1","version":1,"runId":"run-1"}'
+        control_to_payload(DrainMessage("run-1", "task-1"))
+        == b'{"taskName":"task-1","version":1,"runId":"run-1"}'
     )
-    assert encode_intermediate(b"payload") == b"\x00payload"
-    assert decode_intermediate(b"\x00abc") == (0, b"abc")
-    kind, message = decode_intermediate(encode_intermediate(WatermarkMessage(LONG_MAX)))
-    assert kind == 1 and message == WatermarkMessage(LONG_MAX)
-    with pytest.raises(JobError, match="type byte 9"):
-        decode_intermediate(b"\x09{}")
+    watermark = WatermarkMessage(LONG_MAX)
+    assert control_from_payload(watermark.kind, control_to_payload(watermark)) == watermark
+    with pytest.raises(JobError, match="message type 0 is not a control message type"):
+        control_from_payload(0, b"{}")
 
 
 def test_aggregate_partition_uses_java_hash_and_abs_remainder() -> None:

@@ -104,7 +104,7 @@ def test_rebalance_with_an_unknown_grouper_lists_the_known_ones(spark: Any, syst
     job = run(build_app(system, name="regroup"), processors=2, until="end-of-stream",
               background=True, clock=StepClock())
     before = job.job_model
-    with pytest.raises(Exception, match="host-affinity"):
+    with pytest.raises(ConfigError, match="host-affinity"):
         job.rebalance(grouper="round-robin-ish")
     assert job.grouper == "group-by-container-count"  # a failed rebalance changes nothing
     assert job.job_model == before
@@ -117,7 +117,7 @@ def test_rebalance_with_an_unknown_grouper_lists_the_known_ones(spark: Any, syst
     assert job.processors == {"0": before.containers["0"].location_id, "2": "host-x", "3": "host-y"}
     with pytest.raises(JobError, match="at least one processor"):
         job.regroup({})
-    with pytest.raises(Exception, match="did you mean"):
+    with pytest.raises(ConfigError, match="did you mean"):
         job.regroup({"9": "host-z"}, grouper="host-afinity")
     assert job.job_model is regrouped and set(job.processors) == {"0", "2", "3"}
     with pytest.raises(JobError, match=r"processor '0 ' at 'host-b': ids and locations are non-empty names"):

@@ -4,8 +4,14 @@ id = the global app id with every non-alphanumeric character removed; container
 ``samzacontainer<id>``, page blob ``samzablob<id>``, table ``samzatable<id>``. Names too long
 for Azure are truncated with a short hash of the whole (see
 :mod:`samza_nb.metadata.azure_storage`). Beside the page blob the container holds a block blob
-per processor (``processors/<id>``, the processor's fencing lease), per lock
-(``locks/<lock id>``) and the job lease (``jobLease``).
+per processor (``processors/<id>``, the processor's fencing lease) and per lock
+(``locks/<lock id>``).
+
+The job lease is not named here: :class:`~samza_nb.coordination.azure.lease.AzureJobLease` leases
+the blob of the metadata-store key ``GENERATION_KEY``, ``n/job-lease/generation``, in the
+container of the metadata store it is given (``samza-nb-<globalAppId>`` for
+``AzureBlobMetadataStore.for_job``); the blob holds the generation and, in its metadata, the
+holder.
 """
 
 from __future__ import annotations
@@ -47,8 +53,6 @@ class AzureNames:
     @staticmethod
     def lock_blob(lock_id: str) -> str:
         return f"locks/{_safe(lock_id)}"
-
-    job_lease_blob = "jobLease"
 
 
 def _safe(text: str) -> str:
