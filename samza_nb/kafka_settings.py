@@ -50,18 +50,14 @@ class _FencesAtDebug(logging.Filter):
 
 
 _LIBRDKAFKA_LOG.addFilter(_FencesAtDebug())
-# Beyond what makes any config key secret (samza_nb.secrecy): the SASL user name.
-_SECRET_WORDS = ("sasl.username",)
-
 # Options of the Samza system config that are not librdkafka options.
 _SAMZA_ONLY = ("samza.", "default.stream.", "config.file", "tansu")
 
 
 def is_secret_option(key: str) -> bool:
-    """Whether a librdkafka option carries a secret (its value is never shown): the words
-    above, or whatever makes a config key secret (samza_nb.secrecy)."""
-    lowered = key.lower()
-    return any(word in lowered for word in _SECRET_WORDS) or is_secret_key(key)
+    """Whether a librdkafka option carries a secret (its value is never shown): what makes
+    any config key secret (samza_nb.secrecy; the SASL user name included)."""
+    return is_secret_key(key)
 
 
 def mask_options(options: Mapping[str, Any]) -> dict[str, str]:
@@ -75,9 +71,10 @@ def _librdkafka_key(key: str) -> str:
     return key.replace("_", ".") if "." not in key else key
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KafkaClientConfig:
-    """Everything needed to open producers, consumers and admin clients of one cluster."""
+    """Everything needed to open producers, consumers and admin clients of one cluster; its
+    repr masks the secrets (:meth:`describe`)."""
 
     bootstrap_servers: str
     common: dict[str, str] = field(default_factory=dict)
@@ -189,6 +186,9 @@ class KafkaClientConfig:
             sort_keys=True,
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+    def __repr__(self) -> str:
+        return f"KafkaClientConfig({self.describe()})"
 
     def describe(self) -> str:
         """The settings for a repr: bootstrap servers and options, secrets masked."""

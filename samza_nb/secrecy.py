@@ -71,6 +71,7 @@ _SECRET_KEY_WORDS = (
     "api.key",
     "apikey",
     "token",
+    "sasl.username",
 )
 _SECRET_KEYS = frozenset({"azure.storage.connect"})
 # Keys whose value is ``[user:password@]host:port[,host:port][/chroot]``: the credentials (up

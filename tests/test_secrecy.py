@@ -76,6 +76,7 @@ _FORMS: list[tuple[str, str]] = [
     ("spark.executorEnv.DB_PASS", "{s}"),
     ("systems.kafka.sasl.oauthbearer.config", "principal=svc clientSecret={s} scope=x"),
     ("job.coordinator.zk.connect", "app:{s}/x,y@127.0.0.1:2181/jobs"),  # digest credentials
+    ("systems.kafka.consumer.sasl.username", "{s}"),
 ]
 
 
@@ -319,3 +320,23 @@ def test_a_key_that_looks_like_a_value_is_not_echoed() -> None:
     assert "Eby8" not in str(failure.value)
     with pytest.raises(ConfigError, match="'task.max.epoch.mesages'; did you mean"):
         Config({"task.max.epoch.mesages": "1"})  # a real key's typo is still shown
+
+
+def test_the_kafka_client_settings_and_the_azure_account_show_no_secret() -> None:
+    from samza_nb.kafka_settings import KafkaClientConfig
+    from samza_nb.metadata.azure_storage import AzureAccount
+
+    kafka = KafkaClientConfig.build(
+        "127.0.0.1:9092", {"sasl_password": "hunter2", "sasl_username": "bob", "acks": "all"},
+        consumer={"sasl.jaas.config": 'x.PlainLoginModule required password="pw2";'},
+    )
+    shown = repr(kafka)
+    assert "hunter2" not in shown and "bob" not in shown and "pw2" not in shown
+    assert "127.0.0.1:9092" in shown and "acks='all'" in shown
+    account = AzureAccount(
+        "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=Eby8vdM02xNOcqF==;"
+        "BlobEndpoint=http://127.0.0.1:10000/acct;SharedAccessSignature=sv=1&sig=s1g"
+    )
+    assert account.fields == {
+        "DefaultEndpointsProtocol": "http", "AccountName": "acct", "BlobEndpoint": "http://127.0.0.1:10000/acct"
+    }

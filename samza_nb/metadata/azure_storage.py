@@ -151,8 +151,11 @@ class AzureAccount:
 
     @property
     def fields(self) -> dict[str, str]:
+        """The connection string's fields that are safe to show (``AccountName``,
+        ``BlobEndpoint`` …): the account key and any SAS token are left out."""
         pairs = (item.partition("=") for item in self.connect.split(";") if item.strip())
-        return {key.strip(): value.strip() for key, _, value in pairs}
+        shown = {key.strip(): value.strip() for key, _, value in pairs}
+        return {key: value for key, value in shown.items() if redact(f"{key}={value}") == f"{key}={value}"}
 
     @property
     def description(self) -> str:

@@ -171,7 +171,7 @@ class CoordinatorStreamMetadataStore(MetadataStore):
                 msg = f"{self._where} has {len(existing.partitions)} partitions; a coordinator stream has 1"
                 raise MetadataStoreError(msg)
         except KafkaException as error:
-            msg = f"{self._where}: cannot create or find the topic: {error}"
+            msg = f"{self._where}: cannot create or find the topic: {redact(str(error))}"
             raise MetadataStoreError(msg) from None
 
     def close(self) -> None:
@@ -219,7 +219,7 @@ class CoordinatorStreamMetadataStore(MetadataStore):
                         self._offset = max(self._offset, offset)
                         at_end = True
                     elif not error.retriable():
-                        msg = f"{self._where}: read failed at offset {self._offset}: {error.str()}"
+                        msg = f"{self._where}: read failed at offset {self._offset}: {redact(error.str())}"
                         raise MetadataStoreError(msg)
                 if at_end:
                     return

@@ -129,9 +129,13 @@ class ZooKeeper(Service):
         return zookeeper_session_ok("127.0.0.1", int(state["port"]))
 
     def _check_external(self, value: str) -> None:
-        # host:port[,host:port...][/chroot]: try the first server.
-        host, _, port_text = value.split("/")[0].split(",")[0].partition(":")
+        # [user:password@]host:port[,host:port...][/chroot]: try the first server.
+        shown = value.rpartition("@")[2]  # the credentials end at the last "@" (metadata/zk_client.py)
+        host, _, port_text = shown.split("/")[0].split(",")[0].partition(":")
+        if port_text and not port_text.isdigit():
+            msg = f"SAMZA_NB_ZK_CONNECT={shown} is not [user:password@]host:port[,host:port][/chroot]"
+            raise self._fail(msg)
         port = int(port_text or 2181)
         if not port_open(host, port, timeout=5.0):
-            msg = f"SAMZA_NB_ZK_CONNECT={value} is set but nothing answers at {host}:{port}"
+            msg = f"SAMZA_NB_ZK_CONNECT={shown} is set but nothing answers at {host}:{port}"
             raise self._fail(msg)

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
+from samza_nb.secrecy import redact
 from samza_nb.systems.base import MessageKind, Record
 
 __all__ = ["DedupTracker", "consume_range", "decode_message", "record_headers"]
@@ -164,7 +165,7 @@ def _consume(
                     raise StreamNotFoundError(msg)
                 if error.retriable() or code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
                     continue
-                msg = f"{describe}: reading {topic}[{partition}] at offset {next_offset}: {error.str()}"
+                msg = f"{describe}: reading {topic}[{partition}] at offset {next_offset}: {redact(error.str())}"
                 raise StreamSystemError(msg)
             at = message.offset()
             if at >= bound:

@@ -67,7 +67,8 @@ def test_an_external_address_that_does_not_answer_stays_out_of_the_env_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env_file = tmp_path / "services.env"
-    monkeypatch.setenv("SAMZA_NB_ZK_CONNECT", "127.0.0.1:1")
-    with pytest.raises(services.ServiceError, match="nothing answers at 127.0.0.1:1"):
+    monkeypatch.setenv("SAMZA_NB_ZK_CONNECT", "bob:s3/cr,et@127.0.0.1:1/jobs")
+    with pytest.raises(services.ServiceError, match="nothing answers at 127.0.0.1:1") as raised:
         services.up(["zookeeper"], services_dir=tmp_path, env_file=env_file)
+    assert "s3/cr" not in str(raised.value) and "127.0.0.1:1/jobs" in str(raised.value)
     assert "SAMZA_NB_ZK_CONNECT" not in _env_entries(env_file)
