@@ -23,6 +23,7 @@ from samza_nb.coordination.azure.blob import (
 from samza_nb.coordination.azure.names import AzureNames
 from samza_nb.errors import CoordinationError
 from samza_nb.grouping import GrouperMetadata
+from samza_nb.metadata.azure_storage import describe_error
 
 __all__ = ["STREAMS_LOCK_ID", "AzureLeadership"]
 
@@ -30,6 +31,8 @@ __all__ = ["STREAMS_LOCK_ID", "AzureLeadership"]
 STREAMS_LOCK_ID = "createStreams"
 
 _log = logging.getLogger(__name__)
+#: Tries of breaking a dropped processor's fencing lease when Azure answers with an error.
+_BREAK_TRIES = 3
 
 
 class AzureLeadership(AzureCoordinatorBase):
@@ -163,16 +166,30 @@ class AzureLeadership(AzureCoordinatorBase):
         if was:
             try:
                 self._heartbeat()  # isLeader=false
-            except CoordinationError:
-                pass
+            except CoordinationError as error:  # the next heartbeat says it again
+                _log.info("processor %s: its heartbeat after losing the lead failed: %s", self.processor_id, error)
 
     def _break_fence(self, processor_id: str) -> None:
+        """Break the fencing lease of a processor the published version dropped, so its next
+        commit is refused. No blob (404) or no lease (409: it left cleanly) is nothing to
+        break; another error is retried a few times, then logged (the processor's commits stay
+        conditional on the etags it read, and it drops its tasks once it reads the version)."""
         from azure.core.exceptions import AzureError
         from azure.storage.blob import BlobLeaseClient
 
         blob = self.container.get_blob_client(AzureNames.processor_blob(processor_id))
-        try:
-            BlobLeaseClient(blob).break_lease(lease_break_period=0)
-            _log.info("leader %s fenced processor %s", self.processor_id, processor_id)
-        except AzureError:
-            pass  # no lease (it left cleanly) or no blob
+        for attempt in range(1, _BREAK_TRIES + 1):
+            try:
+                BlobLeaseClient(blob).break_lease(lease_break_period=0)
+                _log.info("leader %s fenced processor %s", self.processor_id, processor_id)
+                return
+            except AzureError as error:
+                if getattr(error, "status_code", None) in (404, 409):
+                    return
+                if attempt == _BREAK_TRIES:
+                    _log.warning(
+                        "leader %s could not break the fencing lease of processor %s (%d tries): %s",
+                        self.processor_id, processor_id, attempt, describe_error(error),
+                    )
+                    return
+                time.sleep(0.2 * attempt)

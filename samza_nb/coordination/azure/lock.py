@@ -9,6 +9,7 @@ longer than the lease duration; a holder that dies frees it once the lease expir
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -21,20 +22,32 @@ from samza_nb.metadata.azure_storage import describe_error
 
 __all__ = ["AzureLock"]
 
+_log = logging.getLogger(__name__)
+
 
 class AzureLock(DistributedLock):
     """``with AzureLock(container, "run-id", timeout=30): …`` (``container``: a ContainerClient)."""
 
     def __init__(
-        self, container: Any, lock_id: str, *, timeout: float = 30.0, lease_duration: float = 60.0
+        self,
+        container: Any,
+        lock_id: str,
+        *,
+        timeout: float = 30.0,
+        lease_duration: float = 60.0,
+        renew_every: float | None = None,
     ) -> None:
         self.blob = container.get_blob_client(AzureNames.lock_blob(lock_id))
         self.lock_id = lock_id
         self.timeout = timeout
         self.lease_duration = lease_duration
+        #: Seconds between renewals (default a third of the lease duration).
+        self.renew_every = renew_every if renew_every is not None else lease_duration / 3
         self._lease: Any = None
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
+        #: Why the renewing thread gave the lease up (None while it renews).
+        self._lost: str | None = None
 
     def __repr__(self) -> str:
         return f"AzureLock({self.blob.blob_name!r}, held={self._lease is not None})"
@@ -77,13 +90,24 @@ class AzureLock(DistributedLock):
         self._renewer.start()
 
     def _renew(self) -> None:
-        while not self._stop.wait(self.lease_duration / 3):
+        """Renew every ``renew_every`` seconds; a failed renewal is retried (and logged)
+        until the lease has run out since the last one that worked. Then the lock is lost:
+        logged, and :meth:`release` raises saying why."""
+        renewed = time.monotonic()
+        while not self._stop.wait(self.renew_every):
             lease = self._lease
             if lease is None:
                 return
             try:
                 lease.renew()
-            except Exception:  # noqa: BLE001 - the holder learns of it when it releases
+                renewed = time.monotonic()
+            except Exception as error:  # noqa: BLE001 - any failure: retried, then the lock is lost
+                reason = describe_error(error)
+                if time.monotonic() - renewed < self.lease_duration:
+                    _log.warning("%r: renewing its lease failed, retrying: %s", self, reason)
+                    continue
+                self._lost = f"its lease was not renewed for {self.lease_duration:g} s: {reason}"
+                _log.warning("%r: lost (%s)", self, self._lost)
                 return
 
     def release(self) -> None:
@@ -94,8 +118,13 @@ class AzureLock(DistributedLock):
             return
         from azure.core.exceptions import AzureError
 
+        lost, self._lost = self._lost, None
         try:
             lease.release()
         except AzureError as error:
-            msg = f"{self!r}: releasing failed (the lease was lost?): {describe_error(error)}"
+            why = lost or f"the lease was lost? {describe_error(error)}"
+            msg = f"{self!r}: releasing failed ({why})"
             raise CoordinationError(msg) from error
+        if lost is not None:
+            msg = f"{self!r}: held past its lease ({lost}); another holder may have taken it meanwhile"
+            raise CoordinationError(msg)

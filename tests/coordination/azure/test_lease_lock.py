@@ -104,3 +104,35 @@ def test_lock_is_mutually_exclusive_and_times_out(store: AzureBlobMetadataStore)
     assert time.monotonic() - began < 5
     held.release()
     held.release()  # idempotent
+
+
+def test_a_lock_whose_renewals_fail_retries_then_says_it_was_lost(
+    store: AzureBlobMetadataStore, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from azure.core.exceptions import ServiceRequestError
+    from azure.storage.blob import BlobLeaseClient
+
+    real_renew = BlobLeaseClient.renew
+    failures = {"flaky-2": 2, "flaky-all": 10**6}  # renewals the network drops, per lock
+    names: dict[str, str] = {}  # lease id -> lock
+
+    def renew(lease: BlobLeaseClient, **options: object) -> None:
+        name = names.get(lease.id, "")
+        if failures.get(name, 0) > 0:  # the named fault point: a renewal's request
+            failures[name] -= 1
+            reset = "connection reset by peer"
+            raise ServiceRequestError(reset)
+        real_renew(lease, **options)
+
+    monkeypatch.setattr(BlobLeaseClient, "renew", renew)
+    locks = [AzureLock(store._client, name, lease_duration=15, renew_every=0.5) for name in failures]
+    for lock in locks:
+        lock.acquire()
+        names[lock._lease.id] = lock.lock_id
+    time.sleep(16.5)  # past the 15 s lease of the lock whose renewals all fail
+    recovered, lost = locks
+    assert failures["flaky-2"] == 0 and "renewing its lease failed, retrying" in caplog.text
+    recovered.release()  # renewed again in time: released without an error
+    assert "lost (its lease was not renewed for 15 s" in caplog.text
+    with pytest.raises(CoordinationError, match="held past its lease"):
+        lost.release()
