@@ -123,6 +123,17 @@ def json_config(text: str, *, source: str = "<json>") -> Config:
     return Config({str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in loaded.items()})
 
 
+#: One line of properties text: a key, then ``=``, ``:`` or blanks, then a value.
+_PROPERTY_LINE = re.compile(r"\s*[^\s=:#!]+\s*[=:\s]\s*\S")
+
+
+def _is_file(source: str) -> bool:
+    try:
+        return Path(source).is_file()
+    except (OSError, ValueError):  # a name too long, or holding a NUL
+        return False
+
+
 def properties_config(text: str, *, source: str = "<properties>", first_line: int = 1) -> Config:
     """A :class:`Config` of ``.properties`` text; an unknown key or a bad value is a
     ``ConfigError`` naming ``source`` and its line.
@@ -182,8 +193,13 @@ class Config(Mapping[str, str]):
 
     @classmethod
     def from_properties(cls, source: str | Path) -> Config:
-        """Read a ``.properties`` file (a path) or text containing ``key=value`` lines."""
-        if isinstance(source, Path) or ("\n" not in source and "=" not in source):
+        """Read a ``.properties`` file (a path) or text of ``key=value`` (``key: value``,
+        ``key value``) lines. A string of one line is a path when that file exists or when it
+        holds no separator (``=``, ``:``, a blank): ``job.properties`` is a file to read,
+        ``job.name pages`` a setting."""
+        if isinstance(source, Path) or (
+            "\n" not in source and (_is_file(source) or _PROPERTY_LINE.match(source) is None)
+        ):
             path = Path(source)
             try:
                 text = path.read_text(encoding="utf-8")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samza_nb.config import KNOWN_KEYS, Config
+from samza_nb.config import KNOWN_KEYS, Config, properties_config
 from samza_nb.errors import ConfigError
 
 
@@ -131,10 +133,20 @@ def test_any_properties_text_parses_or_is_a_config_error(text: str) -> None:
         Config.from_properties(text + "\n=")
     except ConfigError:
         pass
-    try:
-        Config.from_properties(text)
+    try:  # the text itself, never read as a file name
+        properties_config(text)
     except ConfigError:
         pass
+
+
+def test_one_line_of_properties_text_is_a_setting_and_a_bare_name_a_file(tmp_path: Path) -> None:
+    assert Config.from_properties("job.container.count 2").get_int("job.container.count") == 2
+    assert Config.from_properties("job.container.count: 3").get_int("job.container.count") == 3
+    with pytest.raises(ConfigError, match="cannot read config file 'missing.properties'"):
+        Config.from_properties("missing.properties")
+    named = tmp_path / "job count.properties"  # a file whose name has a blank: still a file
+    named.write_text("job.container.count=4\n")
+    assert Config.from_properties(str(named)).get_int("job.container.count") == 4
 
 
 @settings(max_examples=200, deadline=None)
