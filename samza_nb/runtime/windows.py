@@ -209,6 +209,7 @@ class WindowImpl(OperatorImpl):
         key_fn, fold = window.key_fn, window.fold
         aggregating = window.is_aggregating
         session = window.window_type is WindowType.SESSION
+        default = window.default_trigger
         tumbling_ts = now - now % window.size_ms
         panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
         checks = self._checks_on_message()
@@ -243,6 +244,11 @@ class WindowImpl(OperatorImpl):
                     failed(error)
                     return
                 pane = panes.get(store_key)
+                if pane is not None and session and _trigger_fires(default, pane.count, pane.first_ts, pane.last_ts, pane.window_ts, now):
+                    # The key was quiet for the gap (no epoch ran meanwhile: a later run, epochs
+                    # spaced out): its session ended before this message, which starts another.
+                    self._fire(store_key, pane, FiringType.DEFAULT)
+                    pane = None
                 if pane is None:
                     pane = new_pane(store_key, key, now if session else tumbling_ts, now)
                     if pane is None:

@@ -77,6 +77,29 @@ def test_session_windows_in_process(tmp_path: Path) -> None:
     assert got == {f"u{u}": [i for i in range(50) if i % 5 == u] for u in range(5)}
 
 
+def test_a_session_quiet_for_its_gap_between_runs_or_epochs_ends_before_the_next_message(
+    tmp_path: Path,
+) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("clicks", 1)
+    app = StreamApplication("quiet-sessions")
+    out = app.output(system.output("sessions", partitions=1))
+    (
+        app.input(system.input("clicks", partitions=1))
+        .window(Windows.keyed_session(lambda m: m["k"], timedelta(seconds=5)), op_id="s")
+        .map(lambda pane: [pane.key.pane_id, [m["n"] for m in pane.message]])
+        .send_to(out)
+    )
+    clock = StepClock(step_ms=1000, start_ms=1_700_000_000_000)
+    system.write("clicks", [{"k": "a", "n": 1}])
+    run_local(app, until="caught-up", clock=clock)  # a's session is open when the run ends
+    clock.now_ms += 100_000  # a is quiet for 100 s, more than the gap
+    system.write("clicks", [{"k": "a", "n": 2}])
+    system.end_stream("clicks")
+    job = run_local(app, until="end-of-stream", clock=clock)
+    assert [messages for _pane_id, messages in job.collect("sessions")["value"]] == [[1], [2]]
+
+
 def test_tumbling_windows_fire_by_processing_time_in_process(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("numbers", 1)
