@@ -311,6 +311,13 @@ class Job(JobRegrouping):
             if not self._finish_if_all_done() and self._until == "caught-up" and self._caught_up():
                 self._finish("finished")
 
+    def processor_idle(self, processor: StreamProcessor) -> None:
+        if self._until != "caught-up":
+            return
+        with self._progress:
+            if self._state == "running" and not self._finish_if_all_done() and self._caught_up():
+                self._finish("finished")
+
     def rejoins_when_fenced(self) -> bool:
         # A distributed coordinator's session ended: it rejoins; the embedded lease was taken.
         return self.lease is None

@@ -54,6 +54,10 @@ class ProcessorEvents(Protocol):
     def is_done(self, task: str) -> bool:
         """Whether ``task`` reached end-of-stream or drained (it needs no more epochs)."""
 
+    def processor_idle(self, processor: StreamProcessor) -> None:
+        """The processor found nothing to do (no epoch ran): a job that runs until caught up
+        may be done although no epoch committed (inputs that hold nothing)."""
+
     def drain_seen(self, processor: StreamProcessor) -> None:
         """The processor's DrainMonitor saw a drain notification for the job's run."""
 
@@ -245,6 +249,7 @@ class StreamProcessor:
                 if worked:
                     self._idle_wait_s = self._poll_s
                 else:
+                    self.events.processor_idle(self)
                     with self._cond:
                         self._cond.wait(self._idle_wait_s)
                     self._idle_wait_s = min(2 * self._idle_wait_s, max(self._poll_s, _IDLE_SLEEP_S))

@@ -100,6 +100,21 @@ def test_a_session_quiet_for_its_gap_between_runs_or_epochs_ends_before_the_next
     assert [messages for _pane_id, messages in job.collect("sessions")["value"]] == [[1], [2]]
 
 
+def test_caught_up_on_inputs_that_hold_nothing_finishes_at_once(tmp_path: Path) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("quiet", 2)  # exists, holds nothing, not ended (an empty Kafka topic)
+    app = StreamApplication("quiet")
+    app.input(system.input("quiet", partitions=2)).map(lambda m: m).send_to(
+        app.output(system.output("copies", partitions=1))
+    )
+    job = run_local(app, until="caught-up", background=True)
+    try:
+        assert job.wait(timeout=30).state == "finished"
+    finally:
+        job.stop()
+    assert job.collect("copies").empty
+
+
 def test_tumbling_windows_fire_by_processing_time_in_process(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("numbers", 1)
