@@ -284,6 +284,11 @@ class WatermarkStates:
             lowest = min(active) if active and len(active) >= state.quorum else WATERMARK_NOT_EXIST
         state.watermark = max(state.watermark, lowest)
 
+    def ssp_watermark(self, ssp: SystemStreamPartition) -> int:
+        """The watermark of one partition, aggregated over its upstream producers."""
+        state = self._states.get(ssp)
+        return state.watermark if state is not None else WATERMARK_NOT_EXIST
+
     def get_watermark(self, system_stream: SystemStream) -> int:
         marks = [
             state.watermark

@@ -298,13 +298,18 @@ class _TaskRun:
         system_stream = SystemStream(ssp.system, stream_id)
         input_impl = self.inputs[stream_id]
         info = self.plan.streams[stream_id]
+        # Upstream tasks send their named control messages to an intermediate stream's
+        # aggregate partition; once that partition heard from all of them, it re-broadcasts
+        # to the stream's other partitions. The aggregate partition alone decides: a task that
+        # holds several partitions (all of them, with one task) hears the rest only after it.
+        aggregated = message.task_name is not None and info.kind == "intermediate"
         if isinstance(message, EndOfStreamMessage):
             states = context.eos_states
             assert states is not None
             states.update(message, ssp)
+            if aggregated and states.is_ssp_done(ssp):
+                context.writer(stream_id).broadcast_to_others(EndOfStreamMessage(), partition)
             if states.is_end_of_stream(system_stream):
-                if message.task_name is not None and info.kind == "intermediate":
-                    context.writer(stream_id).broadcast_to_others(EndOfStreamMessage(), partition)
                 input_impl.on_end_of_stream()
         elif isinstance(message, DrainMessage):
             if message.run_id != self.a.run_id:
@@ -312,20 +317,17 @@ class _TaskRun:
             drains = context.drain_states
             assert drains is not None
             drains.update(message, ssp)
+            if aggregated and drains.is_ssp_done(ssp):
+                context.writer(stream_id).broadcast_to_others(DrainMessage(message.run_id), partition)
             if drains.is_drained(system_stream):
-                if message.task_name is not None and info.kind == "intermediate":
-                    context.writer(stream_id).broadcast_to_others(
-                        DrainMessage(message.run_id), partition
-                    )
                 input_impl.on_drain()
         elif isinstance(message, WatermarkMessage):
+            before = self.watermarks.ssp_watermark(ssp)
             self.watermarks.update(message, ssp)
+            if aggregated and (after := self.watermarks.ssp_watermark(ssp)) > before:
+                context.writer(stream_id).broadcast_to_others(WatermarkMessage(after), partition)
             watermark = self.watermarks.get_watermark(system_stream)
             if watermark > input_impl.input_watermark:
-                if message.task_name is not None and info.kind == "intermediate":
-                    context.writer(stream_id).broadcast_to_others(
-                        WatermarkMessage(watermark), partition
-                    )
                 input_impl.on_watermark(watermark)
 
     # -- finishing -------------------------------------------------------------------------

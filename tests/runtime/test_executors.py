@@ -115,6 +115,31 @@ def test_caught_up_on_inputs_that_hold_nothing_finishes_at_once(tmp_path: Path) 
     assert job.collect("copies").empty
 
 
+@pytest.mark.parametrize("ending", ["end-of-stream", "drain"])
+def test_one_task_holding_every_partition_of_a_shuffle_ends_and_drains(tmp_path: Path, ending: str) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 3)
+    system.write("numbers", [{"k": i % 5, "n": i} for i in range(300)])
+    if ending == "end-of-stream":
+        system.end_stream("numbers")
+    app = StreamApplication("one-task", config={"job.systemstreampartition.grouper.factory": "all-ssp-to-single-task"})
+    (
+        app.input(system.input("numbers", partitions=3))
+        .partition_by(lambda m: m["k"], op_id="by-k")
+        .map(lambda kv: kv.value["n"])
+        .send_to(app.output(system.output("copies", partitions=1)))
+    )
+    job = run_local(app, until="end-of-stream" if ending == "end-of-stream" else "forever", background=True)
+    try:
+        status = job.wait(timeout=30) if ending == "end-of-stream" else job.drain(wait=True, timeout=30)
+    finally:
+        job.stop()
+    # The task hears the end (or the drain) on the shuffle's aggregate partition first, and on
+    # its other partitions only after re-broadcasting it there.
+    assert status.state == ("finished" if ending == "end-of-stream" else "drained")
+    assert sorted(job.collect("copies")["value"]) == list(range(300))
+
+
 def test_tumbling_windows_fire_by_processing_time_in_process(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("numbers", 1)
