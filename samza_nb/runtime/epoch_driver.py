@@ -266,14 +266,16 @@ def task_error(failure: dict[str, Any]) -> TaskError:
         where = f" (operator declared at {declared})" if declared else ""
     if failure.get("ssp") is not None:
         place = f" on {failure['ssp']} at offset {failure['offset']}"
+        kept = "nothing past this offset was committed"
     else:
         place = " while firing timers or control messages, or saving state"
+        kept = "nothing of this epoch was committed"
     hint = (
         " (set task.errors.skip=true to skip such messages)" if failure.get("user_code") else ""
     )
     msg = (
         f"{failure['what']} failed in task {failure['task']!r}{place}: {failure['error']}{where}; "
-        f"nothing past this offset was committed{hint}"
+        f"{kept}{hint}"
     )
     error = TaskError(
         msg,

@@ -205,7 +205,11 @@ class _TaskRun:
         user = MessageKind.USER
         decode_batch = BatchDecoder(serde)
         while offset < bound and remaining > 0:
-            fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
+            try:
+                fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
+            except BaseException:  # a stored batch that does not read: named by where it is
+                context.position = (key, offset)
+                raise
             if fetched.deleted_below is not None:
                 try:
                     reads_on, note = after_deletion(

@@ -140,6 +140,22 @@ def test_one_task_holding_every_partition_of_a_shuffle_ends_and_drains(tmp_path:
     assert sorted(job.collect("copies")["value"]) == list(range(300))
 
 
+def test_a_stored_batch_that_does_not_read_is_named_by_stream_partition_and_offset(tmp_path: Path) -> None:
+    from samza_nb.errors import TaskError
+    from samza_nb.systems.base import MessageKind, Record
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 1)
+    system.write("numbers", [1])
+    system.append("numbers", 0, [Record(MessageKind.USER, b'"k"', None, None)])  # type: ignore[arg-type]
+    system.end_stream("numbers")
+    app = StreamApplication("unreadable")
+    app.input(system.input("numbers", partitions=1)).send_to(app.output(system.output("copies", partitions=1)))
+    with pytest.raises(TaskError, match="on numbers#0 at offset 0") as raised:
+        run_local(app)
+    assert (raised.value.ssp, raised.value.offset) == ("numbers#0", 0)
+
+
 def test_tumbling_windows_fire_by_processing_time_in_process(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("numbers", 1)
