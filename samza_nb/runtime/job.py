@@ -35,6 +35,7 @@ from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path,
 from samza_nb.runtime.interrupts import plain_interrupts
 from samza_nb.runtime.job_regrouping import JobRegrouping
 from samza_nb.runtime.job_setup import (
+    check_grouping,
     check_inputs,
     create_streams,
     existing_job_data,
@@ -76,6 +77,7 @@ class Job(JobRegrouping):
         self._until = until
         self._clock = clock or (lambda: int(time.time() * 1000))
         check_inputs(self.plan)
+        check_grouping(self.plan)
         self.system = self.plan.default_system
         self.home = job_home(self.plan)
         self.coordinator_name = self.config.get_str("job.coordinator.factory") or "embedded"

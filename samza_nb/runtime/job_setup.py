@@ -11,6 +11,7 @@ from samza_nb.config import Config
 from samza_nb.coordination import get_location_id_provider
 from samza_nb.coordination.job_model_calculator import JobInputs
 from samza_nb.errors import ConfigError, PlanError, StreamNotFoundError
+from samza_nb.grouping import GroupBySystemStreamPartition, ssp_grouper_from_config
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.registry import get_metadata_store
 from samza_nb.model import SystemStreamPartition
@@ -63,6 +64,35 @@ def check_inputs(plan: ExecutionPlan) -> None:
                 f"pass partitions={actual}"
             )
             raise PlanError(msg)
+
+
+def check_grouping(plan: ExecutionPlan) -> None:
+    """Groupings the engine cannot run are refused before the job writes anything: key
+    buckets (``job.elasticity.factor`` > 1: each bucket's task would read its whole partition,
+    every message once per bucket), and a job with state whose SSP grouper makes more tasks
+    than its changelogs have partitions (one per task of the default grouping)."""
+    factor = plan.config.get_int("job.elasticity.factor")
+    if factor > 1:
+        msg = (
+            f"job.elasticity.factor={factor}: samza_nb does not split an input partition into key "
+            f"buckets (each bucket's task would read the whole partition, every message {factor} "
+            f"times); use 1, and more input partitions for more tasks"
+        )
+        raise ConfigError(msg)
+    if not plan.store_names:
+        return
+    grouper = ssp_grouper_from_config(plan.config, ["0"])
+    if isinstance(grouper, GroupBySystemStreamPartition):
+        ssps = sum(info.partitions for info in plan.streams.values() if info.kind in ("input", "intermediate"))
+        if ssps > plan.task_count:
+            msg = (
+                f"job.systemstreampartition.grouper.factory: group-by-system-stream-partition "
+                f"makes one task per input partition of every stream ({ssps} tasks), but the "
+                f"changelogs of the job's stores ({', '.join(sorted(plan.store_names))}) have one "
+                f"partition per task of group-by-partition ({plan.task_count}); use "
+                f"group-by-partition for a job with state (windows, joins, tables)"
+            )
+            raise ConfigError(msg)
 
 
 def create_streams(plan: ExecutionPlan) -> None:

@@ -156,6 +156,36 @@ def test_a_stored_batch_that_does_not_read_is_named_by_stream_partition_and_offs
     assert (raised.value.ssp, raised.value.offset) == ("numbers#0", 0)
 
 
+@pytest.mark.parametrize(
+    ("config", "refused"),
+    [
+        ({"job.elasticity.factor": "2"}, "does not split an input partition into key buckets"),
+        (
+            {"job.systemstreampartition.grouper.factory": "group-by-system-stream-partition"},
+            r"\(2 tasks\), but the changelogs of the job's stores \(.*\) have one partition per task",
+        ),
+    ],
+)
+def test_groupings_the_engine_cannot_run_are_refused_before_anything_is_written(
+    tmp_path: Path, config: dict[str, str], refused: str
+) -> None:
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("numbers", 1)
+    system.write("numbers", [1, 2])
+    app = StreamApplication("refused", config=config)
+    (
+        app.input(system.input("numbers", partitions=1))
+        .partition_by(lambda n: n % 2, op_id="by-parity")
+        .window(Windows.keyed_tumbling(lambda kv: kv.key, timedelta(seconds=1), initial=lambda: 0,
+                                       fold=lambda kv, n: n + 1), op_id="count")
+        .map(lambda pane: pane.message)
+        .send_to(app.output(system.output("counts", partitions=1)))
+    )
+    with pytest.raises(ConfigError, match=refused):
+        run_local(app)
+    assert system.partition_count("counts") is None  # nothing was created
+
+
 def test_tumbling_windows_fire_by_processing_time_in_process(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("numbers", 1)
