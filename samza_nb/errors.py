@@ -18,6 +18,7 @@ __all__ = [
     "JobError",
     "JobInterruptedError",
     "JobLeaseError",
+    "JobTimeoutError",
     "MetadataStoreError",
     "ModelError",
     "PlanError",
@@ -27,6 +28,7 @@ __all__ = [
     "StreamNotFoundError",
     "StreamSystemError",
     "TaskError",
+    "UnknownOperatorError",
     "WorkerLostError",
 ]
 
@@ -41,6 +43,13 @@ class ConfigError(SamzaNbError, ValueError):
 
 class PlanError(SamzaNbError, ValueError):
     """The application graph is invalid: op ids, joins, partition counts, serdes."""
+
+
+class UnknownOperatorError(PlanError, KeyError):
+    """An operator id that is not in the plan was asked for."""
+
+    def __str__(self) -> str:  # KeyError would quote the message; keep it readable.
+        return str(self.args[0]) if self.args else ""
 
 
 class ModelError(SamzaNbError, ValueError):
@@ -101,6 +110,10 @@ class JobError(SamzaNbError):
 class JobInterruptedError(JobError, KeyboardInterrupt):
     """A foreground run was interrupted (Ctrl-C, Kernel → Interrupt): the job stopped after the
     epoch in flight, its checkpoints committed. Still a KeyboardInterrupt for callers."""
+
+
+class JobTimeoutError(JobError, TimeoutError):
+    """A job did not end within the time a caller waited for it (it is still running)."""
 
 
 class WorkerLostError(JobError):

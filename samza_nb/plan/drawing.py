@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import unescape as html_unescape
 from typing import TYPE_CHECKING
 
+from samza_nb.errors import PlanError
 from samza_nb.plan._drawing_layout import _layout
 from samza_nb.plan._drawing_parts import (
     _ATTRIBUTE,
@@ -93,7 +94,7 @@ def _style_attrs(style: StreamStyle | None) -> dict[str, str]:
     for name, value in style.items():
         if not _ATTRIBUTE.match(name):
             msg = f"stream style attribute {name!r} is not an SVG attribute name"
-            raise ValueError(msg)
+            raise PlanError(msg)
         result[name] = str(value)
     return result
 
@@ -166,7 +167,7 @@ def render_svg(
     """
     if not scale > 0:
         msg = f"scale must be a positive number, got {scale!r}"
-        raise ValueError(msg)
+        raise PlanError(msg)
     styles = {sid: _style_attrs(style) for sid, style in (stream_styles or {}).items()}
     op_styles = {op_id: _style_attrs(style) for op_id, style in (operator_styles or {}).items()}
     trends = stage_sparklines or {}

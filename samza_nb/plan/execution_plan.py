@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from samza_nb.config import Config
+from samza_nb.errors import UnknownOperatorError
 from samza_nb.plan.operators import (
     BroadcastOperatorSpec,
     InputOperatorSpec,
@@ -151,7 +152,7 @@ class ExecutionPlan:
         if len(matches) == 1:
             return matches[0]
         msg = f"no operator {op_id!r} in the plan of {self.app_name!r}; operators: {sorted(specs)}"
-        raise KeyError(msg)
+        raise UnknownOperatorError(msg)
 
     @property
     def store_names(self) -> list[str]:

@@ -22,7 +22,7 @@ from samza_nb.coordination.coordinator import get_job_coordinator
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.drain import cleanup, write_drain_notification
-from samza_nb.errors import ConfigError, JobError, JobInterruptedError
+from samza_nb.errors import ConfigError, JobError, JobInterruptedError, JobTimeoutError
 from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
@@ -248,7 +248,8 @@ class Job(JobRegrouping):
         return error
 
     def wait(self, timeout: float | None = None) -> JobStatus:
-        """Wait until the job ends; raises TimeoutError after ``timeout`` seconds and the job's
+        """Wait until the job ends; raises JobTimeoutError (a TimeoutError) after ``timeout``
+        seconds, the job still running, and the job's
         error (for example TaskError) if it failed."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
@@ -256,7 +257,7 @@ class Job(JobRegrouping):
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
                 if not processor.join(left):
                     msg = f"job {self.plan.app_name!r} still running after {timeout} s (epoch {self.epoch})"
-                    raise TimeoutError(msg)
+                    raise JobTimeoutError(msg)
         self.coordinator.stop()
         if self._error is not None:
             if isinstance(self._error, JobError):

@@ -154,7 +154,10 @@ class JobRegrouping(JobViews):
                 msg = f"job {self.plan.app_name!r} has {self._state}; there is nothing to regroup"
                 raise JobError(msg)
             if len(self._processors) == 1:
-                msg = "cannot kill the last processor; stop the job instead"
+                msg = (
+                    f"cannot kill processor {processor_id!r}: it is the last processor of job "
+                    f"{self.plan.app_name!r}; stop the job instead (job.stop() or job.drain())"
+                )
                 raise JobError(msg)
             return self.regroup({pid: loc for pid, loc in self.processors.items() if pid != processor_id})
 

@@ -84,7 +84,7 @@ class StreamSystem(ABC):
     def __init__(self, name: str):
         if not isinstance(name, str) or not name:
             msg = f"a system needs a non-empty name, got {name!r}"
-            raise ValueError(msg)
+            raise ConfigError(msg)
         self._name = name
 
     @property

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 
 from samza_nb.api import KV, LocalTable, MessageStream, StreamApplication, Windows
+from samza_nb.errors import PlanError
 from samza_nb.plan.drawing import render_html, render_svg, render_text
 from samza_nb.plan.execution_plan import ExecutionPlan
 
@@ -125,7 +126,7 @@ def test_live_styles_and_labels(streams: Streams) -> None:
     assert path is not None and path.get("stroke") == "#ff0000"
     text = "".join(root.itertext())
     assert "1,024 msgs" in text and "12 written" in text and "3 panes" in text and "epoch 4" in text
-    with pytest.raises(ValueError, match="not an SVG attribute"):
+    with pytest.raises(PlanError, match="not an SVG attribute"):
         render_svg(plan, stream_styles={"input1": {"onload='x'": "1"}})
 
 
@@ -319,7 +320,7 @@ def test_the_html_scrolls_in_a_box_at_the_drawing(tmp_path) -> None:
     # Larger than the box: drawn bigger (zoom), never smaller than 11 px text.
     width, _height, font_px = _drawn_size(render_svg(plan, scale=1.5))
     assert width > CELL_WIDTH and font_px == 16.5
-    with pytest.raises(ValueError, match="scale"):
+    with pytest.raises(PlanError, match="scale"):
         render_svg(plan, scale=0)
 
 

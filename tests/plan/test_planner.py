@@ -15,7 +15,7 @@ from samza_nb.api import (
     Windows,
     serdes,
 )
-from samza_nb.errors import ConfigError, PlanError
+from samza_nb.errors import ConfigError, PlanError, UnknownOperatorError
 from samza_nb.plan.operators import InputOperatorSpec, MapOperatorSpec
 from samza_nb.plan.planner import MAX_INFERRED_PARTITIONS
 
@@ -441,5 +441,6 @@ def test_operators_are_found_by_full_or_short_op_id() -> None:
     assert plan.operator("window-count") is plan.operator("page-views-1-window-count")
     assert plan.stage_of("window-count").id == plan.stage_of("page-views-1-window-count").id == 1
     assert plan.stage_of("filter-1").id == 0
-    with pytest.raises(KeyError, match="no operator 'window-cuont'"):
+    with pytest.raises(UnknownOperatorError, match="no operator 'window-cuont'") as raised:
         plan.stage_of("window-cuont")
+    assert str(raised.value).startswith("no operator")  # not quoted as a KeyError's would be

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from samza_nb.api import KV, StreamApplication, Triggers, Windows
-from samza_nb.errors import ConfigError, JobError
+from samza_nb.errors import ConfigError, JobError, JobTimeoutError
 from samza_nb.examples.page_views import (
     build_app,
     expected_counts,
@@ -63,7 +63,7 @@ def test_until_a_number_of_epochs_then_caught_up_finishes_the_rest(spark: Any, s
 def test_wait_times_out_on_an_input_that_never_ends(spark: Any, system: EmbeddedSystem) -> None:
     write_page_views(system, generate_page_views(50), end=False)
     job = run(build_app(system, name="open"), until="end-of-stream", background=True, clock=StepClock())
-    with pytest.raises(TimeoutError, match="still running"):
+    with pytest.raises(JobTimeoutError, match="still running"):
         job.wait(timeout=1.0)
     assert job.stop().state == "stopped"
 

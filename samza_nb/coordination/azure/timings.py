@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from samza_nb.config import Config
-from samza_nb.errors import CoordinationError
+from samza_nb.errors import ConfigError
 
 __all__ = ["AzureTimings"]
 
@@ -47,7 +47,7 @@ class AzureTimings:
                 f"{_PREFIX}lease.renew.interval.ms ({timings.lease_renew * 1000:g}) must be "
                 f"shorter than {_PREFIX}lease.duration.ms ({timings.lease_duration * 1000:g})"
             )
-            raise CoordinationError(msg)
+            raise ConfigError(msg)
         return timings
 
     @property
