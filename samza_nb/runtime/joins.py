@@ -63,7 +63,10 @@ class JoinImpl(OperatorImpl):
         is_left = source is not None and source.spec is spec.left
         key_fn = spec.left_key_fn if is_left else spec.right_key_fn
         key = self.call(key_fn, message) if key_fn is not None else message.key
-        if key is None or key is SKIPPED or self.call(check_partition_key, key, self.op_id) is SKIPPED:
+        if key is None:  # no key joins nothing (as in Samza): counted as dropped, not lost silently
+            self.dropped += 1
+            return
+        if key is SKIPPED or self.call(check_partition_key, key, self.op_id) is SKIPPED:
             return
         now = self.context.now_ms
         # A key or message the join's state cannot hold (an int past 64 bits, a custom class)

@@ -109,3 +109,21 @@ def test_a_join_of_unkeyed_messages_without_key_functions_says_what_to_pass(tmp_
     )
     with pytest.raises(TaskError, match=r"operator unkeyed-1-join-pairs .*this message is a dict: pass key_fn= / other_key_fn=.*serdes\.kv"):
         run_local(app, until="end-of-stream")
+
+
+@pytest.mark.parametrize("keep", ["all", "latest"])
+def test_messages_without_a_key_join_nothing_and_count_as_dropped(tmp_path: Path, keep: str) -> None:
+    system = EmbeddedSystem("log", path=tmp_path / "log")
+    for side, values in (("left", [None, "a"]), ("right", [None, "a"])):
+        system.create_stream(side, 1)
+        system.write(side, [{"k": k, "n": f"{side}-{k}"} for k in values])
+        system.end_stream(side)
+    app = StreamApplication("keyless", job_id="1")
+    app.input(system.input("left", partitions=1)).join(
+        app.input(system.input("right", partitions=1)), lambda mine, other: [mine["n"], other["n"]],
+        ttl=3_600_000, keep=keep, op_id="pairs", key_fn=lambda m: m["k"], other_key_fn=lambda m: m["k"],
+    ).send_to(app.output(system.output("pairs", partitions=1)))
+    job = run_local(app, clock=StepClock())
+    assert sorted(map(tuple, job.collect("pairs")["value"])) == [("left-a", "right-a")]
+    (join_id,) = [op for op in job.metrics()["operator_counters"] if op.endswith("join-pairs")]
+    assert job.metrics()["operator_counters"][join_id]["dropped"] == 2
