@@ -154,9 +154,11 @@ def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
     """The plan's names (cli_args.check_names), --processors and --grouper checked as run()
     would, before anything prints or starts."""
     from samza_nb.grouping.registry import check_grouper_name
+    from samza_nb.runtime.job import check_until
     from samza_nb.runtime.job_setup import initial_processors
 
     check_names(plan)
+    check_until(_until(args.until))
     if (plan.config.get_str("job.coordinator.factory") or "embedded") == "embedded":
         initial_processors(plan.config, args.processors)
     if args.grouper is not None:

@@ -99,6 +99,33 @@ def test_an_application_whose_module_imports_a_missing_package_says_so(
     assert "its module 'needs_a_package' imports 'no_such_package_here', which is not installed" in capsys.readouterr().err
 
 
+def test_a_factory_that_raises_or_takes_arguments_is_one_line_naming_it(
+    samza_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "factories.py").write_text(
+        "def broken():\n    raise RuntimeError('factory broke')\n\n"
+        "def needs(x):\n    return None\n\n"
+        "def inner_type_error():\n    return len(3)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for spec, fragment in (
+        ("factories:broken", f"factories:broken raised while building the application at {tmp_path}/factories.py:2: "
+                             "RuntimeError: factory broke"),
+        ("factories:needs", "factories:needs must be callable with no arguments"),
+        ("factories:inner_type_error", "raised while building the application at"),
+    ):
+        assert main(["plan", spec]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("samza-nb: error:") and fragment in err and "\n" not in err
+
+
+def test_a_bad_until_is_refused_before_the_plan_prints(samza_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", QUICKSTART, "--until", "bogus"]) == 1
+    captured = capsys.readouterr()
+    assert "until must be one of" in captured.err and "ExecutionPlan" not in captured.out
+
+
 def test_a_config_file_with_an_unknown_key_names_it(
     samza_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

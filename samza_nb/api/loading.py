@@ -7,13 +7,14 @@ The attribute may be a :class:`StreamApplication` or a function of no arguments 
 from __future__ import annotations
 
 import importlib
+import traceback
 import types
 import typing
 from collections.abc import Callable
 from typing import Any
 
 from samza_nb.api.application import StreamApplication
-from samza_nb.errors import ConfigError
+from samza_nb.errors import ConfigError, SamzaNbError
 
 __all__ = ["as_application", "load_application"]
 
@@ -68,8 +69,16 @@ def _may_be_an_application(hint: Any) -> bool:
 def _call_factory(factory: Callable[[], Any], name: str) -> Any:
     try:
         return factory()
-    except TypeError as error:
-        msg = f"{name} must be callable with no arguments to build the application: {error}"
+    except SamzaNbError:
+        raise
+    except Exception as error:
+        frames = traceback.extract_tb(error.__traceback__)
+        if isinstance(error, TypeError) and len(frames) == 1:  # the call itself: it takes arguments
+            msg = f"{name} must be callable with no arguments to build the application: {error}"
+            raise ConfigError(msg) from error
+        # The user's factory failed: its error, and where it raised.
+        at = f" at {frames[-1].filename}:{frames[-1].lineno}" if len(frames) > 1 else ""
+        msg = f"{name} raised while building the application{at}: {type(error).__name__}: {error}"
         raise ConfigError(msg) from error
 
 

@@ -70,7 +70,7 @@ class Job(JobRegrouping):
         lease_wait: bool = False,
         lease_timeout: float | None = None,
     ):
-        _check_until(until)
+        check_until(until)
         self.app = app
         self.plan: ExecutionPlan = app.plan(config)
         self.config: Config = self.plan.config
@@ -405,7 +405,8 @@ def _drains(control: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {task: state.get("drain", {}) for task, state in control.items()}
 
 
-def _check_until(until: Any) -> None:
+def check_until(until: Any) -> None:
+    """``until`` as run() takes it, or a ConfigError naming the choices."""
     if not (isinstance(until, int) and not isinstance(until, bool) and until > 0) and until not in _UNTIL:
         msg = f"until must be one of {list(_UNTIL)} or a positive number of epochs, got {until!r}"
         raise ConfigError(msg)
@@ -432,7 +433,7 @@ def run(
     time: another run holding the job's lease fails this one at once, naming it, unless
     ``lease_wait`` (then up to ``lease_timeout`` seconds).
     """
-    _check_until(until)
+    check_until(until)
     if not callable(getattr(app, "plan", None)):
         msg = f"run() takes a StreamApplication, got {type(app).__name__} {app!r:.60}"
         raise ConfigError(msg)
