@@ -47,6 +47,9 @@ class EpochAssignment:
     watermark_quorum: float = 0.5
     #: Operators whose latest received messages the task keeps (op id → how many).
     samples: dict[str, int] = field(default_factory=dict)
+    #: Whether an input starts below its checkpoint (``samza.reset.offset``, an out-of-range
+    #: rule): the run reads older messages again, so its operators' watermarks start over.
+    rewound: bool = False
     #: How many times the epoch ran before in this run of the job (its workers were lost):
     #: any attempt may have committed it (exactly-once reads the checkpoint topic then).
     retry: int = 0

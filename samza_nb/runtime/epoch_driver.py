@@ -111,6 +111,7 @@ class _Planned(NamedTuple):
     start_offsets: dict[str, int]
     plan: EpochPlan
     new: bool
+    rewound: bool = False
 
 
 class EpochDriver:
@@ -164,6 +165,7 @@ class EpochDriver:
         ssps = sorted((ssp.stream, ssp.partition) for ssp in task.ssps)
         start_offsets = {}
         moved = False  # a reset or an out-of-range checkpoint: a pending plan no longer applies
+        rewound = False  # an input starts below its checkpoint
         ended = _ended_ssps(checkpoint, task)
         for stream_id, partition in ssps:
             key = ssp_key(stream_id, partition)
@@ -172,14 +174,15 @@ class EpochDriver:
             if reset and checkpointed is not None and start_offsets[key] < checkpointed and key in ended:
                 raise CheckpointError(_stale_end_of_stream(task.name, key, checkpointed, newest))
             moved = moved or reset
+            rewound = rewound or (checkpointed is not None and start_offsets[key] < checkpointed)
         # Read even when it no longer applies: the plan written next replaces what was read
         # (on Azure the write is conditional on it).
         pending = self.checkpoints.pending_plan(task.name, checkpoint.seq)
         plan = None if moved else pending
         if plan is not None:
-            return _Planned(task, checkpoint, ssps, start_offsets, plan, new=False)
+            return _Planned(task, checkpoint, ssps, start_offsets, plan, new=False, rewound=rewound)
         plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)
-        return _Planned(task, checkpoint, ssps, start_offsets, plan, new=True)
+        return _Planned(task, checkpoint, ssps, start_offsets, plan, new=True, rewound=rewound)
 
     def _assignment(self, planned: _Planned, location_id: str, counts: dict[str, int]) -> EpochAssignment:
         task, checkpoint, plan = planned.task, planned.checkpoint, planned.plan
@@ -203,6 +206,7 @@ class EpochDriver:
             watermark_idle_timeout_ms=self.watermark_idle_timeout_ms,
             watermark_quorum=self.watermark_quorum,
             samples=dict(self.samples),
+            rewound=planned.rewound,
         )
 
     def _new_plan(

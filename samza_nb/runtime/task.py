@@ -109,12 +109,15 @@ class _TaskRun:
         )
         control = a.control
         if control.get("runId") not in (None, a.run_id):
-            # A new deployment (run id) starts with fresh drain and watermark state; only the
-            # end-of-stream of bounded inputs carries over.
+            # A new deployment (run id) starts with fresh drain and watermark state. The
+            # end-of-stream of bounded inputs carries over, and so does each operator's input
+            # watermark (a floor: an event-time pane that fired in an earlier run does not
+            # open again for a late message), unless the run reads older input again.
             control = {
                 "eos": control.get("eos", {}),
                 "operators": {
                     op_id: {"eos": state.get("eos", False)}
+                    | ({} if a.rewound or "in" not in state else {"in": state["in"]})
                     for op_id, state in control.get("operators", {}).items()
                 },
             }
