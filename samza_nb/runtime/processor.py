@@ -113,6 +113,11 @@ class StreamProcessor:
         self._in_epoch = False
         self._stop = False
         self._thread: threading.Thread | None = None
+        #: Set when the loop has ended (after the job heard of it). join() waits on this, not
+        #: on Thread.join: in CPython 3.11 a KeyboardInterrupt inside Thread.join can leave a
+        #: running thread marked as stopped (bpo-45274), and a wait interrupted once would
+        #: then take the job for ended.
+        self._ended = threading.Event()
         self._monitor: DrainMonitor | None = None
         self._has_windows = bool(plan.window_ms) or any(
             spec.opcode.value == "window" for spec in plan.operators.values()
@@ -197,14 +202,15 @@ class StreamProcessor:
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the loop to end; True when it has."""
         thread = self._thread
-        if thread is None or thread is threading.current_thread():
-            return thread is None or not thread.is_alive()
-        thread.join(timeout)
-        return not thread.is_alive()
+        if thread is None:
+            return True
+        if thread is threading.current_thread():
+            return self._ended.is_set()
+        return self._ended.wait(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._thread is not None and not self._ended.is_set()
 
     @property
     def container(self) -> ContainerModel | None:
@@ -259,12 +265,15 @@ class StreamProcessor:
             self.error = error
             self.state = "failed"
         finally:
-            self._release_task_stores()
-            if self._monitor is not None:
-                self._monitor.stop()
-            self._retention_stopped()
-            self.compactor.join()
-            self.events.processor_stopped(self)
+            try:
+                self._release_task_stores()
+                if self._monitor is not None:
+                    self._monitor.stop()
+                self._retention_stopped()
+                self.compactor.join()
+                self.events.processor_stopped(self)
+            finally:
+                self._ended.set()
 
     def _after_refused_commit(self, error: JobLeaseError, container: ContainerModel | None) -> None:
         """After a commit or plan write of a distributed job was refused: wait for the

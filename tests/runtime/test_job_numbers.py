@@ -4,6 +4,9 @@ Run on the in-process executor."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -154,6 +157,31 @@ def test_ctrl_c_in_a_foreground_run_stops_the_job_and_hands_it_over(
     system.end_stream("open")
     run_local(app)
     assert sorted(system.read("out")["value"]) == list(range(50))
+
+
+def test_ctrl_c_during_wait_of_a_background_job_leaves_it_running_and_wait_waits_again(
+    system: EmbeddedSystem,
+) -> None:
+    system.create_stream("slow", 2)
+    system.write("slow", list(range(400)))
+    system.end_stream("slow")
+    app = StreamApplication("waited", config={"task.max.epoch.messages": "20"})
+
+    def slowly(n: int) -> int:
+        time.sleep(0.002)
+        return n
+
+    app.input(system.input("slow", partitions=2)).map(slowly).send_to(app.output(system.output("out", partitions=2)))
+    job = run_local(app, background=True)
+    deadline = time.monotonic() + 60
+    while job.epoch < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C, as a kernel's Interrupt
+    with pytest.raises(KeyboardInterrupt):
+        job.wait(timeout=60)
+    assert job.status().state == "running"  # the interrupt ended the wait, not the job
+    assert job.wait(timeout=120).state == "finished"
+    assert sorted(system.read("out")["value"]) == list(range(400))
 
 
 def test_until_a_number_of_epochs_ends_when_a_processor_got_no_container(tmp_path: Path) -> None:
