@@ -12,11 +12,16 @@ and gives back its workers itself. PySpark's handler is back once the wait ends.
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import threading
 from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["plain_interrupts"]
+__all__ = ["handlers_deferred", "plain_interrupts"]
+
+#: The handlers to put back when the open plain_interrupts blocks end (main thread only).
+_restore: list[object] = []
 
 
 @contextlib.contextmanager
@@ -32,7 +37,41 @@ def plain_interrupts() -> Iterator[None]:
         yield
         return
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    _restore.append(previous if previous is not None else signal.default_int_handler)
+    root = logging.getLogger()
+    root.addFilter(_py4j_interrupted)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+        root.removeFilter(_py4j_interrupted)
+        signal.signal(signal.SIGINT, _restore.pop())  # type: ignore[arg-type]
+
+
+def _py4j_interrupted(record: logging.LogRecord) -> bool:
+    """py4j logs a KeyboardInterrupt that ends a JVM call with its traceback on the root logger
+    (``logging.exception``), then raises it: within the block the interrupt alone is the news."""
+    return record.getMessage() != "KeyboardInterrupt while sending command."
+
+
+@contextlib.contextmanager
+def handlers_deferred() -> Iterator[None]:
+    """Inside a :func:`plain_interrupts` block: a SIGINT handler a library installs within this
+    one (PySpark's SparkContext does, when a job starts Spark) is not installed now but put
+    back when the outer block ends, so Ctrl-C stays a plain KeyboardInterrupt meanwhile.
+    Elsewhere, or outside the main thread, it changes nothing."""
+    if not _restore or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    install = signal.signal
+
+    def deferring(signalnum: int, handler: Any) -> Any:
+        if signalnum != signal.SIGINT:
+            return install(signalnum, handler)
+        previous, _restore[-1] = _restore[-1], handler
+        return previous
+
+    signal.signal = deferring
+    try:
+        yield
+    finally:
+        signal.signal = install

@@ -206,7 +206,8 @@ class Job(JobRegrouping):
         self._state = "running"
         self._timeline.begin()
         try:
-            self._starting()
+            with plain_interrupts():  # Ctrl-C while Spark starts: not PySpark's handler either
+                self._starting()
         except KeyboardInterrupt as interrupt:
             # Ctrl-C while Spark starts (a fresh kernel's JVM takes seconds): the job stops and
             # releases its lease, and the error carries the Job, so a notebook still binds it.

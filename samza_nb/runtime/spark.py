@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from samza_nb.config import Config, environment
+from samza_nb.runtime.interrupts import handlers_deferred
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -155,7 +156,8 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     for key, value in settings.items():
         builder = builder.config(key, value)
     _launch_quiet_gateway(master, name, settings)
-    session = builder.getOrCreate()
+    with handlers_deferred():  # a job starting Spark keeps Ctrl-C plain meanwhile (interrupts.py)
+        session = builder.getOrCreate()
     _reap_the_jvm()
     _remove_socket_at_exit(session)
     if not use_conf_dir:

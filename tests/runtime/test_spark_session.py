@@ -196,3 +196,45 @@ def test_plain_interrupts_leave_an_ignored_sigint_ignored() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+_INTERRUPTED_JOB_START = """
+import os, signal, sys, threading
+from samza_nb.errors import JobInterruptedError
+from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
+from samza_nb.runtime import run
+from samza_nb.systems import EmbeddedSystem
+
+home, delay = sys.argv[1], float(sys.argv[2])
+system = EmbeddedSystem("embedded", path=home + "/log")
+write_page_views(system, generate_page_views(2_000, seed=3))
+threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()  # while Spark starts
+try:
+    run(build_app(system), {"job.home": home + "/job"})
+    print("not interrupted", flush=True)
+except JobInterruptedError as error:
+    print("interrupted:", error.job.status().state, flush=True)
+from pyspark import SparkContext
+handler = signal.getsignal(signal.SIGINT)
+made = SparkContext._active_spark_context is not None
+print("handler after:", getattr(handler, "__module__", handler), "(context made)" if made else "(no context)", flush=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.5, 2.0, 4.0])
+def test_ctrl_c_while_a_job_starts_spark_is_one_error_and_pysparks_handler_comes_after(
+    tmp_path: Path, delay: float
+) -> None:
+    # The interrupt lands while the JVM starts or the session is made: a plain
+    # KeyboardInterrupt (no py4j call from PySpark's handler, no py4j traceback), and PySpark's
+    # handler is in place once the job's start is over.
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_JOB_START, str(tmp_path), str(delay)], capture_output=True,
+        text=True, timeout=180, env=env, cwd=tmp_path, check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] in ("interrupted: stopped", "not interrupted"), done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "py4j" not in done.stderr, done.stderr
+    # PySpark's handler when its context was made meanwhile, else the one before the job.
+    assert lines[-1] in ("handler after: pyspark.core.context (context made)", "handler after: _signal (no context)"), done.stdout
