@@ -253,6 +253,25 @@ def test_run_and_the_job_commands_on_a_finished_job(
 
 
 @pytest.mark.spark
+def test_run_takes_processors_and_grouper_from_the_session_config_unless_given(
+    spark: Any,
+    shell: InteractiveShell,
+    magics: SamzaMagics,
+    system: EmbeddedSystem,
+) -> None:
+    system.end_stream("numbers")
+    shell.push({"app": numbers_app(system, "configured")})
+    shell.run_cell_magic(
+        "samza", "config",
+        "job.container.count=2\ntask.name.grouper.factory=group-by-container-ids\n",
+    )
+    job = samza(shell, "run app")
+    assert sorted(job.processors) == ["0", "1"] and job.grouper == "group-by-container-ids"
+    again = samza(shell, "run app --processors 1 --grouper single-container")  # the options win
+    assert sorted(again.processors) == ["0"] and again.grouper == "single-container"
+
+
+@pytest.mark.spark
 def test_background_run_then_drain_wait_returns_the_drain_states(
     spark: Any,
     shell: InteractiveShell,
@@ -589,6 +608,16 @@ def test_a_secret_in_a_magic_line_is_used_with_a_warning(
     err = capsys.readouterr().err
     assert "warning: systems.kafka.consumer.sasl.password holds a secret, now in this notebook's text" in err
     assert "hunter2" not in err
+
+
+def test_a_secret_in_a_config_cell_is_used_with_a_warning(
+    shell: InteractiveShell, magics: SamzaMagics, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = shell.run_cell_magic("samza", "config", "task.max.epoch.messages=5\nsystems.kafka.sasl.password=hunter2hunter2\n")
+    assert config["systems.kafka.sasl.password"] == "hunter2hunter2"
+    err = capsys.readouterr().err
+    assert "warning: systems.kafka.sasl.password holds a secret, now in this notebook's text" in err
+    assert "hunter2" not in err and "task.max.epoch.messages" not in err
 
 
 def test_magic_lines_take_a_shell_s_quotes_and_keep_backslashes() -> None:

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from samza_nb.config import Config, properties_config
 from samza_nb.notebook.magics._args import identifier
 from samza_nb.notebook.magics._session import Session
+from samza_nb.secrecy import secret_exposed
 
 __all__ = ["cell_command", "command"]
 
@@ -26,6 +28,10 @@ def cell_command(session: Session, args: argparse.Namespace, cell: str) -> Confi
     """Replace the session's config with the cell's key=value lines (# comments allowed)."""
     # Line 1 of the cell is the %%samza config line itself.
     config = properties_config(cell, source="%%samza config", first_line=2)
+    for key, value in config.items():
+        warning = secret_exposed(key, value, "now in this notebook's text (and its saved file)")
+        if warning is not None:
+            print(warning, file=sys.stderr)
     session.config = config
     if args.name is not None:
         session.shell.user_ns[args.name] = config

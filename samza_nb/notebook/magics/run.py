@@ -27,12 +27,18 @@ __all__ = ["command"]
     )
 )
 @argument("app", metavar="APP", help="a StreamApplication, a function building one, or module:attr")
-@argument("--processors", type=positive_int, default=1, metavar="N", help="processors (default 1)")
+@argument(
+    "--processors",
+    type=positive_int,
+    default=None,
+    metavar="N",
+    help="processors (default: the config's job.container.count, 1 unless set)",
+)
 @argument(
     "--grouper",
-    default="group-by-container-count",
+    default=None,
     metavar="NAME",
-    help="task grouper (default group-by-container-count)",
+    help="task grouper (default: the config's task.name.grouper.factory, group-by-container-count unless set)",
 )
 @argument(
     "--until",
@@ -50,7 +56,7 @@ def command(session: Session, args: argparse.Namespace) -> Job:
     # inputs exist before the job writes anything, but whether the grouper can group the tasks
     # over N processors, and config values such as locationid.provider.factory, only after the
     # job opened its metadata store and created its output and intermediate streams.
-    if args.grouper not in grouper_names():
+    if args.grouper is not None and args.grouper not in grouper_names():
         get_grouper(args.grouper)  # raises the registry's error: did-you-mean and known names
     app = session.app(args.app)
     config = session.merged_config(args.config)
