@@ -620,6 +620,15 @@ def test_a_secret_in_a_config_cell_is_used_with_a_warning(
     assert "hunter2" not in err and "task.max.epoch.messages" not in err
 
 
+def test_a_config_cell_error_at_the_frontend_names_the_cell_line_once(
+    shell: InteractiveShell, magics: SamzaMagics
+) -> None:
+    magics.short_errors = True
+    with pytest.raises(UsageError) as raised:
+        shell.run_cell_magic("samza", "config", "# the job\ntask.max.epoch.mesages=5\n")
+    assert str(raised.value).startswith("%%samza config:3: unknown config key")
+
+
 def test_magic_lines_take_a_shell_s_quotes_and_keep_backslashes() -> None:
     from samza_nb.notebook.magics._core import _split
 

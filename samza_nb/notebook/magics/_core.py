@@ -121,7 +121,10 @@ class SamzaMagics(Magics):
             # A job's failure is not bad input: the shell's handler shows it (failures.py).
             if isinstance(error, JOB_ERRORS) or not self._wants_short_errors():
                 raise
-            msg = f"%samza {name}: {_one_line(str(error))}"
+            text = _one_line(str(error))
+            # An error that names the magic already (a %%samza config cell's line) is not
+            # prefixed again.
+            msg = text if text.startswith(("%samza", "%%samza")) else f"%samza {name}: {text}"
             raise UsageError(msg) from error
 
     def _wants_short_errors(self) -> bool:
