@@ -37,7 +37,14 @@ MAX_PROCESSORS = 1024
 
 def check_inputs(plan: ExecutionPlan) -> None:
     """A missing input, or one whose partitions differ from its descriptor's ``partitions=``,
-    is found before the job writes anything (the usual first-run mistakes)."""
+    is found before the job writes anything (the usual first-run mistakes), as is an
+    application that reads nothing."""
+    if not any(info.kind == "input" for info in plan.streams.values()):
+        msg = (
+            f"application {plan.app_name!r} reads no input stream: there is nothing to run "
+            f"(add one with app.input(system.input(...)))"
+        )
+        raise PlanError(msg)
     for stream_id, info in plan.streams.items():
         if info.kind not in ("input", "side_input"):
             continue

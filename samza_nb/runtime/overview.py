@@ -77,6 +77,17 @@ class LatestMessages:
         note = f"<p style='color:{_TEXT};font-size:12px'>{html.escape(self.note)}</p>" if self.note else ""
         return _table(headers, rows, caption) + note
 
+    def to_text(self) -> str:
+        """The same table as :meth:`_repr_html_`, as text (columns padded to their widest cell)."""
+        headers = list(self.rows[0]) if self.rows else ["message"]
+        cells = [headers, *([str(row.get(h, "")) for h in headers] for row in self.rows)]
+        widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
+        lines = [f"latest {len(self.rows)} messages of {self.kind} {self.target}"]
+        lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in cells]
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
     def __repr__(self) -> str:
         return f"LatestMessages({self.kind} {self.target!r}, {len(self.rows)} messages)"
 
@@ -148,6 +159,13 @@ class JobOverview:
             f"<p><b>{html.escape(self.app_name)}</b></p>{self.status._repr_html_()}{link}"
             f"{self.heatmap._repr_html_()}{''.join(o._repr_html_() for o in self.outputs)}</div>"
         )
+
+    def to_text(self) -> str:
+        """The status, the lag and each output's latest messages, as text."""
+        parts = [repr(self.status), repr(self.heatmap), *(output.to_text() for output in self.outputs)]
+        if self.spark_ui:
+            parts.append(f"Spark UI: {self.spark_ui}")
+        return "\n".join(parts)
 
     def __repr__(self) -> str:
         return f"JobOverview({self.app_name!r}, {self.status!r}, {self.heatmap!r})"

@@ -66,7 +66,11 @@ def test_samza_show_is_a_live_view_of_job_show(
     assert {row["value"] % 2 for row in view.shown.rows} == {0}  # type: ignore[union-attr]
     glance = shell.run_line_magic("samza", "show --job j")
     assert "samza-lag-heatmap" in glance.view.value
-    assert "ShowView: JobOverview('showing'" in glance.snapshot_text()
+    assert glance.snapshot_text().startswith("showing · finished")
+    assert "JobStatus(state='finished'" in glance.snapshot_text()
+    shown = view.snapshot_text().splitlines()  # the table as text: caption, header, 3 rows
+    assert shown[1] == "latest 3 messages of output stream doubled" and shown[2].split() == ["partition", "offset", "key", "value"]
+    assert len(shown) == 6
     magics.short_errors = True
     with pytest.raises(UsageError, match="^%samza show: 'nope' is neither a stream nor an operator"):
         shell.run_line_magic("samza", "show nope --job j")

@@ -186,6 +186,15 @@ def test_groupings_the_engine_cannot_run_are_refused_before_anything_is_written(
     assert system.partition_count("counts") is None  # nothing was created
 
 
+def test_an_application_without_inputs_is_refused_before_its_job_home_exists(tmp_path: Path) -> None:
+    from samza_nb.errors import PlanError
+
+    app = StreamApplication("empty", config={"job.home": str(tmp_path / "home")})
+    with pytest.raises(PlanError, match="application 'empty' reads no input stream"):
+        run_local(app)
+    assert not (tmp_path / "home").exists()
+
+
 def test_tumbling_windows_fire_by_processing_time_in_process(tmp_path: Path) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     system.create_stream("numbers", 1)

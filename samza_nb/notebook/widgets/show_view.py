@@ -55,7 +55,9 @@ class ShowView(LiveWidget):
         return self.heading.value + self.view.value + self.message.value
 
     def snapshot_text(self) -> str:
-        return f"ShowView: {self.shown!r}"
+        assert self.job is not None
+        status = self.job.status()
+        return f"{self.job.plan.app_name} · {status.state}, epoch {status.epoch}\n{self.shown.to_text()}"
 
     def __repr__(self) -> str:
         return f"ShowView({self.target!r}, n={self.n}, {self.shown!r})"
