@@ -138,15 +138,16 @@ def test_event_time_must_be_a_one_argument_function() -> None:
         Windows.tumbling(SIZE, event_time=lambda: 0)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("runs", [1, 2])
-def test_a_late_message_is_dropped_whether_read_in_the_same_run_or_a_later_one(tmp_path: Path, runs: int) -> None:
+def _fired_pane_app(tmp_path: Path, name: str) -> tuple[EmbeddedSystem, StreamApplication]:
+    """Two clicks of key b in the window [0, 10 s) and a source watermark at 20 s that fires
+    its pane; the app counts clicks per key and event-time window into ``panes``."""
     from datetime import timedelta
 
     system = EmbeddedSystem("log", path=tmp_path / "log")
     system.create_stream("clicks", 1)
     system.write("clicks", [{"k": "b", "ts": 1000}, {"k": "b", "ts": 2000}])
-    system.write_watermark("clicks", 0, 20_000)  # the pane [0, 10 s) of b fires
-    app = StreamApplication("late-runs", job_id="1")
+    system.write_watermark("clicks", 0, 20_000)
+    app = StreamApplication(name, job_id="1")
     (
         app.input(system.input("clicks", partitions=1))
         .window(Windows.keyed_tumbling(lambda m: m["k"], timedelta(seconds=10), initial=lambda: 0,
@@ -154,6 +155,12 @@ def test_a_late_message_is_dropped_whether_read_in_the_same_run_or_a_later_one(t
         .map(lambda pane: [pane.key.key, pane.key.pane_id, pane.message])
         .send_to(app.output(system.output("panes", partitions=1)))
     )
+    return system, app
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_a_late_message_is_dropped_whether_read_in_the_same_run_or_a_later_one(tmp_path: Path, runs: int) -> None:
+    system, app = _fired_pane_app(tmp_path, "late-runs")
     if runs == 2:
         run_local(app, until="caught-up")  # the pane fires in this run; the next has a new run id
     system.write("clicks", [{"k": "b", "ts": 5000}])  # late: its pane fired at watermark 20 s
@@ -164,20 +171,7 @@ def test_a_late_message_is_dropped_whether_read_in_the_same_run_or_a_later_one(t
 
 
 def test_a_run_that_reads_its_input_again_starts_its_watermarks_over(tmp_path: Path) -> None:
-    from datetime import timedelta
-
-    system = EmbeddedSystem("log", path=tmp_path / "log")
-    system.create_stream("clicks", 1)
-    system.write("clicks", [{"k": "b", "ts": 1000}, {"k": "b", "ts": 2000}])
-    system.write_watermark("clicks", 0, 20_000)
-    app = StreamApplication("again", job_id="1")
-    (
-        app.input(system.input("clicks", partitions=1))
-        .window(Windows.keyed_tumbling(lambda m: m["k"], timedelta(seconds=10), initial=lambda: 0,
-                                       fold=lambda m, n: n + 1, event_time=lambda m: m["ts"]), op_id="w")
-        .map(lambda pane: [pane.key.key, pane.key.pane_id, pane.message])
-        .send_to(app.output(system.output("panes", partitions=1)))
-    )
+    _system, app = _fired_pane_app(tmp_path, "again")
     run_local(app, until="caught-up")
     # samza.reset.offset: the next run reads from the oldest offset again; its messages are
     # not late for the watermark the first run reached.
