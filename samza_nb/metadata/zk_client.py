@@ -71,6 +71,11 @@ _kazoo_log = logging.getLogger("samza_nb.zookeeper")
 _kazoo_log.addFilter(_RepeatsQuieted())
 
 
+#: How much longer than possible a try (or the pause between two) must take for ZkClient.call
+#: to take it for a pause of this process rather than a slow service.
+_FROZEN_SLACK_S = 2.0
+
+
 def describe_connect(connect: str) -> str:
     """The connect string without any ``user:password@`` part (safe for messages and logs).
 
@@ -199,36 +204,58 @@ class ZkClient:
     def call(self, what: str, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` with the retry policy; ``what`` names the operation in errors. Its
         tries end after twice the call timeout in all (else a service gone away would hold a
-        caller for ``max_tries`` full timeouts: minutes, past the session timeout)."""
-        retry = KazooRetry(
-            max_tries=self.max_tries,
-            delay=0.1,
-            backoff=2,
-            max_delay=2.0,
-            ignore_expire=True,
-            deadline=2 * self.call_timeout,
-        )
+        caller for ``max_tries`` full timeouts: minutes, past the session timeout).
+
+        The deadline is wall-clock time, so a process frozen (SIGSTOP, a long pause) while a
+        call was in flight would find it spent on resuming, before its session came back.
+        When a try, or the pause between two, took far longer than it can in a running
+        process, the call gets one more full round of tries."""
+        max_delay = 2.0
+        frozen = False
+        last = time.monotonic()
 
         def once() -> T:
+            nonlocal frozen, last
+            began = time.monotonic()
+            frozen = frozen or began - last > max_delay + _FROZEN_SLACK_S
             try:
                 return attempt()
             except KazooTimeoutError as exc:
                 raise ForceRetryError(str(exc)) from exc
+            finally:
+                last = time.monotonic()
+                frozen = frozen or last - began > self.call_timeout + _FROZEN_SLACK_S
 
-        try:
-            return retry(once)
-        except _MEANINGFUL:
-            raise
-        except RetryFailedError as exc:
-            msg = (
-                f"ZooKeeper {self.description}: {what} failed after at most {self.max_tries} "
-                f"tries in {2 * self.call_timeout:g} s (the service is unreachable or the "
-                f"session is lost)"
+        rounds = 0
+        while True:
+            rounds += 1
+            retry = KazooRetry(
+                max_tries=self.max_tries,
+                delay=0.1,
+                backoff=2,
+                max_delay=max_delay,
+                ignore_expire=True,
+                deadline=2 * self.call_timeout,
             )
-            raise self.error(msg) from exc
-        except (KazooException, *_RETRYABLE) as exc:
-            msg = f"ZooKeeper {self.description}: {what} failed: {type(exc).__name__} {exc}"
-            raise self.error(msg) from exc
+            last = time.monotonic()
+            try:
+                return retry(once)
+            except _MEANINGFUL:
+                raise
+            except RetryFailedError as exc:
+                if frozen and rounds == 1:
+                    _kazoo_log.info("ZooKeeper %s: %s: this process was paused mid-call; trying again", self.description, what)
+                    frozen = False
+                    continue
+                msg = (
+                    f"ZooKeeper {self.description}: {what} failed after at most {self.max_tries} "
+                    f"tries in {2 * self.call_timeout:g} s (the service is unreachable or the "
+                    f"session is lost)"
+                )
+                raise self.error(msg) from exc
+            except (KazooException, *_RETRYABLE) as exc:
+                msg = f"ZooKeeper {self.description}: {what} failed: {type(exc).__name__} {exc}"
+                raise self.error(msg) from exc
 
     def _wait(self, result: Any) -> Any:
         return result.get(timeout=self.call_timeout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 
@@ -212,3 +213,44 @@ def test_a_malformed_connect_string_names_the_key_not_a_traceback(connect: str) 
     with pytest.raises(MetadataStoreError, match=r"\(job\.coordinator\.zk\.connect\): .*write host:port") as caught:
         ZkMetadataStore(connect, "/base", connection_timeout=1)
     assert "pw" not in str(caught.value)
+
+
+_FROZEN_MID_CALL = r"""
+import os, signal, sys
+from samza_nb.metadata.zookeeper import ZkMetadataStore
+
+store = ZkMetadataStore(sys.argv[1], "/frozen-mid-call/base", session_timeout=4.0)
+store.put("k", b"v")
+client, frozen = store._zk, []
+
+def exists_after_a_freeze():
+    if not frozen:  # the named point: inside the call's first try
+        frozen.append(True)
+        os.kill(os.getpid(), signal.SIGSTOP)  # until the test resumes it, past the session
+    return client._wait(client.kazoo.exists_async(store._path("k"))) is not None
+
+print("exists", client.call("exists k", exists_after_a_freeze), flush=True)
+"""
+
+
+def test_a_process_frozen_mid_call_past_its_session_reads_again_on_resuming(zk_connect: str) -> None:
+    # The call's deadline is wall-clock time: the freeze spent it. The call gets one more round
+    # of tries (a new session), instead of failing with ZooKeeper up all along.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    child = subprocess.Popen([sys.executable, "-c", _FROZEN_MID_CALL, zk_connect], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "T":
+            time.sleep(0.05)
+        time.sleep(10)  # 2.5 sessions
+        os.kill(child.pid, signal.SIGCONT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0 and out.strip() == "exists True", out + err
