@@ -40,6 +40,7 @@ __all__ = [
     "WatermarkStates",
     "aggregate_partition",
     "control_from_payload",
+    "control_of_run",
     "control_to_payload",
 ]
 
@@ -316,3 +317,20 @@ class WatermarkStates:
                 state.timestamps = {k: int(v) for k, v in entry["timestamps"].items()}
                 state.last_update = {k: int(v) for k, v in entry["lastUpdate"].items()}
                 state.created = int(entry["created"])
+
+
+def control_of_run(control: dict[str, Any], run_id: str, *, rewound: bool) -> dict[str, Any]:
+    """The committed control state a task epoch of run ``run_id`` starts from. A new deployment
+    (run id) starts with fresh drain and watermark state; the end-of-stream of bounded inputs
+    carries over, and so does each operator's input watermark (a floor: an event-time pane that
+    fired in an earlier run does not open again for a late message), unless the run reads older
+    input again (``rewound``: an input starts below its checkpoint)."""
+    if control.get("runId") in (None, run_id):
+        return control
+    return {
+        "eos": control.get("eos", {}),
+        "operators": {
+            op_id: {"eos": state.get("eos", False)} | ({} if rewound or "in" not in state else {"in": state["in"]})
+            for op_id, state in control.get("operators", {}).items()
+        },
+    }

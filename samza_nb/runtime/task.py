@@ -34,6 +34,7 @@ from samza_nb.runtime.control import (
     WatermarkMessage,
     WatermarkStates,
     control_from_payload,
+    control_of_run,
 )
 from samza_nb.runtime.decoding import (
     BatchDecoder,
@@ -107,20 +108,7 @@ class _TaskRun:
             quorum_fraction=a.watermark_quorum,
             clock=lambda: a.now_ms,
         )
-        control = a.control
-        if control.get("runId") not in (None, a.run_id):
-            # A new deployment (run id) starts with fresh drain and watermark state. The
-            # end-of-stream of bounded inputs carries over, and so does each operator's input
-            # watermark (a floor: an event-time pane that fired in an earlier run does not
-            # open again for a late message), unless the run reads older input again.
-            control = {
-                "eos": control.get("eos", {}),
-                "operators": {
-                    op_id: {"eos": state.get("eos", False)}
-                    | ({} if a.rewound or "in" not in state else {"in": state["in"]})
-                    for op_id, state in control.get("operators", {}).items()
-                },
-            }
+        control = control_of_run(a.control, a.run_id, rewound=a.rewound)
         context.eos_states.restore(control.get("eos", {}))
         context.drain_states.restore(control.get("drain", {}))
         self.watermarks.restore(control.get("watermarks", {}))
