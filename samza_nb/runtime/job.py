@@ -249,9 +249,9 @@ class Job(JobRegrouping):
         return error
 
     def wait(self, timeout: float | None = None) -> JobStatus:
-        """Wait until the job ends; raises JobTimeoutError (a TimeoutError) after ``timeout``
-        seconds, the job still running, and the job's
-        error (for example TaskError) if it failed."""
+        """Wait until the job ends. Raises JobTimeoutError (a TimeoutError) after ``timeout``
+        seconds, the job still running, and the job's error (for example TaskError) if it
+        failed."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
             for processor in list(self._processors.values()):
