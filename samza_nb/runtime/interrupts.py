@@ -1,4 +1,4 @@
-"""Ctrl-C while a job's caller waits for it: a KeyboardInterrupt where it waits, nothing more.
+"""Ctrl-C while a job starts or its caller waits for it: a KeyboardInterrupt there, nothing more.
 
 PySpark installs its own SIGINT handler with the SparkContext: it cancels every Spark job of
 the session over py4j from inside the handler, then raises KeyboardInterrupt. While a samza_nb
@@ -7,6 +7,11 @@ py4j call made from a signal handler prints tracebacks (a reentrant read, Broken
 the workers) before the one-line message the job gives. While the caller waits, Ctrl-C only
 raises KeyboardInterrupt in the waiting thread; the job then stops after its epoch in flight
 and gives back its workers itself. PySpark's handler is back once the wait ends.
+
+A job's start is such a block too, and it may be the one that starts Spark: PySpark's handler,
+installed with the SparkContext, is then deferred to the end of the start
+(:func:`handlers_deferred`), and py4j's own log line for a JVM call the interrupt ended is left
+out within the block.
 """
 
 from __future__ import annotations
