@@ -90,7 +90,11 @@ def check_grouping(plan: ExecutionPlan) -> None:
         return
     grouper = ssp_grouper_from_config(plan.config, ["0"])
     if isinstance(grouper, GroupBySystemStreamPartition):
-        ssps = sum(info.partitions for info in plan.streams.values() if info.kind in ("input", "intermediate"))
+        ssps = sum(
+            info.partitions
+            for info in plan.streams.values()
+            if info.kind in ("input", "intermediate") and not info.is_broadcast  # broadcast: every task
+        )
         if ssps > plan.task_count:
             msg = (
                 f"job.systemstreampartition.grouper.factory: group-by-system-stream-partition "
