@@ -43,19 +43,31 @@ def plain_interrupts() -> Iterator[None]:
         return
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _restore.append(previous if previous is not None else signal.default_int_handler)
-    root = logging.getLogger()
-    root.addFilter(_py4j_interrupted)
+    loggers = [logging.getLogger(name) for name in _PY4J_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(_py4j_interrupted)
     try:
         yield
     finally:
-        root.removeFilter(_py4j_interrupted)
+        for logger in loggers:
+            logger.removeFilter(_py4j_interrupted)
         signal.signal(signal.SIGINT, _restore.pop())  # type: ignore[arg-type]
 
 
+#: Where py4j logs a JVM call that an interrupt ended: the root logger (``logging.exception``)
+#: and its connection's.
+_PY4J_LOGGERS = ("", "py4j.clientserver", "py4j.java_gateway")
+_PY4J_INTERRUPTED = (
+    "KeyboardInterrupt while sending command.",
+    "Exception occurred while shutting down connection",
+)
+
+
 def _py4j_interrupted(record: logging.LogRecord) -> bool:
-    """py4j logs a KeyboardInterrupt that ends a JVM call with its traceback on the root logger
-    (``logging.exception``), then raises it: within the block the interrupt alone is the news."""
-    return record.getMessage() != "KeyboardInterrupt while sending command."
+    """py4j logs a KeyboardInterrupt that ends a JVM call, and the connection it then closes,
+    with tracebacks, then raises the interrupt: within the block the interrupt alone is the
+    news."""
+    return not record.getMessage().startswith(_PY4J_INTERRUPTED)
 
 
 @contextlib.contextmanager
