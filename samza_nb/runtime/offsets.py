@@ -195,11 +195,13 @@ def after_deletion(
 ) -> tuple[bool, str]:
     """Retention deleted offsets ``offset..oldest - 1`` of a partition before ``task_name`` read
     them: whether to read on from ``oldest`` (else the epoch skips to the partition's end), and
-    the note that says what was lost (the processor logs it when the epoch commits). ``auto.offset.reset=none`` raises :class:`CheckpointError`.
-    An intermediate stream reads on (only its own job deletes it, below committed offsets)."""
-    where = f"{plan.streams[stream_id].kind} {stream_id}[{partition}] (system {plan.streams[stream_id].system.name!r})"
+    the note that says what was lost (the processor logs it when the epoch commits).
+    ``auto.offset.reset=none`` raises :class:`CheckpointError`. An intermediate stream reads on
+    (only its own job deletes it, below committed offsets)."""
+    info = plan.streams[stream_id]
+    where = f"{info.kind} {stream_id}[{partition}] (system {info.system.name!r})"
     rule_key, rule = ("", "oldest")
-    if plan.streams[stream_id].kind == "input":
+    if info.kind == "input":
         rule_key, rule = OffsetPolicy(plan).out_of_range_rule(stream_id)
     lost = f"{where}: offsets {offset}..{oldest - 1} were deleted by retention before task {task_name} read them"
     if rule == "fail":
