@@ -12,12 +12,20 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from multiprocessing.connection import Listener
 
 __all__ = ["close_listener", "open_listener"]
 
 #: Open listeners by folder, closed and removed at exit if still there.
 _open: dict[str, Listener] = {}
+#: One close at a time. A pool closes its listener on a daemon thread, which still runs while
+#: the exit handler does: without this, the handler could remove the folder between that
+#: thread's ``Listener.close`` (which hands the close on) and the socket's own unlink, and
+#: multiprocessing's exit finalizer would then print a FileNotFoundError traceback.
+_closing = threading.Lock()
+#: How long the exit handler waits for a close in flight before removing folders anyway.
+_EXIT_WAIT_S = 5.0
 
 
 def open_listener(prefix: str, authkey: bytes) -> tuple[Listener, str]:
@@ -37,6 +45,11 @@ def open_listener(prefix: str, authkey: bytes) -> tuple[Listener, str]:
 
 def close_listener(listener: Listener, address: str) -> None:
     """Close ``listener`` (which unlinks its socket file) and remove its folder."""
+    with _closing:
+        _close(listener, address)
+
+
+def _close(listener: Listener, address: str) -> None:
     with contextlib.suppress(OSError):
         listener.close()
     folder = os.path.dirname(address)
@@ -67,5 +80,10 @@ def _remove_orphaned(prefix: str) -> None:
 
 @atexit.register
 def _close_all() -> None:
-    for folder, listener in list(_open.items()):
-        close_listener(listener, os.path.join(folder, "epochs.sock"))
+    locked = _closing.acquire(timeout=_EXIT_WAIT_S)
+    try:
+        for folder, listener in list(_open.items()):
+            _close(listener, os.path.join(folder, "epochs.sock"))
+    finally:
+        if locked:
+            _closing.release()

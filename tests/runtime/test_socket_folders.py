@@ -3,11 +3,13 @@ listener's folder goes when it closes."""
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import stat
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import AuthenticationError, Client, Listener
 from pathlib import Path
 
@@ -51,3 +53,31 @@ def _accept_quietly(listener: Listener) -> None:
         listener.accept()
     except Exception:  # noqa: S110 - the handshake fails on purpose
         pass
+
+
+def test_the_exit_handler_waits_for_a_close_in_flight_on_another_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool closes its listener on a daemon thread; the exit handler must not remove the
+    folder while that thread is between ``Listener.close`` and the socket's unlink, or
+    multiprocessing's exit finalizer finds the file gone and prints a traceback."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    listener, address = socket_folders.open_listener("samza-nb-test-", b"k" * 32)
+    inner = listener._listener  # type: ignore[attr-defined]
+    in_close = threading.Event()
+    original_close = inner.close
+
+    def slow_close() -> None:  # the close thread, paused inside the socket's own close
+        in_close.set()
+        time.sleep(0.3)
+        original_close()
+
+    monkeypatch.setattr(inner, "close", slow_close)
+    closing = threading.Thread(target=socket_folders.close_listener, args=(listener, address))
+    closing.start()
+    assert in_close.wait(5)
+    socket_folders._close_all()  # the exit handler, while the close is in flight
+    unlinks = [f for f in multiprocessing.util._finalizer_registry.values() if f._args == (address,)]
+    closing.join(5)
+    assert unlinks == []  # the socket's unlink ran before the folder went
+    assert not Path(address).parent.exists()
