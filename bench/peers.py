@@ -5,7 +5,9 @@ quickstart logic: enrich (map) -> keep US views (filter) -> key by page -> count
 
   samza_nb            the default config: embedded log, durable intermediate stream after
                       partition_by, tumbling window count in RocksDB with its changelog, on the
-                      notebook's Spark (local[*])
+                      notebook's Spark (local[*]); the whole enriched view is shuffled
+  samza_nb, (page, 1) the same job shuffling only what the count needs, as the RDD peer's
+                      map((page, 1)) does: partition_by(page_of, lambda view: 1)
   PySpark RDD         as a user writes it: textFile.map(json.loads).map(enrich).filter(is_us)
                       .map((page, 1)).reduceByKey(add)
   PySpark DataFrame   read.json -> filter(country = US) -> groupBy(page).count()
@@ -71,17 +73,21 @@ exec(USER_CODE)  # defines enrich, is_us, page_of here too  # noqa: S102
 Result = tuple[float, dict[str, int]]
 
 
-def samza_nb_run(system: EmbeddedSystem, home: Path, attempt: int = 1) -> tuple[Result, dict[str, str]]:
+def samza_nb_run(
+    system: EmbeddedSystem, home: Path, attempt: int = 1, *, shuffle_ones: bool = False
+) -> tuple[Result, dict[str, str]]:
     """One run of the quickstart job over ``system``'s page views. Each ``attempt`` is a job of
     its own (job id, intermediate and output streams), so runs over the same input never see
-    each other's records."""
+    each other's records. ``shuffle_ones``: partition_by sends 1 as the value instead of the
+    whole view (what the RDD peer shuffles)."""
+    value_of = (lambda view: 1) if shuffle_ones else None  # None: the view itself, no call
     app = StreamApplication("bench-peers", job_id=str(attempt), config={"job.home": str(home / str(attempt))})
     views = app.input(system.input("page-views", partitions=PARTITIONS))
     counts = app.output(system.output(f"bench-counts-{attempt}", partitions=PARTITIONS))
     (
         views.map(enrich)  # type: ignore[name-defined]  # noqa: F821
         .filter(is_us)  # type: ignore[name-defined]  # noqa: F821
-        .partition_by(page_of, op_id="by-page")  # type: ignore[name-defined]  # noqa: F821
+        .partition_by(page_of, value_of, op_id="by-page")  # type: ignore[name-defined]  # noqa: F821
         .window(
             Windows.keyed_tumbling(lambda kv: kv.key, timedelta(hours=1), initial=lambda: 0,
                                    fold=lambda kv, n: n + 1),
@@ -290,6 +296,9 @@ def main() -> None:
         samza, shown = samza_nb_run(system, workdir / "home", attempt)
         round_rows: dict[str, Result | None] = {
             "samza_nb (default config)": samza,
+            "samza_nb, (page, 1) shuffled": samza_nb_run(
+                system, workdir / "home-ones", attempt, shuffle_ones=True
+            )[0],
             "PySpark RDD (map, reduceByKey)": rdd_run(spark, folder),
             "PySpark DataFrame (read.json, groupBy.count)": dataframe_run(spark, folder),
             "Python loop, stdlib json, 1 core": python_run(lines),

@@ -323,11 +323,17 @@ def grouper_metadata_from_store(
     """GrouperMetadata for the next grouping: the live processors given, the history stored.
 
     The previous task → processor and task → SSPs maps hold **active** tasks only (a task with
-    no stored mode counts as active), as Samza's JobModelHelper builds them; task locality holds
-    every task recorded, standby tasks included, so standbys can return to their location.
+    no stored mode counts as active), as Samza's JobModelHelper builds them; standby tasks have
+    their own previous processors, and task locality holds every task recorded, standby tasks
+    included, so standbys can return to their processor or location.
     """
     tasks = TaskAssignmentManager(store)
-    previous = tasks.read_active_task_assignment()
+    modes = tasks.read_task_modes()
+    assigned = tasks.read_task_assignment()
+    previous = {
+        name: pid for name, pid in assigned.items() if modes.get(name, TaskMode.ACTIVE) is TaskMode.ACTIVE
+    }
+    standbys = {name: pid for name, pid in assigned.items() if modes.get(name) is TaskMode.STANDBY}
     task_to_ssps: dict[str, set[SystemStreamPartition]] = {}
     for ssp, names in (
         TaskPartitionAssignmentManager(store).read_task_partition_assignments().items()
@@ -340,4 +346,5 @@ def grouper_metadata_from_store(
         task_locality=LocalityManager(store).read_task_locality(),
         previous_task_to_processor=previous,
         previous_task_to_ssps={name: frozenset(ssps) for name, ssps in task_to_ssps.items()},
+        previous_standby_to_processor=standbys,
     )

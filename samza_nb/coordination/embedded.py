@@ -26,7 +26,7 @@ from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.errors import CoordinationError, MetadataStoreError, ModelError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
-from samza_nb.model import JobModel, LocationId, TaskMode
+from samza_nb.model import JobModel, LocationId, TaskMode, check_location_folders
 
 __all__ = ["JOB_MODEL_NAMESPACE", "EmbeddedJobCoordinator", "read_stored_job_model"]
 
@@ -90,6 +90,7 @@ class EmbeddedJobCoordinator(JobCoordinator):
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         with self._lock:
+            check_location_folders(self.hosted_processors.values())  # one store root for all
             stored_run, previous = read_stored_job_model(self._metadata)
             if stored_run == self._run_id and previous is not None:
                 metadata = GrouperMetadata.from_job_model(
@@ -99,7 +100,9 @@ class EmbeddedJobCoordinator(JobCoordinator):
                 )
             else:
                 metadata = GrouperMetadata(processor_locality=self.hosted_processors)
-            model = self._calculator.calculate(self.hosted_processors, metadata, previous)
+            model = self._calculator.calculate(
+                self.hosted_processors, metadata, previous, same_run=stored_run == self._run_id
+            )
             self._publish(model)
 
     def stop(self) -> None:
@@ -120,6 +123,7 @@ class EmbeddedJobCoordinator(JobCoordinator):
         replication_factor: int | None = None,
     ) -> JobModel:
         """The model :meth:`regroup` would publish, without publishing it."""
+        check_location_folders(processors.values())  # one store root for all
         with self._lock:
             previous = self._model
             calculator = self._calculator.with_grouper(grouper, options).with_replication_factor(

@@ -37,9 +37,16 @@ from samza_nb.grouping import (
 from samza_nb.grouping.ssp_groupers import GroupBySystemStreamPartition
 from samza_nb.grouping.standby import assign_with_standbys, failover
 from samza_nb.grouping.standby_tasks import check_replication_factor
-from samza_nb.model import ContainerModel, JobModel, LocationId, SystemStreamPartition, TaskModel
+from samza_nb.model import (
+    ContainerModel,
+    JobModel,
+    LocationId,
+    SystemStreamPartition,
+    TaskMode,
+    TaskModel,
+)
 
-__all__ = ["JobInputs", "JobModelCalculator", "assign_tasks", "unassigned_standbys"]
+__all__ = ["JobInputs", "JobModelCalculator", "assign_tasks", "check_standby_grouper", "unassigned_standbys"]
 
 _DEFAULT_GROUPER = "group-by-container-count"
 #: The groupers a replication factor above 1 accepts: host affinity places the actives, and
@@ -93,15 +100,7 @@ def assign_tasks(
     models = list(tasks.values()) if isinstance(tasks, Mapping) else list(tasks)
     containers: Iterable[ContainerModel]
     if replication_factor > 1:
-        grouper_for_processors(grouper, processors, options)  # a bad name or option fails here too
-        if grouper not in _STANDBY_GROUPERS:
-            msg = (
-                f"grouper {grouper!r} cannot place tasks with hot standbys (replication factor "
-                f"{replication_factor}): actives are placed by host affinity then; use "
-                "grouper 'host-affinity' (task.name.grouper.factory) or replication factor 1 "
-                "(job.standbytasks.replication.factor)"
-            )
-            raise GroupingError(msg)
+        check_standby_grouper(grouper, processors, options, replication_factor)
         containers = assign_with_standbys(
             models, metadata.with_processors(processors), replication_factor, place_fewer=place_fewer_standbys
         )
@@ -117,6 +116,22 @@ def assign_tasks(
         {},
         [c.replace(location_id=processors.get(c.processor_id, c.location_id)) for c in containers],
     )
+
+
+def check_standby_grouper(
+    grouper: str, processors: Mapping[str, LocationId], options: Mapping[str, Any] | None, replication_factor: int
+) -> None:
+    """Refuse a grouper that cannot stand for host affinity under standbys, a misspelled
+    one, or bad options (a failover checks them too, though it moves only the lost tasks)."""
+    grouper_for_processors(grouper, processors, options)  # a bad name or option fails here
+    if grouper not in _STANDBY_GROUPERS:
+        msg = (
+            f"grouper {grouper!r} cannot place tasks with hot standbys (replication factor "
+            f"{replication_factor}): actives are placed by host affinity then; use "
+            "grouper 'host-affinity' (task.name.grouper.factory) or replication factor 1 "
+            "(job.standbytasks.replication.factor)"
+        )
+        raise GroupingError(msg)
 
 
 def _count_grouped(
@@ -193,6 +208,26 @@ def unassigned_standbys(model: JobModel, replication_factor: int) -> int:
     return max(0, wanted - len(model.standby_tasks()))
 
 
+def _history_after_failover(
+    metadata: GrouperMetadata, promoted: JobModel, processors: Mapping[str, LocationId]
+) -> GrouperMetadata:
+    """``metadata`` as if the failover's model had run: every task's previous processor and
+    location are where the failover put it (a lost task on the processor holding its
+    standby), so a balance over more processors starts from there."""
+    located = {
+        name: processors[pid]
+        for name, pid in promoted.task_to_processor().items()
+        if pid in processors
+    }
+    return GrouperMetadata(
+        processor_locality=processors,
+        task_locality={**metadata.task_locality, **located},
+        previous_task_to_processor=promoted.task_to_processor(mode=TaskMode.ACTIVE),
+        previous_task_to_ssps=metadata.previous_task_to_ssps,
+        previous_standby_to_processor=promoted.task_to_processor(mode=TaskMode.STANDBY),
+    )
+
+
 class JobModelCalculator:
     """Computes job models for one job (see the module docstring for the steps).
 
@@ -267,32 +302,41 @@ class JobModelCalculator:
         processors: Mapping[str, LocationId],
         metadata: GrouperMetadata,
         previous: JobModel | None,
+        *,
+        same_run: bool = True,
     ) -> JobModel:
         """A new job model for the live ``processors`` (id → location).
 
-        With standbys, losing processors (the tasks unchanged; at most as many others may
-        join meanwhile, as when a crashed process comes back under a new id) is a failover:
-        each active task of a lost processor is promoted onto a processor holding its standby,
-        and lost standbys are placed again where the invariant allows, new processors first
-        in line (fewer than RF − 1 when too few locations are left: :func:`unassigned_standbys`
-        counts them). Anything else, a scale-out while a processor is lost included, is a fresh
+        With standbys, losing processors (the tasks unchanged) is a failover: each active task
+        of a lost processor is promoted onto a processor holding its standby, and lost standbys
+        are placed again where the invariant allows, new processors first in line (fewer than
+        RF − 1 when too few locations are left: :func:`unassigned_standbys` counts them). When
+        at most as many processors joined meanwhile (a crashed process back under a new id),
+        that is the model; when more joined, the tasks are then balanced over every processor
+        from where the failover put them, so the lost tasks start on their standbys as far as
+        the balance allows (the hot-standby SEP, standalone). Anything else is a fresh
         placement (balanced, tasks kept where their stores are), which needs RF distinct
-        locations (a GroupingError says so)."""
+        locations (a GroupingError says so). ``same_run``: whether ``previous`` is this run's
+        model; a new run id keeps checkpoints but not locality, so it never fails over from
+        the previous run's placement."""
         tasks = self.task_models(sorted(processors), previous)
-        if self.replication_factor > 1 and previous is not None and previous.standby_tasks():
+        if self.replication_factor > 1 and same_run and previous is not None and previous.standby_tasks():
             dead = set(previous.containers) - set(processors)
             joined = set(processors) - set(previous.containers)
-            if dead and len(joined) <= len(dead) and tasks == previous.active_tasks():
+            if dead and tasks == previous.active_tasks():
+                check_standby_grouper(self.grouper, processors, self.options, self.replication_factor)
                 promoted = failover(
                     previous, dead, metadata.with_processors(processors), replication_factor=self.replication_factor
                 )
-                return JobModel(
-                    {},
-                    [
-                        c.replace(location_id=processors.get(c.processor_id, c.location_id))
-                        for c in promoted.containers.values()
-                    ],
-                )
+                if len(joined) <= len(dead):
+                    return JobModel(
+                        {},
+                        [
+                            c.replace(location_id=processors.get(c.processor_id, c.location_id))
+                            for c in promoted.containers.values()
+                        ],
+                    )
+                metadata = _history_after_failover(metadata, promoted, processors)
         return assign_tasks(
             tasks,
             processors,

@@ -24,14 +24,17 @@ def _frozen(mapping: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class GrouperMetadata:
-    """An immutable holder of four maps.
+    """An immutable holder of five maps.
 
     - ``processor_locality``: processor id → location of every *live* processor (its order is
       kept: GroupByContainerIds uses it as the processor order);
     - ``task_locality``: task name → location where the task last ran;
-    - ``previous_task_to_processor``: task name → processor id of the previous assignment;
+    - ``previous_task_to_processor``: task name → processor id of the previous assignment
+      (active tasks, as Samza's JobModelHelper builds it: what the task groupers balance);
     - ``previous_task_to_ssps``: task name → SSPs of the previous assignment (stored as
-      frozensets).
+      frozensets);
+    - ``previous_standby_to_processor``: standby task name → processor id of the previous
+      assignment, so a standby copy returns to its processor (the hot-standby placement).
 
     >>> metadata = GrouperMetadata(processor_locality={"p1": "host-a"})
     >>> dict(metadata.processor_locality)
@@ -44,6 +47,7 @@ class GrouperMetadata:
     previous_task_to_ssps: Mapping[str, Collection[SystemStreamPartition]] = field(
         default_factory=dict
     )
+    previous_standby_to_processor: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -54,6 +58,11 @@ class GrouperMetadata:
             self,
             "previous_task_to_processor",
             _frozen(self.previous_task_to_processor, "previous_task_to_processor"),
+        )
+        object.__setattr__(
+            self,
+            "previous_standby_to_processor",
+            _frozen(self.previous_standby_to_processor, "previous_standby_to_processor"),
         )
         ssps = _frozen(self.previous_task_to_ssps, "previous_task_to_ssps")
         object.__setattr__(
@@ -68,6 +77,7 @@ class GrouperMetadata:
                 frozenset(self.processor_locality.items()),
                 frozenset(self.task_locality.items()),
                 frozenset(self.previous_task_to_processor.items()),
+                frozenset(self.previous_standby_to_processor.items()),
             )
         )
 
@@ -81,7 +91,8 @@ class GrouperMetadata:
         """Metadata from the previous job model and the live processors.
 
         The previous assignment counts **active** tasks only (Samza's JobModelHelper rule), so
-        a standby assignment never looks like a previous active placement. Without a
+        a standby assignment never looks like a previous active placement; standby tasks are
+        in ``previous_standby_to_processor``. Without a
         ``task_locality``, every task's location (standby tasks included, so they can return
         to it) is that of its previous container when known.
         """
@@ -100,6 +111,7 @@ class GrouperMetadata:
             task_locality=task_locality,
             previous_task_to_processor=previous_processor,
             previous_task_to_ssps=previous.task_to_ssps(),
+            previous_standby_to_processor=previous.task_to_processor(mode=TaskMode.STANDBY),
         )
 
     def with_processors(self, processor_locality: Mapping[str, LocationId]) -> GrouperMetadata:
@@ -109,6 +121,7 @@ class GrouperMetadata:
             task_locality=self.task_locality,
             previous_task_to_processor=self.previous_task_to_processor,
             previous_task_to_ssps=self.previous_task_to_ssps,
+            previous_standby_to_processor=self.previous_standby_to_processor,
         )
 
     def without_processors(self, processor_ids: Iterable[str]) -> GrouperMetadata:

@@ -141,6 +141,16 @@ def failover(
         holders[name].add(chosen)
         active_load[chosen] += 1
 
+    # A lowered replication factor: copies past it go (after the promotions, which may use
+    # any warm copy).
+    for name in java_sorted(actives):
+        for pid, replica in list(standby_at[name].items()):
+            if replica >= replication_factor - 1:
+                standby_name = standby_task_name(name, replica)
+                placement[pid] = [t for t in placement[pid] if t.name != standby_name]
+                holders[name].discard(pid)
+                del standby_at[name][pid]
+
     copies: list[_Copy] = []
     for name in java_sorted(actives):
         present = set(standby_at[name].values())

@@ -138,7 +138,9 @@ def _place_copies(
         forbidden = {placer.group[pid] for pid in holders[copy.active]}
         chosen: str | None = None
         sticky = True
-        previous = metadata.previous_task_to_processor.get(copy.name)
+        previous = metadata.previous_standby_to_processor.get(
+            copy.name, metadata.previous_task_to_processor.get(copy.name)
+        )
         if (
             previous is not None
             and previous in live

@@ -28,6 +28,7 @@ import msgspec
 from rocksdict import Options, Rdict, WriteBatch
 
 from samza_nb.errors import JobError
+from samza_nb.model import location_folder, path_safe
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.kept_stores import kept_stores
 from samza_nb.secrecy import private_dir
@@ -76,12 +77,12 @@ def is_tombstone(value: bytes) -> bool:
 
 def store_path(store_root: str | Path, location_id: str, task: str, store: str) -> Path:
     """``{store_root}/{location_id}/{task}/{store}`` with path-safe components."""
-    return Path(store_root) / _safe(location_id) / _safe(task) / _safe(store)
+    return Path(store_root) / location_folder(location_id) / path_safe(task) / path_safe(store)
 
 
 def task_store_folder(store_root: str | Path, location_id: str, task: str) -> str:
     """The folder holding every store of ``task`` at ``location_id``."""
-    return str(Path(store_root) / _safe(location_id) / _safe(task))
+    return str(Path(store_root) / location_folder(location_id) / path_safe(task))
 
 
 def _held_by_another_process(error: Exception) -> bool:
@@ -117,10 +118,6 @@ def _open_rdict(path: Path, name: str, task: str, wait_s: float | None = None) -
                 )
                 raise StoreHeldOpen(msg) from error
             time.sleep(_LOCK_RETRY_S)
-
-
-def _safe(part: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in part)
 
 
 class ChangelogRef:

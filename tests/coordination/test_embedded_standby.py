@@ -3,6 +3,8 @@ expires a processor whose active tasks stay."""
 
 from __future__ import annotations
 
+import pytest
+
 from samza_nb.config import Config
 from samza_nb.coordination.embedded import EmbeddedJobCoordinator
 from samza_nb.coordination.job_model_calculator import (
@@ -10,6 +12,7 @@ from samza_nb.coordination.job_model_calculator import (
     JobModelCalculator,
     unassigned_standbys,
 )
+from samza_nb.errors import ModelError
 from samza_nb.grouping.standby import active_task_name, check_standby_invariants
 from samza_nb.metadata.in_memory import InMemoryMetadataStore
 from samza_nb.model import JobModel, SystemStreamPartition, TaskMode
@@ -86,3 +89,15 @@ def test_moving_a_standby_does_not_expire_a_processor_whose_actives_stay() -> No
     expired = {pid for kind, pid in calls if kind == "expired"}
     assert expired == {idle}  # only the removed processor; the one that got a standby was not
     assert {pid for kind, pid in calls if kind == "new"} == set(gained)
+
+
+def test_locations_that_would_share_a_store_folder_are_refused() -> None:
+    """``rack-1/host-7`` and ``rack-1:host-7`` are distinct locations to the standby rule but
+    one folder under the store root: an active and its standby would open one store."""
+    with pytest.raises(ModelError, match=r"locations 'rack-1/host-7' and 'rack-1:host-7' would share the store folder 'rack-1_host-7'"):
+        _coordinator(2, {"0": "rack-1/host-7", "1": "rack-1:host-7"})
+    coordinator, _ = _coordinator(2, {"0": "rack-1/host-7", "1": "rack-2/host-7"})
+    coordinator.attach("2", "rack-1:host-7", Recorder([], "2"))
+    with pytest.raises(ModelError, match="would share the store folder"):
+        coordinator.regroup({"0": "rack-1/host-7", "2": "rack-1:host-7"})
+    assert set(coordinator.job_model.containers) == {"0", "1"}  # the running model stays

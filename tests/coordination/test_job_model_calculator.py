@@ -170,3 +170,86 @@ def test_a_failover_places_the_jobs_replication_factor_not_the_models() -> None:
     three_places = {"0": "host-a", "1": "host-b", "3": "host-c"}  # 2 lost as 3 joins: a failover
     after = calculator.calculate(three_places, GrouperMetadata.from_job_model(short, three_places), short)
     assert len(after.standby_tasks()) == 8  # two copies per task, as the job asks
+
+
+def _six_task_calculator(replication_factor: int, **options: Any) -> Any:
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+    from samza_nb.model import SystemStreamPartition
+
+    inputs = JobInputs(frozenset(SystemStreamPartition("embedded", "in", p) for p in range(6)), has_durable_stores=True)
+    return JobModelCalculator(inputs, replication_factor=replication_factor, **options)
+
+
+def test_a_processor_lost_while_more_join_still_starts_its_tasks_on_their_standbys() -> None:
+    """The hot-standby SEP (standalone): the failed processor's tasks go to the processors
+    holding their backups, also when the same regroup adds more processors than it lost."""
+    from samza_nb.grouping.standby import active_task_name, check_standby_invariants
+
+    calculator = _six_task_calculator(2)
+    three = {"p1": "A", "p2": "B", "p3": "C"}
+    first = calculator.calculate(three, GrouperMetadata(processor_locality=three), None)
+    holder = {active_task_name(standby): first.processor_of(standby) for standby in first.standby_tasks()}
+    lost = sorted(set(first.tasks_of("p1")) & set(first.active_tasks()))
+    grown = {"p2": "B", "p3": "C", "p4": "D", "p5": "E"}  # p1 lost as two joined
+    after = calculator.calculate(grown, GrouperMetadata.from_job_model(first, grown), first)
+    assert [after.processor_of(task) for task in lost] == [holder[task] for task in lost]
+    assert check_standby_invariants(after, replication_factor=2) == []
+    actives = {pid: len(after.tasks_of(pid) & set(after.active_tasks())) for pid in grown}
+    assert max(actives.values()) - min(actives.values()) <= 1  # and balanced over all four
+
+
+def test_a_failover_refuses_a_bad_grouper_as_any_regroup_does() -> None:
+    calculator = _six_task_calculator(2)
+    three = {"p1": "A", "p2": "B", "p3": "C"}
+    first = calculator.calculate(three, GrouperMetadata(processor_locality=three), None)
+    two = {"p2": "B", "p3": "C"}  # p1 lost: a failover
+    metadata = GrouperMetadata.from_job_model(first, two)
+    with pytest.raises(ConfigError, match="unknown task grouper 'group-by-contaner-count'"):
+        calculator.with_grouper("group-by-contaner-count", None).calculate(two, metadata, first)
+    with pytest.raises(GroupingError, match="'single-container' cannot place tasks with hot standbys"):
+        calculator.with_grouper("single-container", None).calculate(two, metadata, first)
+    with pytest.raises(GroupingError, match="must have at least one container, got container count -5"):
+        calculator.with_grouper("group-by-container-count", {"container_count": -5}).calculate(two, metadata, first)
+
+
+def test_a_failover_that_lowers_the_replication_factor_drops_the_copies_past_it() -> None:
+    from samza_nb.grouping.standby import check_standby_invariants
+
+    calculator = _six_task_calculator(3)
+    four = {"p1": "A", "p2": "B", "p3": "C", "p4": "D"}
+    first = calculator.calculate(four, GrouperMetadata(processor_locality=four), None)
+    assert len(first.standby_tasks()) == 12
+    three = {"p1": "A", "p2": "B", "p3": "C"}  # p4 lost, factor 3 -> 2 in the same regroup
+    after = calculator.with_replication_factor(2).calculate(three, GrouperMetadata.from_job_model(first, three), first)
+    assert len(after.standby_tasks()) == 6
+    assert check_standby_invariants(after, replication_factor=2) == []
+
+
+def test_a_new_run_id_does_not_fail_over_from_the_previous_runs_placement() -> None:
+    calculator = _six_task_calculator(2)
+    three = {"0": "host-z", "1": "host-y", "2": "host-x"}
+    first = calculator.calculate(three, GrouperMetadata(processor_locality=three), None)
+    two = {"0": "host-z", "1": "host-y"}
+    fresh = calculator.calculate(two, GrouperMetadata(processor_locality=two), None)
+    failed_over = calculator.calculate(two, GrouperMetadata.from_job_model(first, two), first)
+    new_run = calculator.calculate(two, GrouperMetadata(processor_locality=two), first, same_run=False)
+    assert failed_over != fresh  # within a run, processor 2's tasks move onto their standbys
+    assert new_run == fresh  # a new run keeps checkpoints (changelog partitions), not locality
+
+
+def test_standbys_return_to_their_processor_when_one_joins() -> None:
+    from samza_nb.model import TaskMode
+
+    calculator = _six_task_calculator(2)
+    before = {"a1": "A", "a2": "A", "b1": "B", "c1": "C"}
+    first = calculator.calculate(before, GrouperMetadata(processor_locality=before), None)
+    metadata = GrouperMetadata.from_job_model(first, {**before, "d1": "D"})
+    assert dict(metadata.previous_standby_to_processor) == first.task_to_processor(mode=TaskMode.STANDBY)
+    grown = calculator.calculate({**before, "d1": "D"}, metadata, first)
+    stayed = [s for s in first.standby_tasks() if grown.processor_of(s) == first.processor_of(s)]
+    moved_within_location = [
+        s for s in first.standby_tasks()
+        if grown.processor_of(s) != first.processor_of(s) and grown.processor_of(s) in before
+        and before[grown.processor_of(s)] == before[first.processor_of(s)]
+    ]
+    assert stayed and not moved_within_location
