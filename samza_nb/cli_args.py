@@ -73,12 +73,12 @@ def checked_plan(args: argparse.Namespace) -> ExecutionPlan:
 
 
 def check_names(plan: ExecutionPlan) -> None:
-    """Refuse a coordinator, metadata store or grouper name that is not registered, and an
+    """Refuse a coordinator, metadata store or grouper (task or SSP) name that is not registered, and an
     unknown processing guarantee: before a command looks in the wrong place (reset, drain) for
     a job coordinated elsewhere, and so that `samza-nb plan` refuses what `samza-nb run`
     would."""
     from samza_nb.coordination.coordinator import coordinator_factory
-    from samza_nb.grouping.registry import check_grouper_name
+    from samza_nb.grouping.registry import check_grouper_name, ssp_grouper_from_config
     from samza_nb.metadata.registry import check_metadata_store_name
     from samza_nb.runtime.exactly_once import exactly_once
 
@@ -88,6 +88,7 @@ def check_names(plan: ExecutionPlan) -> None:
     grouper = config.get_str("task.name.grouper.factory")
     if grouper:
         check_grouper_name(grouper)
+    ssp_grouper_from_config(config, ["0"])  # its name, and what it refuses with it
     exactly_once(plan)
 
 

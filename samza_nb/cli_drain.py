@@ -158,7 +158,11 @@ def _drain(args: argparse.Namespace) -> int:
             _running_processors(plan, store, _live(plan)) or []
         ):
             if time.monotonic() > deadline:
-                msg = f"run {run_id} has not finished draining after {args.timeout:.0f} s; is it running?"
+                msg = (
+                    f"run {run_id} has not finished draining after {args.timeout:.0f} s; is it "
+                    "running, with job.drain-monitor.enabled on (a job run without its drain "
+                    "monitor never sees the notification)?"
+                )
                 raise DrainError(msg)
             time.sleep(0.5)
         print(f"run {run_id} drained and stopped")

@@ -355,7 +355,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "processor.id",
         None,
-        "Processor ids of this process (a comma list for the embedded coordinator); 0..N-1 when unset.",
+        "Processor ids of this process (a comma list for the embedded coordinator); when unset 0..N-1 (embedded), or <hostname>-<pid> for a ZooKeeper or Azure processor process.",
     ),
     ConfigKey(
         "processor.locations",

@@ -22,6 +22,7 @@ from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 __all__ = [
     "CONFIG_NAMESPACE",
     "DRAIN_NAMESPACE",
+    "RUN_DRAINED_KEY",
     "RUN_ENDED_KEY",
     "RUN_ID_KEY",
     "DrainMode",
@@ -44,6 +45,8 @@ CONFIG_NAMESPACE = "set-config"
 #: the run id whose deployment ended (drained or finished).
 RUN_ID_KEY = "app.run.id"
 RUN_ENDED_KEY = "samza-nb.run.ended"
+#: The last run id that ended drained (a drained deployment does not run again).
+RUN_DRAINED_KEY = "samza-nb.run.drained"
 _log = logging.getLogger(__name__)
 
 

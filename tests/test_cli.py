@@ -48,6 +48,7 @@ def test_plan_prints_the_stages(samza_home: Path, capsys: pytest.CaptureFixture[
     ("setting", "said"),
     [
         ("task.name.grouper.factory=host-afinity", "unknown task grouper 'host-afinity'; did you mean 'host-affinity'?"),
+        ("job.systemstreampartition.grouper.factory=group-by-partiton", "unknown SSP grouper 'group-by-partiton'"),
         ("metadata.store.factory=zookeper", "unknown metadata store 'zookeper'; did you mean 'zookeeper'?"),
         ("task.processing.guarantee=exactly-twice", "use 'at-least-once' or 'exactly-once'"),
         ("job.host-affinity.enabled=maybe", "true or false (yes/no, on/off and 1/0 are read too)"),

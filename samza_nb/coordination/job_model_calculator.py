@@ -34,7 +34,7 @@ from samza_nb.grouping import (
     grouper_for_processors,
     ssp_grouper_from_config,
 )
-from samza_nb.grouping.ssp_groupers import GroupBySystemStreamPartition
+from samza_nb.grouping.ssp_groupers import AllSspToSingleTask, GroupBySystemStreamPartition
 from samza_nb.grouping.standby import assign_with_standbys, failover
 from samza_nb.grouping.standby_tasks import check_replication_factor
 from samza_nb.model import (
@@ -283,7 +283,17 @@ class JobModelCalculator:
 
     def task_models(self, processor_ids: list[str], previous: JobModel | None) -> dict[str, TaskModel]:
         """Steps 1–3: the job's active task models, given the previous model."""
-        grouped = self._ssp_grouper(processor_ids).group(self.inputs.ssps)
+        ssp_grouper = self._ssp_grouper(processor_ids)
+        if isinstance(ssp_grouper, AllSspToSingleTask) and len(processor_ids) > 1:
+            msg = (
+                f"all-ssp-to-single-task with {len(processor_ids)} processors makes a task per "
+                "processor reading every partition, for consumers that split partitions between "
+                "them; samza_nb's readers do not, so each message would be processed once per "
+                "processor: run it with one processor, or use group-by-partition "
+                "(job.systemstreampartition.grouper.factory)"
+            )
+            raise GroupingError(msg)
+        grouped = ssp_grouper.group(self.inputs.ssps)
         if previous is not None and self.inputs.has_durable_stores:
             previous_ssps = {
                 name: task.ssps for name, task in previous.active_tasks().items()

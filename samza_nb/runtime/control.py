@@ -324,13 +324,18 @@ def control_of_run(control: dict[str, Any], run_id: str, *, rewound: bool) -> di
     (run id) starts with fresh drain and watermark state; the end-of-stream of bounded inputs
     carries over, and so does each operator's input watermark (a floor: an event-time pane that
     fired in an earlier run does not open again for a late message), unless the run reads older
-    input again (``rewound``: an input starts below its checkpoint)."""
+    input again (``rewound``: an input starts below its checkpoint). The +inf watermark of a
+    drain is not a floor: every pane fired then, and the next deployment starts its watermarks
+    over."""
     if control.get("runId") in (None, run_id):
         return control
+
+    def carried(state: dict[str, Any]) -> dict[str, Any]:
+        floor = state.get("in")
+        keep = not rewound and floor is not None and floor < LONG_MAX
+        return {"eos": state.get("eos", False)} | ({"in": floor} if keep else {})
+
     return {
         "eos": control.get("eos", {}),
-        "operators": {
-            op_id: {"eos": state.get("eos", False)} | ({} if rewound or "in" not in state else {"in": state["in"]})
-            for op_id, state in control.get("operators", {}).items()
-        },
+        "operators": {op_id: carried(state) for op_id, state in control.get("operators", {}).items()},
     }

@@ -11,7 +11,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from samza_nb.drain import CONFIG_NAMESPACE, RUN_ENDED_KEY, RUN_ID_KEY
+from samza_nb.drain import CONFIG_NAMESPACE, RUN_DRAINED_KEY, RUN_ENDED_KEY, RUN_ID_KEY
+from samza_nb.errors import ConfigError
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
 from samza_nb.metadata.registry import EMBEDDED_FILE_NAME
 from samza_nb.systems.embedded import EmbeddedSystem, default_data_dir
@@ -46,10 +47,18 @@ def resolve_run_id(store: MetadataStore, configured: str | None) -> str:
 
     ``app.run.id`` when configured; else the stored run id when that deployment has not ended
     (a restart after a crash or a plain stop is the same deployment, so tasks keep their
-    locality); else a new one (after a drain or an end-of-stream finish).
+    locality); else a new one (after a drain or an end-of-stream finish). A configured run id
+    that was drained is refused (ConfigError).
     """
     config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
     run_id = configured
+    if run_id and config.get(RUN_DRAINED_KEY) == run_id.encode():
+        msg = (
+            f"app.run.id {run_id!r} was drained: a drained deployment does not run again (its "
+            "tasks' control state says drained); set a new app.run.id, or leave it unset for a "
+            "generated one"
+        )
+        raise ConfigError(msg)
     if not run_id:
         stored = config.get(RUN_ID_KEY)
         ended = config.get(RUN_ENDED_KEY)
@@ -63,8 +72,11 @@ def resolve_run_id(store: MetadataStore, configured: str | None) -> str:
     return run_id
 
 
-def mark_run_ended(store: MetadataStore, run_id: str) -> None:
-    """Record that deployment ``run_id`` ended (drained or finished): the next run starts a new one."""
+def mark_run_ended(store: MetadataStore, run_id: str, *, drained: bool = False) -> None:
+    """Record that deployment ``run_id`` ended (drained or finished): the next run starts a new
+    one, and a drained one never runs again under its id."""
     config = NamespacedMetadataStore(store, CONFIG_NAMESPACE)
     config.put(RUN_ENDED_KEY, run_id.encode())
+    if drained:
+        config.put(RUN_DRAINED_KEY, run_id.encode())
     config.flush()

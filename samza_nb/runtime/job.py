@@ -283,7 +283,7 @@ class Job(JobRegrouping):
         if self._state != "running":
             return
         self._state = state
-        mark_run_ended(self.metadata, self.run_id)
+        mark_run_ended(self.metadata, self.run_id, drained=state == "drained")
         if state == "drained":
             cleanup(self.metadata, self.run_id)
         for processor in list(self._processors.values()):
@@ -305,7 +305,13 @@ class Job(JobRegrouping):
                 self._done_tasks.update(
                     task for task, run in done.all().items() if run.decode() == self.run_id
                 )
-            control = {task: cp.control for task, cp in self.checkpoints.cached().items()}
+            # A task that has not committed in this run still holds the previous run's state
+            # (drained, maybe): not this run's DrainStates.
+            control = {
+                task: cp.control
+                for task, cp in self.checkpoints.cached().items()
+                if not self.run_id or cp.control.get("runId") in (None, self.run_id)
+            }
             # The history replays drain propagation; an epoch that changed no DrainStates adds
             # nothing to replay, and a job idling for hours must not grow it epoch by epoch.
             if not self._history or _drains(control) != _drains(self._history[-1]["control"]):
@@ -390,6 +396,14 @@ class Job(JobRegrouping):
         status = self.status()
         if status.done:
             msg = f"job {self.plan.app_name!r} has already {status.state}; there is nothing to drain"
+            raise JobError(msg)
+        if not self.config.get_bool("job.drain-monitor.enabled"):
+            # The notification would wait in the store and drain the run's next start instead.
+            msg = (
+                f"job {self.plan.app_name!r} runs with job.drain-monitor.enabled=false: nothing "
+                "watches for drain notifications; stop it with stop(), or run it with the "
+                "drain monitor on to drain it"
+            )
             raise JobError(msg)
         write_drain_notification(self.metadata, self.run_id)
         return self.wait(timeout) if wait else self.status()

@@ -159,22 +159,28 @@ class _TaskRun:
                 self.offsets[key] = read_side_input(self.plan, self.context, stream_id, partition, start, bound)
             else:
                 self._read(stream_id, partition, start, bound)
-            if (
-                a.drain
-                and plan.streams[stream_id].kind == "input"
-                and key not in self.injected
-                and not self.context.eos_states.is_ssp_done(self._ssp(stream_id, partition))  # type: ignore[union-attr]
-            ):
-                # Drain: after what was fetched, the +inf watermark and the drain message enter
-                # the task in memory, at its read position; the source log is never written.
-                self.injected.add(key)
-                self.context.position = None
-                if plan.intermediate_streams:
-                    self._control(stream_id, partition, WatermarkMessage(LONG_MAX))
-                self._control(stream_id, partition, DrainMessage(a.run_id))
+            if a.drain and plan.streams[stream_id].kind == "input" and key not in self.injected:
+                self._inject_drain(stream_id, partition, key)
         self.context.position = None
         for impl in self.impls.values():
             impl.on_timer(a.now_ms)
+
+    def _inject_drain(self, stream_id: str, partition: int, key: str) -> None:
+        """Drain: after what was fetched, the +inf watermark and the drain message enter the
+        task in memory, at its read position; the source log is never written. A partition
+        that ended gets no watermark (the SEP injects into active partitions only) but counts
+        as drained, or a drain with one input ended would wait for it forever; a task whose
+        inputs all ended never drains (it is at end-of-stream)."""
+        eos = self.context.eos_states
+        assert eos is not None
+        ended = eos.is_ssp_done(self._ssp(stream_id, partition))
+        if ended and eos.all_end_of_stream():
+            return
+        self.injected.add(key)
+        self.context.position = None
+        if self.plan.intermediate_streams and not ended:
+            self._control(stream_id, partition, WatermarkMessage(LONG_MAX))
+        self._control(stream_id, partition, DrainMessage(self.a.run_id))
 
     def _read(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         if bound <= start:

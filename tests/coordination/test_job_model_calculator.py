@@ -253,3 +253,19 @@ def test_standbys_return_to_their_processor_when_one_joins() -> None:
         and before[grown.processor_of(s)] == before[first.processor_of(s)]
     ]
     assert stayed and not moved_within_location
+
+
+def test_all_ssp_to_single_task_with_several_processors_is_refused() -> None:
+    """Each processor's task would read every partition: samza_nb's readers do not split
+    partitions between consumers, so every message would be processed once per processor."""
+    from samza_nb.config import Config
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+    from samza_nb.model import SystemStreamPartition
+
+    config = Config({"job.systemstreampartition.grouper.factory": "all-ssp-to-single-task"})
+    inputs = JobInputs(frozenset(SystemStreamPartition("embedded", "in", p) for p in range(4)), config=config)
+    calculator = JobModelCalculator(inputs)
+    alone = calculator.calculate({"0": "a"}, GrouperMetadata(), None)
+    assert list(alone.active_tasks()) == ["Task-0"]
+    with pytest.raises(GroupingError, match="all-ssp-to-single-task with 2 processors .* run it with one processor"):
+        calculator.calculate({"0": "a", "1": "b"}, GrouperMetadata(), None)
