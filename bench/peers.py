@@ -81,9 +81,10 @@ def samza_nb_run(
     each other's records. ``shuffle_ones``: partition_by sends 1 as the value instead of the
     whole view (what the RDD peer shuffles)."""
     value_of = (lambda view: 1) if shuffle_ones else None  # None: the view itself, no call
-    app = StreamApplication("bench-peers", job_id=str(attempt), config={"job.home": str(home / str(attempt))})
+    name = "bench-peers-ones" if shuffle_ones else "bench-peers"  # streams of its own
+    app = StreamApplication(name, job_id=str(attempt), config={"job.home": str(home / str(attempt))})
     views = app.input(system.input("page-views", partitions=PARTITIONS))
-    counts = app.output(system.output(f"bench-counts-{attempt}", partitions=PARTITIONS))
+    counts = app.output(system.output(f"{name}-counts-{attempt}", partitions=PARTITIONS))
     (
         views.map(enrich)  # type: ignore[name-defined]  # noqa: F821
         .filter(is_us)  # type: ignore[name-defined]  # noqa: F821
@@ -99,7 +100,7 @@ def samza_nb_run(
     started = time.perf_counter()
     job = run(app, until="end-of-stream")
     seconds = time.perf_counter() - started
-    frame = job.collect(f"bench-counts-{attempt}")
+    frame = job.collect(f"{name}-counts-{attempt}")
     totals = {str(k): int(v) for k, v in frame.groupby("key")["value"].sum().items()}
     return (seconds, totals), shown_config(app.config)
 

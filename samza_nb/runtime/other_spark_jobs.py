@@ -14,22 +14,40 @@ reuses a job id).
 
 from __future__ import annotations
 
+import atexit
+import threading
 from typing import Any
 
-__all__ = ["OtherSparkJobs", "ended", "ending"]
+__all__ = ["OtherSparkJobs", "ended", "ending", "wait_for_closing_pools"]
 
 #: Job groups of closed pools whose Spark job has not ended yet.
 _ending: set[str] = set()
+_changed = threading.Condition()
+#: How long an exiting process waits for closing pools' Spark jobs.
+_EXIT_WAIT_S = 3.0
 
 
 def ending(group: str) -> None:
     """The pool of ``group`` is closing: its Spark job is not one waiting for cores."""
-    _ending.add(group)
+    with _changed:
+        _ending.add(group)
 
 
 def ended(group: str) -> None:
     """The Spark job of ``group`` ended."""
-    _ending.discard(group)
+    with _changed:
+        _ending.discard(group)
+        _changed.notify_all()
+
+
+@atexit.register
+def wait_for_closing_pools(timeout: float = _EXIT_WAIT_S) -> bool:
+    """Wait until the Spark jobs of closing pools ended (bounded); whether they did. A job's
+    run returns without waiting for its resident Spark job (about 20 ms); a process exiting
+    meanwhile (a script, a notebook kernel) would take its accumulator server with it while
+    the job's tasks finish, and the JVM would print a stack trace per task."""
+    with _changed:
+        return _changed.wait_for(lambda: not _ending, timeout)
 
 
 class OtherSparkJobs:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from samza_nb.config import Config, environment
 from samza_nb.runtime.interrupts import handlers_deferred
+from samza_nb.runtime.other_spark_jobs import wait_for_closing_pools
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -192,10 +193,14 @@ def _remove_socket_at_exit(session: SparkSession) -> None:
     server = getattr(session.sparkContext, "_accumulatorServer", None)
     address = getattr(server, "server_address", None)
     if isinstance(address, str):
-        atexit.register(_remove_file, address)
+        atexit.register(_remove_accumulator_socket, address)
 
 
-def _remove_file(path: str) -> None:
+def _remove_accumulator_socket(path: str) -> None:
+    """At exit: first the closing resident pools' Spark jobs end (bounded), whose tasks
+    report to this socket as they finish; removed under them, each task's report failed with
+    a Java stack trace on the console."""
+    wait_for_closing_pools()
     with contextlib.suppress(OSError):
         os.remove(path)
 
