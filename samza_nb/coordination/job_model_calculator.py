@@ -35,7 +35,7 @@ from samza_nb.grouping import (
     ssp_grouper_from_config,
 )
 from samza_nb.grouping.ssp_groupers import AllSspToSingleTask, GroupBySystemStreamPartition
-from samza_nb.grouping.standby import assign_with_standbys, failover
+from samza_nb.grouping.standby import active_task_name, assign_with_standbys, failover
 from samza_nb.grouping.standby_tasks import check_replication_factor
 from samza_nb.model import (
     ContainerModel,
@@ -209,22 +209,31 @@ def unassigned_standbys(model: JobModel, replication_factor: int) -> int:
 
 
 def _history_after_failover(
-    metadata: GrouperMetadata, promoted: JobModel, processors: Mapping[str, LocationId]
+    metadata: GrouperMetadata, previous: JobModel, promoted: JobModel, processors: Mapping[str, LocationId]
 ) -> GrouperMetadata:
-    """``metadata`` as if the failover's model had run: every task's previous processor and
-    location are where the failover put it (a lost task on the processor holding its
-    standby), so a balance over more processors starts from there."""
-    located = {
-        name: processors[pid]
-        for name, pid in promoted.task_to_processor().items()
-        if pid in processors
+    """``metadata`` as if the failover's model had run, for the copies it found warm: a task
+    that stayed, or was promoted onto the processor holding its standby, has that processor
+    and its location as its history, so a balance over more processors starts from there. A
+    task the failover placed where no copy of it was keeps its old history (its store's
+    location)."""
+    warm = {
+        (pid, name if task.mode is TaskMode.ACTIVE else active_task_name(name))
+        for pid, container in previous.containers.items()
+        for name, task in container.tasks.items()
+    }
+    actives = {
+        name: pid for name, pid in promoted.task_to_processor(mode=TaskMode.ACTIVE).items() if (pid, name) in warm
+    }
+    before = previous.task_to_processor(mode=TaskMode.STANDBY)
+    standbys = {
+        name: pid for name, pid in promoted.task_to_processor(mode=TaskMode.STANDBY).items() if before.get(name) == pid
     }
     return GrouperMetadata(
         processor_locality=processors,
-        task_locality={**metadata.task_locality, **located},
-        previous_task_to_processor=promoted.task_to_processor(mode=TaskMode.ACTIVE),
+        task_locality={**metadata.task_locality, **{name: processors[pid] for name, pid in actives.items()}},
+        previous_task_to_processor=actives,
         previous_task_to_ssps=metadata.previous_task_to_ssps,
-        previous_standby_to_processor=promoted.task_to_processor(mode=TaskMode.STANDBY),
+        previous_standby_to_processor=standbys,
     )
 
 
@@ -333,7 +342,10 @@ class JobModelCalculator:
         if self.replication_factor > 1 and same_run and previous is not None and previous.standby_tasks():
             dead = set(previous.containers) - set(processors)
             joined = set(processors) - set(previous.containers)
-            if dead and tasks == previous.active_tasks():
+            # With no processor of the previous model left (every process redeployed under a
+            # new id) there is no standby to promote onto: a fresh placement by location.
+            survived = set(processors) & set(previous.containers)
+            if dead and survived and tasks == previous.active_tasks():
                 check_standby_grouper(self.grouper, processors, self.options, self.replication_factor)
                 promoted = failover(
                     previous, dead, metadata.with_processors(processors), replication_factor=self.replication_factor
@@ -346,7 +358,7 @@ class JobModelCalculator:
                             for c in promoted.containers.values()
                         ],
                     )
-                metadata = _history_after_failover(metadata, promoted, processors)
+                metadata = _history_after_failover(metadata, previous, promoted, processors)
         return assign_tasks(
             tasks,
             processors,

@@ -177,6 +177,10 @@ class _CompletionStates:
     def is_ssp_done(self, ssp: SystemStreamPartition) -> bool:
         return self._done.get(ssp, False)
 
+    def heard_from(self, ssp: SystemStreamPartition) -> frozenset[str]:
+        """The upstream tasks whose named message arrived on ``ssp``."""
+        return frozenset(self._heard.get(ssp, ()))
+
     def details(self) -> dict[SystemStreamPartition, tuple[bool, tuple[str, ...], int]]:
         """Per SSP: (done, upstream tasks heard from, upstream tasks expected)."""
         return {
@@ -210,6 +214,15 @@ class EndOfStreamStates(_CompletionStates):
 
 class DrainStates(_CompletionStates):
     """Which of a task's SSPs are drained."""
+
+    def count_ended(self, ssp: SystemStreamPartition, ended: frozenset[str]) -> bool:
+        """Count the upstream tasks ``ended`` (they sent end-of-stream on ``ssp`` and never
+        drain) as drained there; whether that completed ``ssp``."""
+        expected = self._expected.get(ssp, 0)
+        if self._done.get(ssp, True) or expected == 0:
+            return False
+        self._done[ssp] = len(self._heard[ssp] | ended) >= expected
+        return self._done[ssp]
 
     def is_drained(self, system_stream: SystemStream) -> bool:
         return self._stream_done(system_stream)

@@ -14,7 +14,6 @@ reuses a job id).
 
 from __future__ import annotations
 
-import atexit
 import threading
 from typing import Any
 
@@ -40,12 +39,12 @@ def ended(group: str) -> None:
         _changed.notify_all()
 
 
-@atexit.register
 def wait_for_closing_pools(timeout: float = _EXIT_WAIT_S) -> bool:
     """Wait until the Spark jobs of closing pools ended (bounded); whether they did. A job's
     run returns without waiting for its resident Spark job (about 20 ms); a process exiting
     meanwhile (a script, a notebook kernel) would take its accumulator server with it while
-    the job's tasks finish, and the JVM would print a stack trace per task."""
+    the job's tasks finish, and the JVM would print a stack trace per task: the session's exit
+    handler (runtime/spark.py) waits here before it removes the accumulator socket."""
     with _changed:
         return _changed.wait_for(lambda: not _ending, timeout)
 

@@ -104,6 +104,9 @@ class StreamProcessor:
         self.drain_requested = False
         #: This processor's epoch when its DrainMonitor saw the notification.
         self.drain_seen_epoch: int | None = None
+        #: Tasks that ran an epoch since the drain was requested (their drain is injected):
+        #: after that, a drain alone is no reason for an epoch.
+        self._drain_ran: set[str] = set()
         self._model: JobModel | None = None
         self._container: ContainerModel | None = None
         self._counts: dict[str, int] = {}
@@ -395,7 +398,10 @@ class StreamProcessor:
             committed_all = self.checkpoints.read_all()
             self.retention.after_epoch(all_ssps, committed_all)
             self.compactor.after_epoch(model, committed_all)
-        return drain or any(
+        injected = drain and not self._drain_ran.issuperset(tasks_ssps)
+        if drain:
+            self._drain_ran.update(tasks_ssps)
+        return injected or any(
             a.bounds.get(key, 0) > a.start_offsets.get(key, 0) for a in assignments for key in a.bounds
         ) or not self._caught_up(tasks_ssps, newest)
 
@@ -429,10 +435,12 @@ class StreamProcessor:
 
     def _idle(self, task_ssps: dict[str, frozenset[SystemStreamPartition]], newest: dict[str, int]) -> bool:
         """Whether an epoch now would do nothing: no message to read, no window timer due, no
-        drain and no epoch left pending by a crash. A quiet processor submits no Spark job
+        drain still to enter a task and no epoch left pending by a crash. A quiet processor submits no Spark job
         (epochs still count when ``until`` is a number)."""
-        if isinstance(self._until, int) or self.drain_requested:
+        if isinstance(self._until, int):
             return False
+        if self.drain_requested and not self._drain_ran.issuperset(task_ssps):
+            return False  # the drain enters each task in an epoch (what crosses shuffles is read)
         if not self._caught_up(task_ssps, newest):
             return False
         if self._has_windows and (time.monotonic() - self._last_epoch_at) * 1000 >= self._timer_ms:

@@ -20,19 +20,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import CheckpointError
-from samza_nb.model import SystemStream, SystemStreamPartition
+from samza_nb.model import SystemStreamPartition
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import TaskContext, system_of
 from samza_nb.runtime.control import (
-    LONG_MAX,
-    ControlMessage,
-    DrainMessage,
-    DrainStates,
-    EndOfStreamMessage,
-    EndOfStreamStates,
-    WatermarkMessage,
-    WatermarkStates,
     control_from_payload,
     control_of_run,
 )
@@ -52,6 +44,7 @@ from samza_nb.runtime.offsets import after_deletion
 from samza_nb.runtime.operators import UserFunctionError
 from samza_nb.runtime.sampling import tap_operators
 from samza_nb.runtime.side_inputs import read_side_input
+from samza_nb.runtime.task_control import TaskControl
 from samza_nb.runtime.task_failure import failed_epoch
 from samza_nb.systems.base import MessageKind, Record
 from samza_nb.systems.embedded import EmbeddedSystem
@@ -90,36 +83,16 @@ class _TaskRun:
 
     def setup(self) -> None:
         plan, a, context = self.plan, self.a, self.context
-        side_inputs = set(plan.side_inputs)
-        tracked = [
-            self._ssp(stream_id, partition)
-            for stream_id, partition in a.ssps
-            if stream_id not in side_inputs
-        ]
-        counts = {
-            SystemStream(plan.streams[s].system.name, s): n for s, n in a.producer_counts.items()
-        }
-        context.eos_states = EndOfStreamStates(tracked, counts)
-        context.drain_states = DrainStates(tracked, counts)
-        self.watermarks = WatermarkStates(
-            tracked,
-            counts,
-            idle_timeout_ms=a.watermark_idle_timeout_ms,
-            quorum_fraction=a.watermark_quorum,
-            clock=lambda: a.now_ms,
-        )
         control = control_of_run(a.control, a.run_id, rewound=a.rewound)
-        context.eos_states.restore(control.get("eos", {}))
-        context.drain_states.restore(control.get("drain", {}))
-        self.watermarks.restore(control.get("watermarks", {}))
+        self.control = TaskControl(plan, a, context, control, self._ssp)
         task_streams = {stream_id for stream_id, _ in a.ssps}
         self.impls, self.inputs = build_operator_graph(plan.input_operators, context, task_streams)
+        self.control.inputs = self.inputs
         self.samples = tap_operators(self.impls, a.samples)
         operator_state = control.get("operators", {})
         for op_id, impl in self.impls.items():
             if op_id in operator_state:
                 impl.restore(operator_state[op_id])
-        self.injected: set[str] = set(control.get("injected", []))
         # Stores used by table side inputs are opened like every other store.
         for table_id in plan.tables:
             context.table(table_id)
@@ -159,28 +132,15 @@ class _TaskRun:
                 self.offsets[key] = read_side_input(self.plan, self.context, stream_id, partition, start, bound)
             else:
                 self._read(stream_id, partition, start, bound)
-            if a.drain and plan.streams[stream_id].kind == "input" and key not in self.injected:
-                self._inject_drain(stream_id, partition, key)
+            if a.drain and plan.streams[stream_id].kind == "input" and key not in self.control.injected:
+                self.control.inject_drain(stream_id, partition, key)
+        if a.drain:  # end-of-stream may have come from producers before the drain did
+            for stream_id, partition in a.ssps:
+                if plan.streams[stream_id].kind == "intermediate":
+                    self.control.count_ended_producers(stream_id, partition)
         self.context.position = None
         for impl in self.impls.values():
             impl.on_timer(a.now_ms)
-
-    def _inject_drain(self, stream_id: str, partition: int, key: str) -> None:
-        """Drain: after what was fetched, the +inf watermark and the drain message enter the
-        task in memory, at its read position; the source log is never written. A partition
-        that ended gets no watermark (the SEP injects into active partitions only) but counts
-        as drained, or a drain with one input ended would wait for it forever; a task whose
-        inputs all ended never drains (it is at end-of-stream)."""
-        eos = self.context.eos_states
-        assert eos is not None
-        ended = eos.is_ssp_done(self._ssp(stream_id, partition))
-        if ended and eos.all_end_of_stream():
-            return
-        self.injected.add(key)
-        self.context.position = None
-        if self.plan.intermediate_streams and not ended:
-            self._control(stream_id, partition, WatermarkMessage(LONG_MAX))
-        self._control(stream_id, partition, DrainMessage(self.a.run_id))
 
     def _read(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         if bound <= start:
@@ -252,7 +212,7 @@ class _TaskRun:
                         else:
                             count -= 1
                             context.position = (key, first + index)
-                            self._control(stream_id, partition, control_from_payload(kind, value))
+                            self.control.receive(stream_id, partition, control_from_payload(kind, value))
                 except BaseException:
                     context.position = (key, first + index)
                     raise
@@ -292,56 +252,12 @@ class _TaskRun:
             done += len(piece)
         return done
 
-    def _control(self, stream_id: str, partition: int, message: ControlMessage) -> None:
-        """Aggregate a control message arriving on an SSP (SAMZA.md §5.8)."""
-        context = self.context
-        ssp = self._ssp(stream_id, partition)
-        system_stream = SystemStream(ssp.system, stream_id)
-        input_impl = self.inputs[stream_id]
-        info = self.plan.streams[stream_id]
-        # Upstream tasks send their named control messages to an intermediate stream's
-        # aggregate partition; once that partition heard from all of them, it re-broadcasts
-        # to the stream's other partitions. The aggregate partition alone decides: a task that
-        # holds several partitions (all of them, with one task) hears the rest only after it.
-        aggregated = message.task_name is not None and info.kind == "intermediate"
-        if isinstance(message, EndOfStreamMessage):
-            states = context.eos_states
-            assert states is not None
-            states.update(message, ssp)
-            if aggregated and states.is_ssp_done(ssp):
-                context.writer(stream_id).broadcast_to_others(EndOfStreamMessage(), partition)
-            if states.is_end_of_stream(system_stream):
-                input_impl.on_end_of_stream()
-        elif isinstance(message, DrainMessage):
-            if message.run_id != self.a.run_id:
-                return  # another deployment's drain: ignored (SAMZA.md §6.5)
-            drains = context.drain_states
-            assert drains is not None
-            drains.update(message, ssp)
-            if aggregated and drains.is_ssp_done(ssp):
-                context.writer(stream_id).broadcast_to_others(DrainMessage(message.run_id), partition)
-            if drains.is_drained(system_stream):
-                input_impl.on_drain()
-        elif isinstance(message, WatermarkMessage):
-            before = self.watermarks.ssp_watermark(ssp)
-            self.watermarks.update(message, ssp)
-            if aggregated and (after := self.watermarks.ssp_watermark(ssp)) > before:
-                context.writer(stream_id).broadcast_to_others(WatermarkMessage(after), partition)
-            watermark = self.watermarks.get_watermark(system_stream)
-            if watermark > input_impl.input_watermark:
-                input_impl.on_watermark(watermark)
-
     # -- finishing -------------------------------------------------------------------------
     def control_snapshot(self) -> dict[str, Any]:
-        context = self.context
-        assert context.eos_states is not None and context.drain_states is not None
         return {
             "runId": self.a.run_id,
-            "eos": context.eos_states.snapshot(),
-            "drain": context.drain_states.snapshot(),
-            "watermarks": self.watermarks.snapshot(),
+            **self.control.snapshot(),
             "operators": {op_id: impl.snapshot() for op_id, impl in self.impls.items()},
-            "injected": sorted(self.injected),
         }
 
     def write_outputs(self, transaction: TaskTransaction | None = None) -> dict[str, int]:

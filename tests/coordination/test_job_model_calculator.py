@@ -269,3 +269,20 @@ def test_all_ssp_to_single_task_with_several_processors_is_refused() -> None:
     assert list(alone.active_tasks()) == ["Task-0"]
     with pytest.raises(GroupingError, match="all-ssp-to-single-task with 2 processors .* run it with one processor"):
         calculator.calculate({"0": "a", "1": "b"}, GrouperMetadata(), None)
+
+
+def test_a_redeploy_under_new_processor_ids_places_tasks_by_location_not_by_a_failover() -> None:
+    """ZooKeeper and Azure processes get new ids (host-pid) on a redeploy: no previous
+    processor survives, so there is no standby to promote onto; tasks go back to the
+    locations of their stores, as a fresh placement with the stored locality puts them."""
+    from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
+    from samza_nb.model import SystemStreamPartition
+
+    inputs = JobInputs(frozenset(SystemStreamPartition("embedded", "in", p) for p in range(8)), has_durable_stores=True)
+    calculator = JobModelCalculator(inputs, replication_factor=2, place_fewer_standbys=True)
+    old = {"h1-100": "h1", "h2-100": "h2", "h3-100": "h3"}
+    first = calculator.calculate(old, GrouperMetadata(processor_locality=old), None)
+    locality = {task: old[pid] for task, pid in first.task_to_processor().items()}
+    new = {"h1-200": "h1", "h2-200": "h2", "h3-200": "h3", "h4-200": "h4"}
+    metadata = GrouperMetadata.from_job_model(first, new, locality)
+    assert calculator.calculate(new, metadata, first) == calculator.calculate(new, metadata, first, same_run=False)

@@ -56,6 +56,37 @@ def test_a_drain_with_one_input_already_ended_completes(system: EmbeddedSystem) 
     assert int(job.collect("counts")["value"].sum()) == 100
 
 
+@pytest.mark.parametrize("grouping", ["fewer intermediate partitions", "one task per partition"])
+def test_a_drain_completes_when_an_upstream_task_ended_before_it(system: EmbeddedSystem, grouping: str) -> None:
+    """A task whose inputs all ended sent end-of-stream to the shuffle's aggregate partition
+    and never sends a drain: the aggregate partition counts it as drained."""
+    system.create_stream("a", 4)
+    system.create_stream("b", 2)
+    app = StreamApplication("uneven")
+    out = app.output(system.output("counts", partitions=2))
+    merged = app.input(system.input("a", partitions=4)).merge(app.input(system.input("b", partitions=2)))
+    shuffled = merged.partition_by(lambda e: e["page"], lambda e: e, op_id="by-page")
+    if grouping == "one task per partition":  # stateless: the SSP grouper has no changelog to match
+        shuffled.map(lambda kv: KV(kv.key, 1)).send_to(out)
+        config = {"job.systemstreampartition.grouper.factory": "group-by-system-stream-partition"}
+    else:
+        (
+            shuffled.window(Windows.keyed_tumbling(lambda kv: kv.key, 3_600_000, initial=lambda: 0,
+                                                   fold=lambda kv, n: n + 1), op_id="count")
+            .map(lambda pane: KV(pane.key.key, pane.message))
+            .send_to(out)
+        )
+        config = {"job.intermediate.stream.partitions": "2"}
+    system.write("a", events(0, 40))
+    system.end_stream("a")
+    system.write("b", events(40, 20))
+    job = run_local(app, {**FAST_DRAIN, **config}, until="forever", background=True, clock=StepClock())
+    _wait_epochs(job, 2)
+    time.sleep(0.3)  # caught up: the drain finds the ended tasks done
+    assert job.drain(wait=True, timeout=60).state == "drained"
+    assert int(job.collect("counts")["value"].sum()) == 60
+
+
 def test_the_deployment_after_a_drain_counts_its_event_time_windows(system: EmbeddedSystem) -> None:
     """A drain's +inf watermark fires every pane; it is not the next run's watermark floor,
     or every event-time message of the next deployment would be late and dropped."""
@@ -141,3 +172,4 @@ def test_a_drain_of_a_job_without_its_drain_monitor_is_refused(system: EmbeddedS
             job.drain()
     finally:
         job.stop()
+
