@@ -110,6 +110,12 @@ class BatchDecoder:
         else:
             self._decode_value = raw_decoder(serde)
             self._decode_key = _json_decode
+        #: Key bytes -> decoded key (shareable types only), kept across the batches of this
+        #: decoder (one task epoch and stream partition): a batch whose keys are all known is
+        #: looked up in one pass. Given up when most batches bring new keys.
+        self._known: dict[bytes | None, Any] = {None: None}
+        self._batches = 0
+        self._misses = 0
 
     def __call__(self, records: Sequence[Sequence[Any]]) -> list[Any]:
         # The embedded log's batches hand over their columns: no record tuple is built.
@@ -123,9 +129,18 @@ class BatchDecoder:
         return list(map(_new_tuple, repeat(KV), zip(keys, values, strict=True)))
 
     def _keys(self, raw: list[bytes | None]) -> list[Any]:
+        known = self._known
+        self._batches += 1
+        if self._misses < 4 or self._misses * 2 <= self._batches:
+            try:
+                return list(map(known.__getitem__, raw))
+            except KeyError:
+                self._misses += 1
         decode = self._decode_key
         distinct = {key: None if key is None else decode(key) for key in set(raw)}
         if all(type(key) in _SHAREABLE_KEY_TYPES for key in distinct.values()):
+            if len(known) + len(distinct) <= _KEY_CACHE_LIMIT:
+                known.update(distinct)
             return list(map(distinct.__getitem__, raw))
         # A key that decodes to a list or a dict: each message gets its own copy.
         return [None if key is None else decode(key) for key in raw]

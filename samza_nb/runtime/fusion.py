@@ -29,6 +29,7 @@ shape and process; each task epoch only binds its operators' functions to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import length_hint
 from typing import Any, Protocol
 
 __all__ = ["CompiledChain", "chain_from", "compile_chain", "one_by_one"]
@@ -239,10 +240,14 @@ def one_by_one(push: Callable[[Any], None]) -> tuple[Callable[[list[Any]], None]
     pushed = 0
 
     def run(messages: list[Any]) -> None:
+        # How many were pushed is worked out from what the iterator has left (a failing
+        # message counts as pushed), not counted per message.
         nonlocal pushed
-        pushed = 0
-        for message in messages:
-            pushed += 1
-            push(message)
+        remaining = iter(messages)
+        try:
+            for message in remaining:
+                push(message)
+        finally:
+            pushed = len(messages) - length_hint(remaining)
 
     return run, lambda: pushed

@@ -50,6 +50,8 @@ _pack = msgspec.msgpack.Encoder().encode
 # Keys whose store key is computed once per task epoch (not bool: True equals 1 in a dict).
 _STABLE_KEY_TYPES = frozenset({str, int, bytes})
 _unpack = msgspec.msgpack.Decoder().decode
+#: A window receiver's key not computed yet.
+_NO_KEY: Any = object()
 
 
 @dataclass
@@ -221,14 +223,15 @@ class WindowImpl(OperatorImpl):
         store_keys: dict[Any, bytes] = {}
         count = 0
 
-        def receive(message: Any) -> None:
+        def receive(message: Any, key: Any = _NO_KEY) -> None:
             nonlocal count
             count += 1
-            try:
-                key = key_fn(message) if key_fn is not None else None
-            except Exception as error:
-                failed(error)
-                return
+            if key is _NO_KEY:
+                try:
+                    key = key_fn(message) if key_fn is not None else None
+                except Exception as error:
+                    failed(error)
+                    return
             cached = type(key) in stable
             hit = touched.get(key) if cached else None
             if hit is None:
@@ -278,7 +281,35 @@ class WindowImpl(OperatorImpl):
                 check(store_key, pane, now)
 
         self._counters.append(lambda: count)
-        return receive
+        if checks or session or not aggregating or key_fn is None:
+            return receive
+
+        def receive_touched(message: Any) -> None:
+            # The common case (an aggregating tumbling window without per-message triggers): a
+            # key whose pane this epoch already touched only folds and counts; any other goes
+            # the whole way above (which counts it).
+            nonlocal count
+            try:
+                key = key_fn(message)
+            except Exception as error:
+                count += 1
+                failed(error)
+                return
+            hit = touched.get(key) if type(key) in stable else None
+            if hit is None:
+                receive(message, key)
+                return
+            count += 1
+            pane = hit[1]
+            try:
+                pane.value = fold(message, pane.value)  # type: ignore[misc]
+            except Exception as error:
+                failed(error)
+                return
+            pane.count += 1
+            pane.early_count += 1
+
+        return receive_touched
 
     def _fuse_event_time(self) -> Callable[[Any], None]:
         """Event-time tumbling panes: the pane of the message's timestamp; a message for a

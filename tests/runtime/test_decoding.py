@@ -39,3 +39,33 @@ def test_control_messages_are_noticed() -> None:
     user = (MessageKind.USER, None, b"1", None)
     assert not holds_control_messages([user, user])
     assert holds_control_messages([user, (MessageKind.WATERMARK, None, b"", 5)])
+
+
+def test_keys_known_from_earlier_slices_decode_the_same_and_new_keys_still_decode() -> None:
+    decode = BatchDecoder(KVSerde(JsonSerde(), JsonSerde()))
+    first = decode([(MessageKind.USER, encode(f"page-{n % 3}"), encode(n), None) for n in range(6)])
+    again = decode([(MessageKind.USER, encode(f"page-{n % 3}"), encode(n), None) for n in range(6)])
+    assert again == first == [KV(f"page-{n % 3}", n) for n in range(6)]
+    mixed = decode([(MessageKind.USER, encode(key), encode(1), None) for key in ("page-0", "new", None)])
+    assert mixed == [KV("page-0", 1), KV("new", 1), KV(None, 1)]
+    # A mutable key is never kept: each message still gets its own copy.
+    lists = [decode([(MessageKind.USER, encode([1]), encode(n), None) for n in range(2)]) for _ in range(2)]
+    assert lists[1][0].key == [1] and lists[1][0].key is not lists[1][1].key
+
+
+def test_one_by_one_counts_the_failing_message_as_entered() -> None:
+    from samza_nb.runtime.fusion import one_by_one
+
+    seen: list[int] = []
+
+    def push(message: int) -> None:
+        if message == 3:
+            raise ValueError(message)
+        seen.append(message)
+
+    run, entered = one_by_one(push)
+    run([1, 2])
+    assert entered() == 2
+    with pytest.raises(ValueError):
+        run([0, 1, 2, 3, 4, 5])
+    assert entered() == 4  # messages 0..3: the failing one's offset is the last entered
