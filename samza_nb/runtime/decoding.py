@@ -73,19 +73,22 @@ def serde_error(serde: Any, value: bytes, error: Exception) -> Exception:
     return error
 
 
-def message_decoder(serde: Any) -> Callable[[bytes | None, bytes], Any]:
-    """One message at a time: ``(key bytes, value bytes) -> message`` (a KV for a KV serde).
+def message_decoder(serde: Any) -> Callable[[bytes | None, bytes | None], Any]:
+    """One message at a time: ``(key bytes, value bytes) -> message`` (a KV for a KV serde; a
+    record without a value, a Kafka tombstone, is None as its message or value, as in Samza).
     Keys repeat (pages, users): a key that decodes to an immutable scalar is decoded once per
     decoder (one per task epoch and stream)."""
     if not isinstance(serde, KVSerde):
         value_only = serde.from_bytes
-        return lambda key, value: value_only(value)
+        return lambda key, value: None if value is None else value_only(value)
     key_decode = _checked_decoder(serde.key_serde)
     value_decode = _checked_decoder(serde.value_serde)
     keys: dict[bytes, Any] = {}
     shareable = _SHAREABLE_KEY_TYPES
 
-    def decode_kv(key: bytes | None, value: bytes) -> Any:
+    def decode_kv(key: bytes | None, value: bytes | None) -> Any:
+        if value is None:  # no value (a Kafka tombstone): None, as Samza passes a null message
+            return KV(None if key is None else key_decode(key), None)
         if key is None:
             return KV(None, value_decode(value))
         decoded = keys.get(key, keys)

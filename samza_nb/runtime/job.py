@@ -26,6 +26,7 @@ from samza_nb.errors import ConfigError, JobError, JobInterruptedError, JobTimeo
 from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
+from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver
 from samza_nb.runtime.exactly_once import close_task_producers, open_checkpoint_store
@@ -118,6 +119,9 @@ class Job(JobRegrouping):
         )
         # A ZooKeeper processor learns the run id its group agreed on once it joined (start).
         self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id")) if self.lease else ""
+        for stream_id, info in self.plan.streams.items():
+            if info.kind == "input":  # what this process saw of them may be another topic's
+                system_of(self.plan, stream_id).forget_cached_offsets(stream_id)
         if self.lease is not None:
             create_streams(self.plan)
         # A distributed job's streams are created by its leader only, before its first model.

@@ -198,8 +198,9 @@ class _TaskRun:
                         if kind == user:
                             try:
                                 message = (
-                                    decode_value(value) if decode_value is not None
-                                    else decode_kv(rkey, value)
+                                    decode_kv(rkey, value) if decode_value is None
+                                    else None if value is None  # no value (a Kafka tombstone): None, as Samza passes it
+                                    else decode_value(value)
                                 )
                             except Exception as error:
                                 if context.skip_errors:

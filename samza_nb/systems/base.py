@@ -119,6 +119,12 @@ class StreamSystem(ABC):
         """Per partition, the offset the next appended message will get (Kafka's high
         watermark). Lag is reported as this minus a checkpointed offset, as Kafka does."""
 
+    def forget_cached_offsets(self, stream_id: str) -> None:
+        """Drop what this process remembers of the stream's offsets (a run starts with what
+        the system says now: another process may have recreated the stream meanwhile). A
+        system that keeps nothing does nothing."""
+        return None
+
     def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:
         """How many control messages (watermarks, end-of-stream, drain) hold offsets in
         ``[start, end)``, so lag can count messages only. A system that does not know answers

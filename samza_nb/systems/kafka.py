@@ -153,6 +153,9 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     def _clients(self) -> ProcessClients:
         return process_clients(self._settings)
 
+    def forget_cached_offsets(self, stream_id: str) -> None:
+        self._clients().forget_offsets(stream_id)
+
     def close(self) -> None:
         close_process_clients(self._settings)
 
@@ -343,7 +346,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     def _produce_all(
         self, stream_id: str, items: Iterable[tuple[int, Record, list[tuple[str, bytes]] | None]]
     ) -> None:
-        from confluent_kafka import KafkaError
+        from confluent_kafka import KafkaError, KafkaException
 
         client = self._clients().producer(self._timeout * self._retries)
         errors: list[Any] = []
@@ -352,7 +355,8 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
             if error is not None:
                 errors.append(error)
 
-        for partition, (_kind, key, value, timestamp), headers in items:
+        for index, (partition, (_kind, key, value, timestamp), headers) in enumerate(items):
+            refreshed = False
             for _ in range(1000):
                 try:
                     client.produce(
@@ -362,6 +366,15 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
                     break
                 except BufferError:
                     client.poll(0.05)
+                except KafkaException as error:  # the producer knew fewer partitions: ask once
+                    if error.args[0].code() == KafkaError._UNKNOWN_PARTITION and not refreshed:
+                        refreshed = True
+                        client.list_topics(stream_id, timeout=self._timeout)
+                        continue
+                    client.flush(self._timeout * self._retries)  # now, not with a later append
+                    where = f"{self.where}: append to topic {stream_id!r} partition {partition}"
+                    msg = f"{where}: record {index} failed ({error.args[0].str()}); the {index} before it were sent"
+                    raise StreamSystemError(self.scrub(msg)) from error
             else:
                 msg = f"{self.where}: append to topic {stream_id!r}: the producer queue stayed full"
                 raise StreamSystemError(msg)

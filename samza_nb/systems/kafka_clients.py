@@ -79,6 +79,15 @@ class ProcessClients:
                 for key in [key for key in known if key[0] == topic]:
                     del known[key]
 
+    def forget_offsets(self, topic: str) -> None:
+        """Drop the high watermarks seen and probed for ``topic``: they outlive a topic that
+        another process deleted and made again (Tansu's listed end offsets are short, so the
+        largest offset ever seen is trusted within a run)."""
+        with self.lock:
+            for known in (self.seen_high, self.probed):
+                for key in [key for key in known if key[0] == topic]:
+                    del known[key]
+
     def close(self) -> None:
         with self.lock:
             if self._producer is not None:

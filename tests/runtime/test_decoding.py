@@ -69,3 +69,18 @@ def test_one_by_one_counts_the_failing_message_as_entered() -> None:
     with pytest.raises(ValueError):
         run([0, 1, 2, 3, 4, 5])
     assert entered() == 4  # messages 0..3: the failing one's offset is the last entered
+
+
+def test_a_record_without_a_value_decodes_to_none_as_samza_passes_it() -> None:
+    """A Kafka tombstone in an input: Samza hands user code a null message rather than
+    failing the serde; a KV stream gets KV(key, None). (The fast path's batch decode fails on
+    it and the read loop decodes that slice one message at a time.)"""
+    from samza_nb.runtime.decoding import message_decoder
+
+    assert message_decoder(JsonSerde())(None, None) is None
+    assert message_decoder(JsonSerde())(None, encode({"n": 1})) == {"n": 1}
+    decode_kv = message_decoder(KVSerde(JsonSerde(), JsonSerde()))
+    assert decode_kv(encode("k"), None) == KV("k", None)
+    assert decode_kv(None, None) == KV(None, None)
+    with pytest.raises(TypeError):
+        BatchDecoder(JsonSerde())([(MessageKind.USER, None, None, None)])

@@ -427,3 +427,33 @@ def test_a_listener_answering_no_kafka_is_not_read_as_a_huge_answer() -> None:
             tracemalloc.stop()
         thread.join(5)
     assert peak < 1 << 24  # no buffer of the ~352 MB the alert's bytes read as
+
+
+def test_a_topic_made_again_with_more_partitions_takes_appends_at_once(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    """The process's producer knew the topic with fewer partitions: it asks the cluster again
+    instead of failing with librdkafka's 'Unknown partition' for minutes."""
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = f"{kafka_topic_prefix}-regrown"
+    system.create_stream(topic, 2)
+    system.write(topic, [{"i": i} for i in range(10)], key_fn=lambda e: str(e["i"]))
+    system.delete_stream(topic)
+    system.create_stream(topic, 6)
+    system.write(topic, [{"i": i} for i in range(60)], key_fn=lambda e: str(e["i"]))
+    assert sum(system.newest_offsets(topic).values()) == 60
+    system.delete_stream(topic)
+
+
+def test_a_record_the_broker_refuses_names_topic_partition_and_leaves_nothing_for_a_later_append(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = f"{kafka_topic_prefix}-too-large"
+    system.create_stream(topic, 1)
+    values = [{"i": i} for i in range(5)] + [{"big": "x" * 1_100_000}] + [{"i": i} for i in range(5, 10)]
+    with pytest.raises(StreamSystemError, match=rf"append to topic '{topic}' partition 0: record 5 failed .*the 5 before it were sent"):
+        system.write(topic, values)
+    system.write(topic, [{"after": 1}])
+    assert list(system.read_frame(topic)["value"]) == [{"i": i} for i in range(5)] + [{"after": 1}]
+    system.delete_stream(topic)

@@ -19,3 +19,19 @@ def test_fence_lines_are_debug_and_other_lines_keep_their_level(caplog: pytest.L
         log.error("FAIL [rdkafka#producer-4] 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed")
     levels = [record.levelname for record in caplog.records]
     assert levels == ["DEBUG", "DEBUG", "ERROR"]
+
+
+def test_a_run_forgets_the_high_watermarks_this_process_saw_of_a_topic() -> None:
+    """Another process may have deleted and made the topic again: the largest offsets seen
+    before would hide its real end (and the out-of-range check) from the next run. The dedup
+    trackers, which describe the records themselves, stay."""
+    from samza_nb.systems.kafka_clients import ProcessClients
+
+    clients = ProcessClients(KafkaClientConfig("127.0.0.1:9092"))
+    clients.seen_high[("t", 0)] = 100
+    clients.probed[("t", 0)] = (90, 100)
+    clients.seen_high[("other", 0)] = 7
+    clients.trackers[("t", 0)] = object()  # type: ignore[assignment]
+    clients.forget_offsets("t")
+    assert clients.seen_high == {("other", 0): 7} and clients.probed == {}
+    assert ("t", 0) in clients.trackers
