@@ -17,7 +17,6 @@ message costs one fused call (see runtime/operators.py), its store key computed 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -27,19 +26,15 @@ from samza_nb.plan.keys import check_partition_key
 from samza_nb.plan.operators import WindowOperatorSpec
 from samza_nb.plan.windows import (
     AccumulationMode,
-    AnyTrigger,
-    CountTrigger,
     FiringType,
     RepeatingTrigger,
-    TimeSinceFirstMessageTrigger,
-    TimeSinceLastMessageTrigger,
     TimeTrigger,
-    Trigger,
     WindowKey,
     WindowPane,
     WindowType,
 )
 from samza_nb.runtime.operators import SKIPPED, OperatorImpl, from_storable, to_storable
+from samza_nb.runtime.window_panes import Pane, trigger_fires
 
 if TYPE_CHECKING:
     from samza_nb.runtime.context import TaskContext
@@ -54,64 +49,6 @@ _unpack = msgspec.msgpack.Decoder().decode
 _NO_KEY: Any = object()
 
 
-@dataclass
-class _Pane:
-    key: Any
-    window_ts: int
-    value: Any
-    count: int = 0
-    first_ts: int = 0
-    last_ts: int = 0
-    early_count: int = 0
-    early_first_ts: int = 0
-    early_cancelled: bool = False
-    dirty: bool = True
-
-    def encode(self) -> bytes:
-        return _pack(
-            [
-                to_storable(self.key),
-                self.window_ts,
-                to_storable(self.value),
-                self.count,
-                self.first_ts,
-                self.last_ts,
-                self.early_count,
-                self.early_first_ts,
-                self.early_cancelled,
-            ]
-        )
-
-    @classmethod
-    def decode(cls, data: bytes) -> _Pane:
-        key, ts, value, count, first, last, early_count, early_first, cancelled = _unpack(data)
-        return cls(
-            from_storable(key), ts, from_storable(value), count, first, last, early_count,
-            early_first, cancelled, dirty=False,
-        )
-
-
-def _trigger_fires(
-    trigger: Trigger, count: int, first_ts: int, last_ts: int, window_ts: int, now: int
-) -> bool:
-    if isinstance(trigger, CountTrigger):
-        return count >= trigger.count
-    if isinstance(trigger, TimeTrigger):
-        return now >= window_ts + trigger.duration_ms
-    if isinstance(trigger, TimeSinceFirstMessageTrigger):
-        return count > 0 and now >= first_ts + trigger.duration_ms
-    if isinstance(trigger, TimeSinceLastMessageTrigger):
-        return count > 0 and now >= last_ts + trigger.duration_ms
-    if isinstance(trigger, AnyTrigger):
-        return any(
-            _trigger_fires(inner, count, first_ts, last_ts, window_ts, now)
-            for inner in trigger.triggers
-        )
-    if isinstance(trigger, RepeatingTrigger):
-        return _trigger_fires(trigger.trigger, count, first_ts, last_ts, window_ts, now)
-    return False
-
-
 class WindowImpl(OperatorImpl):
     """Processing-time windows; state in the store named by the op id."""
 
@@ -121,11 +58,11 @@ class WindowImpl(OperatorImpl):
         assert window is not None
         self.window = window
         self.store = context.store(spec.op_id)
-        self.panes: dict[bytes, _Pane] = {}
+        self.panes: dict[bytes, Pane] = {}
         #: Within an epoch, the pane each key (of a stable scalar type) already touched: its
         #: next messages skip the store key and the per-epoch updates. Emptied whenever a
         #: pane fires (it may be deleted or reset) and when the panes are loaded.
-        self._touched: dict[Any, tuple[bytes, _Pane]] = {}
+        self._touched: dict[Any, tuple[bytes, Pane]] = {}
         self.deleted: set[bytes] = set()
         # Event-time messages the watermark had passed (their pane, or every window of a
         # hopping one, had fired) are counted in ``dropped``, as a map returning None is.
@@ -134,7 +71,7 @@ class WindowImpl(OperatorImpl):
         # In place: the fused receiver holds this dict.
         self._touched.clear()
         self.panes.clear()
-        self.panes.update((key, _Pane.decode(value)) for key, value in self.store.items())
+        self.panes.update((key, Pane.decode(value)) for key, value in self.store.items())
 
     def save(self) -> None:
         for key in self.deleted:
@@ -165,7 +102,7 @@ class WindowImpl(OperatorImpl):
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.receiver(source)(message)
 
-    def _new_pane(self, store_key: bytes, key: Any, window_ts: int, now: int) -> _Pane | None:
+    def _new_pane(self, store_key: bytes, key: Any, window_ts: int, now: int) -> Pane | None:
         """A new pane of ``key`` at ``window_ts``, put in the panes; None when the window's
         ``initial`` raised (reported to ``failed``: skipped or raised)."""
         window = self.window
@@ -180,7 +117,7 @@ class WindowImpl(OperatorImpl):
         except Exception as error:
             self.failed(error)
             return None
-        pane = _Pane(key, window_ts, first if window.is_aggregating else [], first_ts=now)
+        pane = Pane(key, window_ts, first if window.is_aggregating else [], first_ts=now)
         pane.early_first_ts = now
         self.panes[store_key] = pane
         return pane
@@ -247,7 +184,7 @@ class WindowImpl(OperatorImpl):
                     failed(error)
                     return
                 pane = panes.get(store_key)
-                if pane is not None and session and _trigger_fires(default, pane.count, pane.first_ts, pane.last_ts, pane.window_ts, now):
+                if pane is not None and session and trigger_fires(default, pane.count, pane.first_ts, pane.last_ts, pane.window_ts, now):
                     # The key was quiet for the gap (no epoch ran meanwhile: a later run, epochs
                     # spaced out): its session ended before this message, which starts another.
                     self._fire(store_key, pane, FiringType.DEFAULT)
@@ -458,9 +395,9 @@ class WindowImpl(OperatorImpl):
                 self._fire(store_key, self.panes[store_key], FiringType.DEFAULT)
         return []
 
-    def _check(self, store_key: bytes, pane: _Pane, now: int) -> None:
+    def _check(self, store_key: bytes, pane: Pane, now: int) -> None:
         window = self.window
-        if not window.is_event_time and _trigger_fires(
+        if not window.is_event_time and trigger_fires(
             window.default_trigger, pane.count, pane.first_ts, pane.last_ts, pane.window_ts, now
         ):
             self._fire(store_key, pane, FiringType.DEFAULT)
@@ -470,13 +407,13 @@ class WindowImpl(OperatorImpl):
             early is not None
             and not pane.early_cancelled
             and pane.early_count > 0
-            and _trigger_fires(
+            and trigger_fires(
                 early, pane.early_count, pane.early_first_ts, pane.last_ts, pane.window_ts, now
             )
         ):
             self._fire(store_key, pane, FiringType.EARLY)
 
-    def _fire(self, store_key: bytes, pane: _Pane, firing: FiringType) -> None:
+    def _fire(self, store_key: bytes, pane: Pane, firing: FiringType) -> None:
         window = self.window
         value = pane.value if window.is_aggregating else list(pane.value)
         self.emit(
