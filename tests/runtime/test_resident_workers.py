@@ -162,8 +162,14 @@ def _kill_worker_times(markers: Path, times: int) -> Any:
 
     def passed(value: Any) -> Any:
         if len(os.listdir(markers)) < times:
-            (markers / str(os.getpid())).write_text(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)  # the Python worker running this task epoch
+            # Two workers may get here at once: each kill takes a slot, made exclusively.
+            for slot in range(times):
+                try:
+                    os.close(os.open(markers.parent / f"kill-slot-{slot}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                except FileExistsError:
+                    continue
+                (markers / str(os.getpid())).write_text(str(os.getpid()))
+                os.kill(os.getpid(), signal.SIGKILL)  # the Python worker running this task epoch
         return value
 
     return passed
