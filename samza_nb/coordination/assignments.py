@@ -121,12 +121,17 @@ class TaskAssignmentManager:
 
     def read_active_task_assignment(self) -> dict[str, str]:
         """Task → processor of active tasks (a task with no stored mode counts as active)."""
+        return self.read_task_assignment_by_mode()[0]
+
+    def read_task_assignment_by_mode(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Task → processor of active tasks (a task with no stored mode counts as active),
+        and of standby tasks."""
         modes = self.read_task_modes()
-        return {
-            name: pid
-            for name, pid in self.read_task_assignment().items()
-            if modes.get(name, TaskMode.ACTIVE) is TaskMode.ACTIVE
-        }
+        active: dict[str, str] = {}
+        standby: dict[str, str] = {}
+        for name, pid in self.read_task_assignment().items():
+            (standby if modes.get(name, TaskMode.ACTIVE) is TaskMode.STANDBY else active)[name] = pid
+        return active, standby
 
     def write_task_container_mappings(
         self, mappings: Mapping[str | None, Mapping[str, TaskMode]]
@@ -327,13 +332,7 @@ def grouper_metadata_from_store(
     their own previous processors, and task locality holds every task recorded, standby tasks
     included, so standbys can return to their processor or location.
     """
-    tasks = TaskAssignmentManager(store)
-    modes = tasks.read_task_modes()
-    assigned = tasks.read_task_assignment()
-    previous = {
-        name: pid for name, pid in assigned.items() if modes.get(name, TaskMode.ACTIVE) is TaskMode.ACTIVE
-    }
-    standbys = {name: pid for name, pid in assigned.items() if modes.get(name) is TaskMode.STANDBY}
+    previous, standbys = TaskAssignmentManager(store).read_task_assignment_by_mode()
     task_to_ssps: dict[str, set[SystemStreamPartition]] = {}
     for ssp, names in (
         TaskPartitionAssignmentManager(store).read_task_partition_assignments().items()
