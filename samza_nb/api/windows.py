@@ -103,6 +103,7 @@ def _window(
     early_trigger: Trigger | None,
     accumulation_mode: AccumulationMode | str | None,
     event_time: Callable[[Any], int] | None = None,
+    merge: Callable[[Any, Any], Any] | None = None,
 ) -> WindowSpec:
     name = f"{builder}{_at(user_location())}"
     if key_fn is not None:
@@ -119,6 +120,14 @@ def _window(
     if initial is not None:
         check_function(initial, what="initial", operator=name, arity=0, hint="no arguments")
         check_function(fold, what="fold", operator=name, arity=2, hint="message, aggregate")
+    if merge is not None:
+        if initial is None or event_time is not None:
+            msg = (
+                f"{name}: merge= combines the aggregates of a processing-time window: give it "
+                "with initial= and fold=, and without event_time="
+            )
+            raise PlanError(msg)
+        check_function(merge, what="merge", operator=name, arity=2, hint="aggregate, aggregate")
     default: Trigger = (
         TimeSinceLastMessageTrigger(size_ms)
         if window_type is WindowType.SESSION
@@ -132,6 +141,7 @@ def _window(
         initial=initial,
         fold=fold,
         event_time=event_time,
+        merge=merge,
     )
     if early_trigger is not None:
         if not isinstance(early_trigger, Trigger):
@@ -196,6 +206,7 @@ class Windows:
         early_trigger: Trigger | None = None,
         accumulation_mode: AccumulationMode | str | None = None,
         event_time: Callable[[Any], int] | None = None,
+        merge: Callable[[Any, Any], Any] | None = None,
     ) -> WindowSpec:
         """Fixed, non-overlapping windows of ``duration`` over all messages (key ``None``).
 
@@ -211,7 +222,7 @@ class Windows:
         """
         return _window(
             "Windows.tumbling", WindowType.TUMBLING, None, duration, "duration",
-            initial, fold, early_trigger, accumulation_mode, event_time,
+            initial, fold, early_trigger, accumulation_mode, event_time, merge,
         )  # fmt: skip
 
     @staticmethod
@@ -224,15 +235,22 @@ class Windows:
         early_trigger: Trigger | None = None,
         accumulation_mode: AccumulationMode | str | None = None,
         event_time: Callable[[Any], int] | None = None,
+        merge: Callable[[Any, Any], Any] | None = None,
     ) -> WindowSpec:
         """Fixed windows of ``duration`` per key ``key_fn(message)``; over event time with
-        ``event_time=fn`` (see :meth:`tumbling`)."""
+        ``event_time=fn`` (see :meth:`tumbling`).
+
+        ``merge(a, b)`` combines two aggregates, each started from ``initial()`` (for a count,
+        ``lambda a, b: a + b``). With it, a processing-time window without early trigger
+        that reads a partition_by's stream alone lets each task fold what it shuffles before
+        the shuffle and send one partial aggregate per key and epoch, as Spark's
+        ``reduceByKey`` does: the same panes, far fewer shuffled records."""
         if key_fn is None:
             msg = f"Windows.keyed_tumbling{_at(user_location())} needs a key_fn"
             raise PlanError(msg)
         return _window(
             "Windows.keyed_tumbling", WindowType.TUMBLING, key_fn, duration, "duration",
-            initial, fold, early_trigger, accumulation_mode, event_time,
+            initial, fold, early_trigger, accumulation_mode, event_time, merge,
         )  # fmt: skip
 
     @staticmethod

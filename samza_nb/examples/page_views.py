@@ -2,6 +2,9 @@
 
 page-views -> filter(country == US) -> partition_by(page) -> keyed tumbling count -> page-counts
 
+The count has ``merge=``, so each task counts the views it shuffles and sends one partial count
+per page and epoch through the durable shuffle (plan/combining.py).
+
 From a shell, over the default embedded system (``$SAMZA_NB_HOME``)::
 
     python -m samza_nb.examples.page_views --events 100000   # write the input
@@ -87,7 +90,13 @@ def build_app(
         .partition_by(lambda view: view["page"], lambda view: view, op_id="by-page")
         .window(
             Windows.keyed_tumbling(
-                lambda kv: kv.key, window, initial=lambda: 0, fold=lambda kv, n: n + 1
+                lambda kv: kv.key,
+                window,
+                initial=lambda: 0,
+                fold=lambda kv, n: n + 1,
+                # Counts add up: each task counts what it shuffles, and one partial count per
+                # page and epoch crosses the shuffle (as Spark's reduceByKey combines).
+                merge=lambda a, b: a + b,
             ),
             op_id="count",
         )

@@ -347,6 +347,9 @@ def _operator_dict(spec: OperatorSpec, stage: int) -> dict[str, Any]:
         result.update(stream_id=spec.stream_id, is_intermediate=spec.is_intermediate)
     elif isinstance(spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec):
         result.update(stream_id=spec.stream_id)
+        if isinstance(spec, PartitionByOperatorSpec) and spec.combine_into is not None:
+            # Partial aggregates for this window cross the shuffle (plan/combining.py).
+            result["combines_for"] = spec.combine_into.op_id
     elif isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec):
         result.update(table=spec.table.table_id if spec.table is not None else None)
     elif isinstance(spec, JoinOperatorSpec):
@@ -367,6 +370,7 @@ def _operator_dict(spec: OperatorSpec, stage: int) -> dict[str, Any]:
             "default_trigger": trigger_dict(window.default_trigger),
             "early_trigger": trigger_dict(window.early_trigger),
             "accumulation_mode": window.accumulation_mode.value,
+            "merge": window.merge is not None,
         }
         if window.slide_ms is not None:
             result["window"]["slide_ms"] = window.slide_ms

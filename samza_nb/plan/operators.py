@@ -144,6 +144,9 @@ class PartitionByOperatorSpec(OperatorSpec):
     value_fn: Callable[[Any], Any] | None = None
     serde: KVSerde | None = None
     stream_id: str = ""
+    #: The window this partition_by folds its messages for before the shuffle, sending
+    #: partial aggregates (plan/combining.py); set by the planner, None when not combined.
+    combine_into: WindowOperatorSpec | None = None
 
 
 @dataclass(eq=False)

@@ -32,6 +32,7 @@ from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError, PlanError
+from samza_nb.plan.combining import combine_shuffles
 from samza_nb.plan.execution_plan import ExecutionPlan, Stage, StreamInfo
 from samza_nb.plan.graph import SpecGraph, StreamDeclaration
 from samza_nb.plan.join_partitions import (
@@ -143,6 +144,7 @@ class _Planner:
         systems = self._systems()
         default_system = self._default_system(systems, shuffles)
         streams = self._stream_infos(counts, shuffles, input_ops, systems, default_system)
+        combine_shuffles(shuffles, input_ops, streams)
         store_names = sorted({*graph.tables, *(n for spec in operators for n in operator_store_names(spec))})
         check_stream_name_lengths(
             graph.app_name,

@@ -187,6 +187,10 @@ class WindowSpec:
     #: Hopping windows only (beyond Samza): a window starts at every multiple of ``slide_ms``
     #: and lasts ``size_ms``, so a message belongs to every window covering its timestamp.
     slide_ms: int | None = None
+    #: ``merge(aggregate, aggregate) -> aggregate``, combining two aggregates each started
+    #: from ``initial()`` (processing-time tumbling windows): with it, a partition_by read only
+    #: by this window sends partial aggregates instead of every message (plan/combining.py).
+    merge: Callable[[Any, Any], Any] | None = None
 
     @property
     def is_aggregating(self) -> bool:

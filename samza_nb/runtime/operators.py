@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
-from samza_nb.plan.kv import KV
+from samza_nb.plan.kv import from_storable, to_storable
 from samza_nb.plan.operators import InputOperatorSpec, OperatorSpec
 from samza_nb.runtime.control import LONG_MAX, WATERMARK_NOT_EXIST
 from samza_nb.runtime.fusion import CompiledChain, chain_from, compile_chain
@@ -62,25 +62,6 @@ class UserFunctionError(Exception):
         self.op_id = op_id
         self.error = error
         self.user_location = user_location
-
-
-def to_storable(value: Any) -> Any:
-    """KV is kept as a tagged map so it comes back as a KV from a store (msgpack has no
-    named tuples)."""
-    if isinstance(value, KV):
-        return {"__kv__": [to_storable(value.key), to_storable(value.value)]}
-    if isinstance(value, list):
-        return [to_storable(item) for item in value]
-    return value
-
-
-def from_storable(value: Any) -> Any:
-    if isinstance(value, dict) and len(value) == 1 and "__kv__" in value:
-        key, inner = value["__kv__"]
-        return KV(from_storable(key), from_storable(inner))
-    if isinstance(value, list):
-        return [from_storable(item) for item in value]
-    return value
 
 
 Receiver = Callable[[Any], None]
@@ -203,6 +184,10 @@ class OperatorImpl:
 
     def on_timer(self, now_ms: int) -> None:
         """Processing-time tick at the end of every epoch (windows fire here)."""
+
+    def end_epoch(self) -> None:
+        """After every operator's timer: append what this operator still holds for its
+        stream (a combining partition_by's partial aggregates)."""
 
     def on_end_of_stream(self) -> None:
         if self.eos_handled or not all(

@@ -19,6 +19,7 @@ from samza_nb.plan.operators import (
     PartitionByOperatorSpec,
 )
 from samza_nb.plan.serdes import JsonSerde, KVSerde
+from samza_nb.runtime.combining import Placed, ShuffleCombiner
 from samza_nb.runtime.control import (
     ControlMessage,
     DrainMessage,
@@ -130,6 +131,9 @@ class PartitionByImpl(_FusedImpl):
         self.value_serde = serde.value_serde
         self.value_encode = serde.value_serde.to_bytes
         self.writer = context.writer(spec.stream_id)
+        #: Folds the messages for the window that alone reads the stream (set with the
+        #: receiver when the planner combines this partition_by).
+        self.combiner: ShuffleCombiner | None = None
 
     def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
         key_fn, value_fn = self.key_fn, self.value_fn
@@ -147,7 +151,6 @@ class PartitionByImpl(_FusedImpl):
         # of their partition's key and value columns are looked up once per task epoch; other
         # keys take the checked path every time. (bool is left out: True == 1 would share 1's
         # entry.)
-        Placed = tuple[bytes | None, Callable[[bytes | None], None], Callable[[bytes], None]]
         placed: dict[Any, Placed] = {}
         cached_types = _CACHED_KEY_TYPES
         count = 0
@@ -155,6 +158,17 @@ class PartitionByImpl(_FusedImpl):
         def place_key(key_bytes: bytes | None) -> Placed:
             buffer = buffer_of(place(key_bytes))
             return key_bytes, buffer.keys.append, buffer.values.append
+
+        def where_of(key: Any) -> Placed:
+            where = placed.get(key)
+            if where is None:
+                where = place_key(key_encode(key))
+                if len(placed) < _KEY_CACHE_LIMIT:
+                    placed[key] = where
+            return where
+
+        combiner = self._combiner(where_of)
+        add = combiner.add if combiner is not None else None
 
         def receive(message: Any) -> None:
             nonlocal count
@@ -166,9 +180,7 @@ class PartitionByImpl(_FusedImpl):
                 if type(key) in cached_types:
                     where = placed.get(key)
                     if where is None:
-                        where = place_key(key_encode(key))
-                        if len(placed) < _KEY_CACHE_LIMIT:
-                            placed[key] = where
+                        where = where_of(key)
                 else:
                     check_partition_key(key, op_id)
                     where = place_key(key_encode(key) if key is not None else None)
@@ -176,21 +188,44 @@ class PartitionByImpl(_FusedImpl):
             except Exception as error:
                 failed(_serde_error(value_serde, value, error))
                 return
+            if add is not None and add(key, value, value_bytes):
+                return
             where[1](where[0])
             where[2](value_bytes)
 
         self._counters.append(lambda: count)
         return receive
 
+    def _combiner(self, where_of: Callable[[Any], Placed]) -> ShuffleCombiner | None:
+        """This task epoch's combiner when the planner combines this partition_by's messages
+        for its window (plan/combining.py)."""
+        window_op = self.spec.combine_into  # type: ignore[attr-defined]
+        if window_op is None:
+            return None
+
+        def counted_skip() -> None:
+            self.context.skipped += 1
+            self.skipped += 1
+
+        combiner = self.combiner = ShuffleCombiner(window_op, self.context, where_of, counted_skip)
+        return combiner
+
+    def end_epoch(self) -> None:
+        if self.combiner is not None:
+            self.combiner.flush()
+
     def handle_end_of_stream(self) -> list[Any]:
+        self.end_epoch()  # the partial aggregates go before the control message
         self.writer.send_to_aggregate(EndOfStreamMessage(self.context.task_name))
         return []
 
     def handle_watermark(self, watermark: int) -> list[Any]:
+        self.end_epoch()
         self.writer.send_to_aggregate(WatermarkMessage(watermark, self.context.task_name))
         return []
 
     def handle_drain(self) -> list[Any]:
+        self.end_epoch()
         self.writer.send_to_aggregate(DrainMessage(self.context.run_id, self.context.task_name))
         return []
 

@@ -141,6 +141,8 @@ class _TaskRun:
         self.context.position = None
         for impl in self.impls.values():
             impl.on_timer(a.now_ms)
+        for impl in self.impls.values():
+            impl.end_epoch()
 
     def _read(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         if bound <= start:

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from samza_nb.errors import SerdeError
+from samza_nb.plan.combining import PartialAggregate
 from samza_nb.plan.keys import check_partition_key
+from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import WindowOperatorSpec
 from samza_nb.plan.windows import (
     AccumulationMode,
@@ -145,7 +147,7 @@ class WindowImpl(OperatorImpl):
             return self._fuse_event_time()
         window = self.window
         now = self.context.now_ms
-        key_fn, fold = window.key_fn, window.fold
+        key_fn, fold, merge = window.key_fn, window.fold, window.merge
         aggregating = window.is_aggregating
         session = window.window_type is WindowType.SESSION
         default = window.default_trigger
@@ -160,9 +162,10 @@ class WindowImpl(OperatorImpl):
         store_keys: dict[Any, bytes] = {}
         count = 0
 
-        def receive(message: Any, key: Any = _NO_KEY) -> None:
+        def receive(message: Any, key: Any = _NO_KEY, partial: Any = None) -> None:
             nonlocal count
-            count += 1
+            folded = 1 if partial is None else partial.count
+            count += folded
             if key is _NO_KEY:
                 try:
                     key = key_fn(message) if key_fn is not None else None
@@ -197,7 +200,10 @@ class WindowImpl(OperatorImpl):
                 store_key, pane = hit
             if aggregating:
                 try:
-                    pane.value = fold(message, pane.value)  # type: ignore[misc]
+                    if partial is None:
+                        pane.value = fold(message, pane.value)  # type: ignore[misc]
+                    else:
+                        pane.value = merge(pane.value, partial.aggregate)  # type: ignore[misc]
                 except Exception as error:
                     failed(error)
                     return
@@ -212,12 +218,14 @@ class WindowImpl(OperatorImpl):
                 pane.dirty = True
                 if cached:
                     touched[key] = (store_key, pane)
-            pane.count += 1
-            pane.early_count += 1
+            pane.count += folded
+            pane.early_count += folded
             if checks:
                 check(store_key, pane, now)
 
         self._counters.append(lambda: count)
+        if merge is not None:
+            return self._merging(receive)
         if checks or session or not aggregating or key_fn is None:
             return receive
 
@@ -247,6 +255,22 @@ class WindowImpl(OperatorImpl):
             pane.early_count += 1
 
         return receive_touched
+
+    @staticmethod
+    def _merging(receive: Callable[..., None]) -> Callable[[Any], None]:
+        """The receiver of a window with ``merge=``: a partial aggregate from a combined
+        shuffle (plan/combining.py) is merged into the pane of its sample's key and counts
+        its messages; any other message is folded."""
+
+        def receive_merging(message: Any) -> None:
+            if type(message) is KV:
+                partial = message[1]
+                if type(partial) is PartialAggregate:
+                    receive(KV(message[0], partial.sample), _NO_KEY, partial)
+                    return
+            receive(message)
+
+        return receive_merging
 
     def _fuse_event_time(self) -> Callable[[Any], None]:
         """Event-time tumbling panes: the pane of the message's timestamp; a message for a

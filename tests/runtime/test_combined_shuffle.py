@@ -1,0 +1,155 @@
+"""A window with ``merge=`` reading a partition_by's stream alone: each task folds what it
+shuffles and sends partial aggregates (plan/combining.py, runtime/combining.py). The panes
+must be exactly those of the same job sending every message; failures name the window's
+operator and the message's place; a stream written before ``merge=`` still reads. In-process
+(the Spark path runs the quickstart, which combines, in test_executors.py's parity test and
+the crash matrix)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.api import KV, StreamApplication, Windows
+from samza_nb.errors import TaskError
+from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import StepClock, run_local
+
+_HOUR = timedelta(hours=1)
+_CONFIG = {"task.max.epoch.messages": "150"}
+
+
+def _add(a: int, b: int) -> int:
+    return a + b
+
+
+def _app(
+    system: EmbeddedSystem,
+    name: str,
+    *,
+    merge: Any = _add,
+    key: Any = lambda view: view["page"],
+    window_key: Any = lambda kv: kv.key,
+    fold: Any = lambda kv, n: n + 1,
+) -> StreamApplication:
+    app = StreamApplication(name, job_id="1")
+    views = app.input(system.input("page-views", partitions=4, serde="json"))
+    out = app.output(system.output(f"{name}-out", partitions=2, serde="json"))
+    options = {} if merge is None else {"merge": merge}
+    (
+        views.filter(lambda view: view["country"] == "US")
+        .partition_by(key, op_id="by-page")
+        .window(
+            Windows.keyed_tumbling(window_key, _HOUR, initial=lambda: 0, fold=fold, **options),
+            op_id="count",
+        )
+        .map(lambda pane: KV(repr(pane.key.key), pane.message))
+        .send_to(out)
+    )
+    return app
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> EmbeddedSystem:
+    return EmbeddedSystem("embedded", path=tmp_path / "log")
+
+
+@pytest.fixture
+def events(system: EmbeddedSystem) -> list[dict[str, Any]]:
+    views = generate_page_views(3_000, pages=20, seed=5)
+    write_page_views(system, views)
+    return views
+
+
+def _panes(job: Any, name: str) -> dict[str, int]:
+    frame = job.collect(f"{name}-out")
+    return dict(zip(frame["key"], frame["value"], strict=True))
+
+
+def _shuffled_records(system: EmbeddedSystem, job: Any) -> int:
+    (stream,) = [info for info in job.plan.streams.values() if info.kind == "intermediate"]
+    return sum(system.newest_offsets(stream.physical_name).values())
+
+
+def test_the_panes_are_those_of_the_job_shuffling_every_message_with_far_fewer_records(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    combined = run_local(_app(system, "combined"), _CONFIG, processors=2, clock=StepClock())
+    plain = run_local(_app(system, "plain", merge=None), _CONFIG, processors=2, clock=StepClock())
+    expected = {repr(page): count for page, count in expected_counts(events).items()}
+    assert _panes(combined, "combined") == _panes(plain, "plain") == expected
+    us_views = sum(expected.values())
+    # Every US view crosses the plain shuffle (plus control messages); at most one record per
+    # page and task epoch crosses the combined one.
+    assert _shuffled_records(system, plain) >= us_views
+    assert _shuffled_records(system, combined) < us_views / 4
+    # The window counts the messages its partial aggregates folded.
+    assert combined.metrics()["operators"]["combined-1-window-count"] == us_views
+
+
+def test_keys_that_are_not_str_int_or_bytes_cross_as_plain_messages_and_count_the_same(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    # Page keys as floats for half the pages, and a window key that is a tuple: those
+    # messages are not grouped before the shuffle, the rest are.
+    def key(view: dict[str, Any]) -> Any:
+        number = int(view["page"].split("-")[1])
+        return number + 0.5 if number % 2 else view["page"]
+
+    def window_key(kv: KV[Any, Any]) -> Any:
+        return (kv.key, "views") if isinstance(kv.key, float) and kv.key > 10 else kv.key
+
+    combined = run_local(_app(system, "mixed", key=key, window_key=window_key), _CONFIG, clock=StepClock())
+    plain = run_local(
+        _app(system, "mixed-plain", merge=None, key=key, window_key=window_key), _CONFIG, clock=StepClock()
+    )
+    assert _panes(combined, "mixed") == _panes(plain, "mixed-plain")
+    assert sum(_panes(combined, "mixed").values()) == sum(expected_counts(events).values())
+
+
+def test_a_failing_fold_names_the_window_and_the_message_s_place_or_is_skipped(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    poisoned = next(i for i, view in enumerate(events) if view["country"] == "US" and i > 500)
+    bad_user = events[poisoned]["user"]
+    bad_page = events[poisoned]["page"]
+
+    def fold(kv: KV[Any, Any], n: int) -> int:
+        if kv.value["user"] == bad_user and kv.value["page"] == bad_page:
+            msg = "refused"
+            raise ValueError(msg)
+        return n + 1
+
+    app = _app(system, "failing", fold=fold)
+    with pytest.raises(TaskError) as failure:
+        run_local(app, _CONFIG, clock=StepClock())
+    error = failure.value
+    assert error.op_id == "failing-1-window-count"
+    assert error.ssp is not None and error.ssp.startswith("page-views#")
+    assert isinstance(error.__cause__, ValueError)
+    refused = sum(
+        1 for view in events
+        if view["country"] == "US" and (view["user"], view["page"]) == (bad_user, bad_page)
+    )  # fmt: skip
+    skipped = run_local(_app(system, "skipping", fold=fold), {**_CONFIG, "task.errors.skip": "true"}, clock=StepClock())
+    counts = Counter(expected_counts(events))
+    counts[bad_page] -= refused
+    assert _panes(skipped, "skipping") == {repr(page): n for page, n in counts.items()}
+    metrics = skipped.metrics()["tasks"]
+    assert sum(task["skipped"] for task in metrics.values()) == refused
+
+
+def test_a_stream_shuffled_before_merge_was_given_still_counts_every_message(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    # One epoch without merge= leaves plain messages in the shuffled stream; the same job
+    # with merge= reads them among its partial aggregates.
+    first = run_local(_app(system, "upgrade", merge=None), _CONFIG, until=1, clock=StepClock())
+    assert _shuffled_records(system, first) > 0
+    upgraded = run_local(_app(system, "upgrade"), _CONFIG, clock=StepClock())
+    assert _panes(upgraded, "upgrade") == {repr(page): n for page, n in expected_counts(events).items()}
