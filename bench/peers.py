@@ -3,11 +3,14 @@
 Same events for everyone: N page views (JSON lines; every system decodes them itself), the
 quickstart logic: enrich (map) -> keep US views (filter) -> key by page -> count.
 
-  samza_nb            the default config: embedded log, durable intermediate stream after
-                      partition_by, tumbling window count in RocksDB with its changelog, on the
-                      notebook's Spark (local[*]); the whole enriched view is shuffled
-  samza_nb, (page, 1) the same job shuffling only what the count needs, as the RDD peer's
-                      map((page, 1)) does: partition_by(page_of, lambda view: 1)
+  samza_nb            the quickstart as samza_nb.examples.page_views writes it, default config:
+                      embedded log, durable intermediate stream after partition_by, tumbling
+                      window count (initial, fold and merge=) in RocksDB with its changelog, on
+                      the notebook's Spark (local[*]); each task counts what it shuffles and
+                      one partial count per page and task epoch crosses the shuffle, as the
+                      RDD peer's reduceByKey, the DataFrame's partial aggregation and Beam's
+                      CombinePerKey combine before theirs
+  samza_nb, fold only the same job without merge=: every enriched view crosses the shuffle
   PySpark RDD         as a user writes it: textFile.map(json.loads).map(enrich).filter(is_us)
                       .map((page, 1)).reduceByKey(add)
   PySpark DataFrame   read.json -> filter(country = US) -> groupBy(page).count()
@@ -74,24 +77,24 @@ Result = tuple[float, dict[str, int]]
 
 
 def samza_nb_run(
-    system: EmbeddedSystem, home: Path, attempt: int = 1, *, shuffle_ones: bool = False
+    system: EmbeddedSystem, home: Path, attempt: int = 1, *, merge: bool = True
 ) -> tuple[Result, dict[str, str]]:
     """One run of the quickstart job over ``system``'s page views. Each ``attempt`` is a job of
     its own (job id, intermediate and output streams), so runs over the same input never see
-    each other's records. ``shuffle_ones``: partition_by sends 1 as the value instead of the
-    whole view (what the RDD peer shuffles)."""
-    value_of = (lambda view: 1) if shuffle_ones else None  # None: the view itself, no call
-    name = "bench-peers-ones" if shuffle_ones else "bench-peers"  # streams of its own
+    each other's records. Without ``merge`` the count has only initial and fold, and every
+    view crosses the shuffle."""
+    combine = {"merge": add} if merge else {}
+    name = "bench-peers" if merge else "bench-peers-fold"  # streams of its own
     app = StreamApplication(name, job_id=str(attempt), config={"job.home": str(home / str(attempt))})
     views = app.input(system.input("page-views", partitions=PARTITIONS))
     counts = app.output(system.output(f"{name}-counts-{attempt}", partitions=PARTITIONS))
     (
         views.map(enrich)  # type: ignore[name-defined]  # noqa: F821
         .filter(is_us)  # type: ignore[name-defined]  # noqa: F821
-        .partition_by(page_of, value_of, op_id="by-page")  # type: ignore[name-defined]  # noqa: F821
+        .partition_by(page_of, op_id="by-page")  # type: ignore[name-defined]  # noqa: F821
         .window(
             Windows.keyed_tumbling(lambda kv: kv.key, timedelta(hours=1), initial=lambda: 0,
-                                   fold=lambda kv, n: n + 1),
+                                   fold=lambda kv, n: n + 1, **combine),
             op_id="count",
         )
         .map(lambda pane: KV(pane.key.key, pane.message))
@@ -289,6 +292,7 @@ def main() -> None:
     warm.write("page-views", events[:50_000])
     warm.end_stream("page-views")
     samza_nb_run(warm, workdir / "warm-up-home")
+    samza_nb_run(warm, workdir / "warm-up-home-fold", merge=False)
     # Each system runs --repeat times, round by round (so the machine's slow moments spread
     # over all of them); the table shows each one's fastest run and its slowest.
     runs: dict[str, list[Result | None]] = {}
@@ -297,8 +301,8 @@ def main() -> None:
         samza, shown = samza_nb_run(system, workdir / "home", attempt)
         round_rows: dict[str, Result | None] = {
             "samza_nb (default config)": samza,
-            "samza_nb, (page, 1) shuffled": samza_nb_run(
-                system, workdir / "home-ones", attempt, shuffle_ones=True
+            "samza_nb, fold only (every view shuffled)": samza_nb_run(
+                system, workdir / "home-fold", attempt, merge=False
             )[0],
             "PySpark RDD (map, reduceByKey)": rdd_run(spark, folder),
             "PySpark DataFrame (read.json, groupBy.count)": dataframe_run(spark, folder),
