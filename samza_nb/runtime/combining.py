@@ -36,6 +36,7 @@ __all__ = ["Placed", "ShuffleCombiner"]
 GROUP_LIMIT: Final = 100_000
 _GROUPED_TYPES: Final = frozenset({str, int, bytes})
 _WINDOW_KEY_TYPES: Final = frozenset({str, int, bytes, type(None)})
+_new_tuple = tuple.__new__
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 
@@ -64,44 +65,52 @@ class ShuffleCombiner:
         self._counted_skip = counted_skip
         #: (partition key, window key) -> [partition key, sample bytes, aggregate, count]
         self.groups: dict[tuple[Any, Any], list[Any]] = {}
+        self.add = self._adder()
 
-    def add(self, key: Any, value: Any, value_bytes: bytes) -> bool:
-        """Fold one message into its group; False when it must go as a plain message (a key
-        or window key of another type). A failing window function is skipped or raised."""
-        if type(key) not in _GROUPED_TYPES:
-            return False
-        message = KV(key, value)
-        try:
-            window_key = self._key_fn(message) if self._key_fn is not None else None
-        except Exception as error:
-            self._failed(error)
-            return True
-        if type(window_key) not in _WINDOW_KEY_TYPES:
-            return False
-        groups = self.groups
-        group_key = (key, window_key)
-        group = groups.get(group_key)
-        if group is None:
+    def _adder(self) -> Callable[[Any, Any, bytes], bool]:
+        """``add(key, value, value_bytes)``: fold one message into its group; False when it
+        must go as a plain message (a key or window key of another type). A failing window
+        function is skipped or raised. One closure with everything it uses in locals: it runs
+        once per shuffled message."""
+        key_fn, initial, fold, failed = self._key_fn, self._initial, self._fold, self._failed
+        groups, flush = self.groups, self.flush
+        grouped, window_key_types = _GROUPED_TYPES, _WINDOW_KEY_TYPES
+
+        def add(key: Any, value: Any, value_bytes: bytes) -> bool:
+            if type(key) not in grouped:
+                return False
+            message = _new_tuple(KV, (key, value))
             try:
-                aggregate = self._initial()
-                if type(aggregate) not in _WINDOW_KEY_TYPES:
+                window_key = key_fn(message) if key_fn is not None else None
+            except Exception as error:
+                failed(error)
+                return True
+            if type(window_key) not in window_key_types:
+                return False
+            group = groups.get((key, window_key))
+            if group is not None:
+                try:
+                    group[2] = fold(message, group[2])
+                except Exception as error:
+                    failed(error)
+                    return True
+                group[3] += 1
+                return True
+            try:
+                aggregate = initial()
+                if type(aggregate) not in window_key_types:
                     # As a new pane reads it: a tuple or a set comes back from a store as a list.
                     aggregate = from_storable(_unpack(_pack(to_storable(aggregate))))
-                aggregate = self._fold(message, aggregate)
+                aggregate = fold(message, aggregate)
             except Exception as error:
-                self._failed(error)
+                failed(error)
                 return True
             if len(groups) >= GROUP_LIMIT:
-                self.flush()
-            groups[group_key] = [key, value_bytes, aggregate, 1]
+                flush()
+            groups[(key, window_key)] = [key, value_bytes, aggregate, 1]
             return True
-        try:
-            group[2] = self._fold(message, group[2])
-        except Exception as error:
-            self._failed(error)
-            return True
-        group[3] += 1
-        return True
+
+        return add
 
     def flush(self) -> None:
         """Append every group's partial aggregate to its partition's buffer, in the order the
