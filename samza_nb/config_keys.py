@@ -151,6 +151,11 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey("job.default.system", "embedded", "System hosting intermediate streams."),
     ConfigKey("job.drain-monitor.enabled", "true", "Run a DrainMonitor in every processor."),
     ConfigKey(
+        "job.shuffle.combine.enabled",
+        "true",
+        "Fold before a shuffle for a window with merge= that alone reads it (docs/api.md).",
+    ),
+    ConfigKey(
         "job.drain-monitor.poll.interval.ms",
         "1000",
         "DrainMonitor poll interval (Samza's default is 60000; notebooks want a quick drain).",

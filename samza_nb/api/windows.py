@@ -241,10 +241,11 @@ class Windows:
         ``event_time=fn`` (see :meth:`tumbling`).
 
         ``merge(a, b)`` combines two aggregates, each started from ``initial()`` (for a count,
-        ``lambda a, b: a + b``). With it, a processing-time window without early trigger
-        that reads a partition_by's stream alone lets each task fold what it shuffles before
-        the shuffle and send one partial aggregate per key and epoch, as Spark's
-        ``reduceByKey`` does: the same panes, far fewer shuffled records."""
+        ``lambda a, b: a + b``); the aggregate must not depend on the order of the messages.
+        With it, a processing-time window without early trigger that reads a partition_by's
+        stream alone lets each task fold what it shuffles before the shuffle and send one
+        partial aggregate per key and epoch, as Spark's ``reduceByKey`` does: the same
+        aggregates, far fewer shuffled records (plan/combining.py says what else differs)."""
         if key_fn is None:
             msg = f"Windows.keyed_tumbling{_at(user_location())} needs a key_fn"
             raise PlanError(msg)

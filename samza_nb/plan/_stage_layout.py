@@ -53,6 +53,8 @@ def _op_node(plan: ExecutionPlan, spec: OperatorSpec, extra: str | None) -> _Nod
         detail = _suffix(spec)
         if detail.isdigit():
             detail = "#" + detail
+        if isinstance(spec, PartitionByOperatorSpec) and spec.combine_into is not None:
+            detail += " (combined)"
     lines = [spec.opcode.value, detail]
     if extra:
         lines.extend(extra.split("\n"))

@@ -7,19 +7,36 @@ the intermediate stream: the group's first value, its aggregate and how many mes
 folded. The window merges that aggregate into its pane with ``merge(pane_aggregate,
 partial_aggregate)`` and counts the group's messages. This is Spark's map-side combine
 (``reduceByKey``), Beam's combiner lifting and Flink's local-global aggregation; the shuffle
-stays durable, checkpointed and replayable, it only carries fewer records.
+stays durable and checkpointed, it only carries fewer records.
+
+What the user promises with ``merge=``: merging two aggregates gives what folding the second
+one's messages after the first's would, and ``merge(initial(), a) == a``; and the aggregate
+does not depend on the order of the messages (a partial aggregate holds one key's messages of
+one task epoch, so a window collecting several partition keys folds them in another order).
+Counts, sums, minima and maxima do; a list of messages in arrival order does not.
+
+What differs from the same job without ``merge=``, beyond fewer shuffled records:
+- a pane's processing time is the epoch's in which a partial aggregate arrives. Partial
+  aggregates are few, so when the shuffle has a backlog (more than ``task.max.epoch.messages``
+  waiting) they reach the window sooner than the messages would have, and a processing-time
+  window may put them in an earlier pane; the totals are the same;
+- views of the stream (``job.show``, the stream's latest messages) show the partial
+  aggregates, and the stream's message counts are records, not messages;
+- the partial aggregates hold what the window's ``fold`` computed when they were written:
+  changing ``fold`` does not recompute what is already shuffled.
 
 A partial aggregate is a record of its own kind on the stream: its value starts with a NUL
 byte, which no JSON text does, so a stream written before ``merge=`` was given (plain
-messages) still reads, and a message the combiner cannot group (an unhashable key) goes as a
-plain message among partial aggregates. Only JSON values are combined.
+messages) still reads, and a message the combiner cannot group (a key that is not a str or an
+int) goes as a plain message among partial aggregates. Only JSON values are combined. A job
+changed so that its window no longer combines fails on a partial aggregate left in its stream
+with an error that says so (and ``task.errors.skip`` counts all its messages as skipped).
 
 Where a window is combined (:func:`combined_window`): a processing-time tumbling window
 (keyed or not) with ``initial=``, ``fold=`` and ``merge=``, no early trigger, reading the
 intermediate stream of exactly one partition_by and nothing else, and that stream read by
-nothing else. Its panes fire when the window ends (end of stream, drain), as before; a pane's
-processing time is the epoch's in which its partial aggregates arrive, as it is for the
-messages they fold.
+nothing else; ``job.shuffle.combine.enabled=false`` turns it off. Its panes fire as they would
+(the window's end on the timer, end of stream, drain).
 """
 
 from __future__ import annotations
@@ -43,7 +60,14 @@ from samza_nb.plan.operators import (
 from samza_nb.plan.serdes import JsonSerde, KVSerde
 from samza_nb.plan.windows import TimeTrigger, WindowType
 
-__all__ = ["CombinedValueSerde", "PartialAggregate", "combine_shuffles", "combined_window"]
+__all__ = [
+    "CombinedValueSerde",
+    "PartialAggregate",
+    "combine_shuffles",
+    "combined_window",
+    "partial_aggregate_error",
+    "partial_message_count",
+]
 
 _MARK = b"\x00"
 _pack = msgspec.msgpack.Encoder().encode
@@ -117,6 +141,31 @@ class CombinedValueSerde:
             msg = f"a partial aggregate does not decode: {bytes(data)[:60]!r}: {error}"
             raise SerdeError(msg) from error
         return PartialAggregate(self.inner.from_bytes(sample), from_storable(aggregate), count)
+
+
+def partial_message_count(data: bytes | None) -> int:
+    """How many messages a stored value stands for: a partial aggregate's count, else 1."""
+    if data is None or data[:1] != _MARK:
+        return 1
+    try:
+        return int(_unpack(memoryview(data)[1:])[2])
+    except (msgspec.DecodeError, TypeError, ValueError, IndexError):
+        return 1
+
+
+def partial_aggregate_error(data: bytes) -> SerdeError | None:
+    """The error for a partial aggregate read where plain JSON messages are expected (the
+    job changed so that its window no longer combines), or None for any other bytes."""
+    if data[:1] != _MARK:
+        return None
+    msg = (
+        f"a partial aggregate of {partial_message_count(data)} messages, written by a partition_by "
+        "that combined them for a window with merge=, where plain JSON messages are expected: "
+        "the job changed so its window no longer combines (merge= removed, an early trigger or "
+        "another reader added, job.shuffle.combine.enabled=false); run the job as it was until "
+        "the stream is read, or reset the job"
+    )
+    return SerdeError(msg)
 
 
 def combine_shuffles(

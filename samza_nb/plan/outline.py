@@ -65,6 +65,10 @@ def render_text(plan: ExecutionPlan) -> str:
                 spec, OutputOperatorSpec | PartitionByOperatorSpec | BroadcastOperatorSpec
             ):
                 text += f" ⇒ {spec.stream_id}"
+            if isinstance(spec, PartitionByOperatorSpec) and spec.combine_into is not None:
+                window = spec.combine_into.op_id
+                window = window[len(prefix) :] if window.startswith(prefix) else window
+                text += f" (partial aggregates for {window})"
             if (
                 isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec)
                 and spec.table

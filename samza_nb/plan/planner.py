@@ -144,7 +144,8 @@ class _Planner:
         systems = self._systems()
         default_system = self._default_system(systems, shuffles)
         streams = self._stream_infos(counts, shuffles, input_ops, systems, default_system)
-        combine_shuffles(shuffles, input_ops, streams)
+        if self.user_config.get_bool("job.shuffle.combine.enabled", True):
+            combine_shuffles(shuffles, input_ops, streams)
         store_names = sorted({*graph.tables, *(n for spec in operators for n in operator_store_names(spec))})
         check_stream_name_lengths(
             graph.app_name,

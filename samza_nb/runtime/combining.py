@@ -4,11 +4,13 @@ key) for the window that alone reads its stream, and appends one partial aggrega
 
 Each message is still checked as a plain partition_by checks it: its key, and its value
 encoded with the stream's serde (a value that does not encode fails or is skipped the same
-way); only the first value of a group is kept, as the group's sample. The window's own
-functions run here as they would in the window: ``initial()`` once per group and epoch (its
-result read back as a store gives it, as a new pane's), ``fold(KV(key, value), aggregate)``
-per message; a failure names the window operator. A message whose key or window key is not a
-str, int or bytes goes as a plain message.
+way). The window's own functions then run here on what the window would have read: the key
+and the value decoded from those bytes (a fresh object, as the window's: a dataclass reads as
+a dict, a tuple as a list). ``initial()`` runs once per group and epoch (its result read back
+as a store gives it, as a new pane's), ``fold(KV(key, value), aggregate)`` per message; a
+failure names the window operator, and ``task.errors.skip`` counts it on the window. The
+encoded value of a group's first message is its sample. A message whose key or window key is
+not a str or an int goes as a plain message.
 
 The groups are appended when the task epoch ends, before any control message the
 partition_by sends (end-of-stream, watermark, drain), and whenever 100,000 groups are held.
@@ -34,8 +36,11 @@ __all__ = ["Placed", "ShuffleCombiner"]
 
 #: Groups held before they are appended (Flink's mini-batch size, about).
 GROUP_LIMIT: Final = 100_000
-_GROUPED_TYPES: Final = frozenset({str, int, bytes})
-_WINDOW_KEY_TYPES: Final = frozenset({str, int, bytes, type(None)})
+# Keys a JSON or string key serde gives back as they were (bytes read back as base64 text).
+_GROUPED_TYPES: Final = frozenset({str, int})
+_WINDOW_KEY_TYPES: Final = frozenset({str, int, type(None)})
+_STORED_AS_IS: Final = frozenset({str, int, float, bool, type(None), bytes})
+_json_decode = msgspec.json.Decoder().decode
 _new_tuple = tuple.__new__
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
@@ -67,19 +72,20 @@ class ShuffleCombiner:
         self.groups: dict[tuple[Any, Any], list[Any]] = {}
         self.add = self._adder()
 
-    def _adder(self) -> Callable[[Any, Any, bytes], bool]:
-        """``add(key, value, value_bytes)``: fold one message into its group; False when it
+    def _adder(self) -> Callable[[Any, bytes], bool]:
+        """``add(key, value_bytes)``: fold one message into its group; False when it
         must go as a plain message (a key or window key of another type). A failing window
         function is skipped or raised. One closure with everything it uses in locals: it runs
         once per shuffled message."""
         key_fn, initial, fold, failed = self._key_fn, self._initial, self._fold, self._failed
         groups, flush = self.groups, self.flush
-        grouped, window_key_types = _GROUPED_TYPES, _WINDOW_KEY_TYPES
+        grouped, window_key_types, stored_as_is = _GROUPED_TYPES, _WINDOW_KEY_TYPES, _STORED_AS_IS
+        decode = _json_decode
 
-        def add(key: Any, value: Any, value_bytes: bytes) -> bool:
+        def add(key: Any, value_bytes: bytes) -> bool:
             if type(key) not in grouped:
                 return False
-            message = _new_tuple(KV, (key, value))
+            message = _new_tuple(KV, (key, decode(value_bytes)))
             try:
                 window_key = key_fn(message) if key_fn is not None else None
             except Exception as error:
@@ -98,7 +104,7 @@ class ShuffleCombiner:
                 return True
             try:
                 aggregate = initial()
-                if type(aggregate) not in window_key_types:
+                if type(aggregate) not in stored_as_is:
                     # As a new pane reads it: a tuple or a set comes back from a store as a list.
                     aggregate = from_storable(_unpack(_pack(to_storable(aggregate))))
                 aggregate = fold(message, aggregate)

@@ -198,6 +198,8 @@ class TaskContext:
     """Everything the operator implementations of one task need during one epoch."""
 
     def __init__(self, plan: ExecutionPlan, assignment: EpochAssignment):
+        #: The task's operator implementations by op id (set when its graph is built).
+        self.operators: dict[str, Any] = {}
         self.plan = plan
         self.assignment = assignment
         self.task_name = assignment.task_name

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from samza_nb.plan.combining import partial_aggregate_error
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import JsonSerde, KVSerde
 from samza_nb.systems.batch_format import StoredBatch
@@ -65,6 +66,11 @@ def _checked_decoder(serde: Any) -> Callable[[bytes], Any]:
 def serde_error(serde: Any, value: bytes, error: Exception) -> Exception:
     """The error to report for a message that did not decode: the JSON serde's own (which
     names the bytes) when the fast path used msgspec directly."""
+    inner = serde.value_serde if isinstance(serde, KVSerde) else serde
+    if type(inner) is JsonSerde and isinstance(value, bytes | memoryview):
+        partial = partial_aggregate_error(bytes(value))
+        if partial is not None:
+            return partial
     if isinstance(error, msgspec.DecodeError) and type(serde) is JsonSerde:
         try:
             serde.from_bytes(value)

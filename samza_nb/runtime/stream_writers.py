@@ -188,7 +188,7 @@ class PartitionByImpl(_FusedImpl):
             except Exception as error:
                 failed(_serde_error(value_serde, value, error))
                 return
-            if add is not None and add(key, value, value_bytes):
+            if add is not None and add(key, value_bytes):
                 return
             where[1](where[0])
             where[2](value_bytes)
@@ -203,9 +203,14 @@ class PartitionByImpl(_FusedImpl):
         if window_op is None:
             return None
 
+        # A message a window function failed on is the window's, as it is without combining:
+        # it counts in the window's messages in and skipped (every task builds every operator).
+        window = self.context.operators.get(window_op.op_id, self)
+
         def counted_skip() -> None:
             self.context.skipped += 1
-            self.skipped += 1
+            window.skipped += 1
+            window.messages_in += 1
 
         combiner = self.combiner = ShuffleCombiner(window_op, self.context, where_of, counted_skip)
         return combiner

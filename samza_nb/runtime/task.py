@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import CheckpointError
 from samza_nb.model import SystemStreamPartition
+from samza_nb.plan.combining import partial_message_count
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.context import TaskContext, system_of
@@ -87,6 +88,7 @@ class _TaskRun:
         self.control = TaskControl(plan, a, context, control, self._ssp)
         task_streams = {stream_id for stream_id, _ in a.ssps}
         self.impls, self.inputs = build_operator_graph(plan.input_operators, context, task_streams)
+        context.operators = self.impls
         self.control.inputs = self.inputs
         self.samples = tap_operators(self.impls, a.samples)
         operator_state = control.get("operators", {})
@@ -206,8 +208,10 @@ class _TaskRun:
                                 )
                             except Exception as error:
                                 if context.skip_errors:
-                                    context.skipped += 1
-                                    input_impl.skipped += 1
+                                    # A partial aggregate stands for the messages it folded.
+                                    lost = partial_message_count(value)
+                                    context.skipped += lost
+                                    input_impl.skipped += lost
                                     continue
                                 error = serde_error(serde, value, error)
                                 raise UserFunctionError(input_impl.op_id, error, None) from error

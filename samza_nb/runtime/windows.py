@@ -224,10 +224,8 @@ class WindowImpl(OperatorImpl):
                 check(store_key, pane, now)
 
         self._counters.append(lambda: count)
-        if merge is not None:
-            return self._merging(receive)
         if checks or session or not aggregating or key_fn is None:
-            return receive
+            return receive if merge is None else self._merging(receive, receive)
 
         def receive_touched(message: Any) -> None:
             # The common case (an aggregating tumbling window without per-message triggers): a
@@ -254,21 +252,27 @@ class WindowImpl(OperatorImpl):
             pane.count += 1
             pane.early_count += 1
 
-        return receive_touched
+        return receive_touched if merge is None else self._merging(receive, receive_touched)
 
-    @staticmethod
-    def _merging(receive: Callable[..., None]) -> Callable[[Any], None]:
+    def _merging(
+        self, receive: Callable[..., None], fold_one: Callable[[Any], None]
+    ) -> Callable[[Any], None]:
         """The receiver of a window with ``merge=``: a partial aggregate from a combined
         shuffle (plan/combining.py) is merged into the pane of its sample's key and counts
-        its messages; any other message is folded."""
+        its messages (all of them skipped when it is); any other message is folded."""
+        context = self.context
 
         def receive_merging(message: Any) -> None:
             if type(message) is KV:
                 partial = message[1]
                 if type(partial) is PartialAggregate:
+                    skipped = context.skipped
                     receive(KV(message[0], partial.sample), _NO_KEY, partial)
+                    if context.skipped != skipped:
+                        context.skipped += partial.count - 1
+                        self.skipped += partial.count - 1
                     return
-            receive(message)
+            fold_one(message)
 
         return receive_merging
 

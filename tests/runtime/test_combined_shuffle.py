@@ -8,6 +8,7 @@ the crash matrix)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,100 @@ def test_a_stream_shuffled_before_merge_was_given_still_counts_every_message(
     assert _shuffled_records(system, first) > 0
     upgraded = run_local(_app(system, "upgrade"), _CONFIG, clock=StepClock())
     assert _panes(upgraded, "upgrade") == {repr(page): n for page, n in expected_counts(events).items()}
+
+
+@dataclass
+class _View:
+    user: str
+    page: str
+
+
+def test_the_window_s_functions_see_the_value_as_the_window_would_read_it(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    # The value function returns a dataclass, which the JSON serde writes as a dict: the fold
+    # reads it as a dict with or without merge=, and never gets the upstream object.
+    def build(name: str, merge: Any) -> StreamApplication:
+        app = StreamApplication(name, job_id="1")
+        out = app.output(system.output(f"{name}-out", partitions=2, serde="json"))
+        options = {} if merge is None else {"merge": merge}
+        (
+            app.input(system.input("page-views", partitions=4, serde="json"))
+            .filter(lambda view: view["country"] == "US")
+            .partition_by(lambda view: view["page"], lambda view: _View(view["user"], view["page"]), op_id="by-page")
+            .window(
+                Windows.keyed_tumbling(
+                    lambda kv: kv.key, _HOUR, initial=lambda: 0,
+                    fold=lambda kv, n: n + len(kv.value["user"]), **options,
+                ),
+                op_id="count",
+            )  # fmt: skip
+            .map(lambda pane: KV(repr(pane.key.key), pane.message))
+            .send_to(out)
+        )
+        return app
+
+    combined = run_local(build("dataclass", _add), _CONFIG, clock=StepClock())
+    plain = run_local(build("dataclass-plain", None), _CONFIG, clock=StepClock())
+    assert _panes(combined, "dataclass") == _panes(plain, "dataclass-plain")
+    assert len(_panes(combined, "dataclass")) == len(expected_counts(events))
+
+
+def test_a_skipped_partial_aggregate_counts_every_message_it_folded(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    def merge(pane: int, partial: int) -> int:
+        raise ArithmeticError
+
+    app = _app(system, "merge-fails", merge=merge)
+    with pytest.raises(TaskError) as failure:
+        run_local(app, _CONFIG, clock=StepClock())
+    assert failure.value.op_id == "merge-fails-1-window-count"
+    skipped = run_local(_app(system, "merge-skips", merge=merge), {**_CONFIG, "task.errors.skip": "true"}, clock=StepClock())
+    us_views = sum(expected_counts(events).values())
+    metrics = skipped.metrics()
+    # The first partial aggregate of each pane starts it (merge is not called); each later
+    # one fails, and all its messages are skipped.
+    assert sum(task["skipped"] for task in metrics["tasks"].values()) == us_views - sum(
+        _panes(skipped, "merge-skips").values()
+    )
+    assert metrics["operator_counters"]["merge-skips-1-window-count"]["skipped"] > 0
+
+
+def test_a_window_fold_failure_before_the_shuffle_counts_on_the_window(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    def fold(kv: KV[Any, Any], n: int) -> int:
+        if kv.value["user"].endswith("7"):
+            msg = "refused"
+            raise ValueError(msg)
+        return n + 1
+
+    config = {**_CONFIG, "task.errors.skip": "true"}
+    counters = {}
+    for name, merge in (("skips", _add), ("skips-plain", None)):
+        job = run_local(_app(system, name, merge=merge, fold=fold), config, clock=StepClock())
+        window = job.metrics()["operator_counters"][f"{name}-1-window-count"]
+        counters[name] = (job.metrics()["operators"][f"{name}-1-window-count"], window["skipped"])
+    refused = sum(1 for view in events if view["country"] == "US" and view["user"].endswith("7"))
+    assert counters["skips"] == counters["skips-plain"] == (sum(expected_counts(events).values()), refused)
+
+
+def test_a_job_whose_window_stops_combining_names_the_partial_aggregates_left_in_its_stream(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    first = run_local(_app(system, "rollback"), _CONFIG, until=1, clock=StepClock())
+    left = _shuffled_records(system, first)
+    assert left > 0
+    with pytest.raises(TaskError, match="a partial aggregate of [0-9]+ messages, written by a partition_by"):
+        run_local(_app(system, "rollback", merge=None), _CONFIG, clock=StepClock())
+    skipped = run_local(_app(system, "rollback", merge=None), {**_CONFIG, "task.errors.skip": "true"}, clock=StepClock())
+    counted = sum(_panes(skipped, "rollback").values())
+    lost = sum(task["skipped"] for task in skipped.metrics()["tasks"].values())
+    assert counted + lost == sum(expected_counts(events).values())
+
+
+def test_combining_can_be_turned_off(system: EmbeddedSystem, events: list[dict[str, Any]]) -> None:
+    job = run_local(_app(system, "off"), {**_CONFIG, "job.shuffle.combine.enabled": "false"}, clock=StepClock())
+    assert _shuffled_records(system, job) >= sum(expected_counts(events).values())
+    assert _panes(job, "off") == {repr(page): n for page, n in expected_counts(events).items()}
