@@ -50,7 +50,7 @@ Placed = tuple[bytes | None, Callable[[bytes | None], None], Callable[[bytes], N
 
 
 class ShuffleCombiner:
-    """One task epoch's groups of a combining partition_by."""
+    """One task epoch's groups of a combining partition_by, and its receiver."""
 
     def __init__(
         self,
@@ -62,61 +62,97 @@ class ShuffleCombiner:
         window = window_op.window
         assert window is not None and window.initial is not None and window.fold is not None
         self.window_op = window_op
-        self._key_fn = window.key_fn
-        self._initial = window.initial
-        self._fold = window.fold
+        self._window = window
         self._context = context
         self._where_of = where_of
         self._counted_skip = counted_skip
-        #: (partition key, window key) -> [partition key, sample bytes, aggregate, count]
-        self.groups: dict[tuple[Any, Any], list[Any]] = {}
-        self.add = self._adder()
+        #: partition key -> window key -> [sample bytes, aggregate, count], in the order the
+        #: groups started.
+        self.groups: dict[Any, dict[Any, list[Any]]] = {}
+        self._held = 0
 
-    def _adder(self) -> Callable[[Any, bytes], bool]:
-        """``add(key, value_bytes)``: fold one message into its group; False when it
-        must go as a plain message (a key or window key of another type). A failing window
-        function is skipped or raised. One closure with everything it uses in locals: it runs
-        once per shuffled message."""
-        key_fn, initial, fold, failed = self._key_fn, self._initial, self._fold, self._failed
-        groups, flush = self.groups, self.flush
+    def receiver(
+        self,
+        key_fn: Callable[[Any], Any],
+        value_fn: Callable[[Any], Any] | None,
+        encode: Callable[[Any], bytes],
+        encode_failed: Callable[[Any, Exception], None],
+        plain: Callable[[Any, bytes], None],
+        unset: Any,
+    ) -> tuple[Callable[[Any], None], Callable[[], int]]:
+        """The partition_by's receiver and its message counter. A message's key and value are
+        computed and its value encoded as a plain partition_by does (a failure is the
+        partition_by's, through ``encode_failed(value, error)``, the value ``unset`` when it
+        was not computed); ``plain(key, value_bytes)``
+        sends one that is not grouped. The rest is folded into its group: one closure with
+        everything in locals (it runs once per shuffled message)."""
+        window = self._window
+        window_key_fn, initial, fold = window.key_fn, window.initial, window.fold
+        assert initial is not None and fold is not None
+        failed, flush, where_of = self._failed, self.flush, self._where_of
+        groups = self.groups
         grouped, window_key_types, stored_as_is = _GROUPED_TYPES, _WINDOW_KEY_TYPES, _STORED_AS_IS
         decode = _json_decode
+        count = 0
 
-        def add(key: Any, value_bytes: bytes) -> bool:
-            if type(key) not in grouped:
-                return False
-            message = _new_tuple(KV, (key, decode(value_bytes)))
+        def receive(message: Any) -> None:
+            nonlocal count
+            count += 1
+            value = unset
             try:
-                window_key = key_fn(message) if key_fn is not None else None
+                key = key_fn(message)
+                value = value_fn(message) if value_fn is not None else message
+                value_bytes = encode(value)
+            except Exception as error:
+                encode_failed(value, error)
+                return
+            if type(key) not in grouped:
+                plain(key, value_bytes)
+                return
+            # What the window would read: the key, and the value as the stream's serde reads it.
+            kv = _new_tuple(KV, (key, decode(value_bytes)))
+            try:
+                window_key = window_key_fn(kv) if window_key_fn is not None else None
             except Exception as error:
                 failed(error)
-                return True
+                return
             if type(window_key) not in window_key_types:
-                return False
-            group = groups.get((key, window_key))
-            if group is not None:
-                try:
-                    group[2] = fold(message, group[2])
-                except Exception as error:
-                    failed(error)
-                    return True
-                group[3] += 1
-                return True
+                plain(key, value_bytes)
+                return
+            by_window = groups.get(key)
+            if by_window is not None:
+                group = by_window.get(window_key)
+                if group is not None:
+                    try:
+                        group[1] = fold(kv, group[1])
+                    except Exception as error:
+                        failed(error)
+                        return
+                    group[2] += 1
+                    return
+            try:
+                where_of(key)  # the key's bytes, checked once per key and epoch
+            except Exception as error:
+                encode_failed(value, error)
+                return
             try:
                 aggregate = initial()
                 if type(aggregate) not in stored_as_is:
                     # As a new pane reads it: a tuple or a set comes back from a store as a list.
                     aggregate = from_storable(_unpack(_pack(to_storable(aggregate))))
-                aggregate = fold(message, aggregate)
+                aggregate = fold(kv, aggregate)
             except Exception as error:
                 failed(error)
-                return True
-            if len(groups) >= GROUP_LIMIT:
+                return
+            if self._held >= GROUP_LIMIT:
                 flush()
-            groups[(key, window_key)] = [key, value_bytes, aggregate, 1]
-            return True
+                by_window = None
+            if by_window is None:
+                by_window = groups[key] = {}
+            by_window[window_key] = [value_bytes, aggregate, 1]
+            self._held += 1
 
-        return add
+        return receive, lambda: count
 
     def flush(self) -> None:
         """Append every group's partial aggregate to its partition's buffer, in the order the
@@ -125,16 +161,18 @@ class ShuffleCombiner:
         if not groups:
             return
         partial_bytes = CombinedValueSerde.partial_bytes
-        for key, sample, aggregate, count in groups.values():
-            try:
-                record = partial_bytes(sample, aggregate, count)
-            except SerdeError as error:
-                msg = f"window operator {self.window_op.op_id}: key {key!r}: {error}"
-                raise SerdeError(msg) from error
+        for key, by_window in groups.items():
             key_bytes, append_key, append_value = self._where_of(key)
-            append_key(key_bytes)
-            append_value(record)
+            for sample, aggregate, count in by_window.values():
+                try:
+                    record = partial_bytes(sample, aggregate, count)
+                except SerdeError as error:
+                    msg = f"window operator {self.window_op.op_id}: key {key!r}: {error}"
+                    raise SerdeError(msg) from error
+                append_key(key_bytes)
+                append_value(record)
         groups.clear()
+        self._held = 0
 
     def _failed(self, error: Exception) -> None:
         if self._context.skip_errors:
@@ -142,4 +180,3 @@ class ShuffleCombiner:
             return
         window_op = self.window_op
         raise UserFunctionError(window_op.op_id, error, window_op.user_location) from error
-

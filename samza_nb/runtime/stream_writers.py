@@ -167,8 +167,30 @@ class PartitionByImpl(_FusedImpl):
                     placed[key] = where
             return where
 
+        def encode_failed(value: Any, error: Exception) -> None:
+            failed(_serde_error(value_serde, value, error))
+
+        def plain(key: Any, value_bytes: bytes) -> None:
+            try:
+                if type(key) in cached_types:
+                    where = where_of(key)
+                else:
+                    check_partition_key(key, op_id)
+                    where = place_key(key_encode(key) if key is not None else None)
+            except Exception as error:
+                failed(error)
+                return
+            where[1](where[0])
+            where[2](value_bytes)
+
         combiner = self._combiner(where_of)
-        add = combiner.add if combiner is not None else None
+        if combiner is not None:
+            assert key_fn is not None
+            receive_combining, counter = combiner.receiver(
+                key_fn, value_fn, value_encode, encode_failed, plain, _UNSET
+            )
+            self._counters.append(counter)
+            return receive_combining
 
         def receive(message: Any) -> None:
             nonlocal count
@@ -187,8 +209,6 @@ class PartitionByImpl(_FusedImpl):
                 value_bytes = value_encode(value)
             except Exception as error:
                 failed(_serde_error(value_serde, value, error))
-                return
-            if add is not None and add(key, value_bytes):
                 return
             where[1](where[0])
             where[2](value_bytes)
