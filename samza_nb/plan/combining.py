@@ -28,7 +28,8 @@ What differs from the same job without ``merge=``, beyond fewer shuffled records
 A partial aggregate is a record of its own kind on the stream: its value starts with a NUL
 byte, which no JSON text does, so a stream written before ``merge=`` was given (plain
 messages) still reads, and a message the combiner cannot group (a key that is not a str or an
-int) goes as a plain message among partial aggregates. Only JSON values are combined. A job
+int) goes as a plain message among partial aggregates. Only JSON values, with JSON or string
+keys, are combined. A job
 changed so that its window no longer combines fails on a partial aggregate left in its stream
 with an error that says so (and ``task.errors.skip`` counts all its messages as skipped).
 
@@ -57,7 +58,7 @@ from samza_nb.plan.operators import (
     PartitionByOperatorSpec,
     WindowOperatorSpec,
 )
-from samza_nb.plan.serdes import JsonSerde, KVSerde
+from samza_nb.plan.serdes import JsonSerde, KVSerde, StringSerde
 from samza_nb.plan.windows import TimeTrigger, WindowType
 
 __all__ = [
@@ -194,7 +195,13 @@ def combined_window(
 ) -> WindowOperatorSpec | None:
     """The window ``shuffle``'s messages can be combined for, or None (module docstring)."""
     serde = shuffle.serde
-    if not isinstance(serde, KVSerde) or type(serde.value_serde) is not JsonSerde:
+    if (
+        not isinstance(serde, KVSerde)
+        or type(serde.value_serde) is not JsonSerde
+        # Keys a JSON or string serde reads back as they were: the window's functions run
+        # upstream on the key itself.
+        or type(serde.key_serde) not in (JsonSerde, StringSerde)
+    ):
         return None
     reader = input_ops.get(shuffle.stream_id)
     if reader is None or shuffles.get(shuffle.stream_id) is not shuffle or len(reader.next_ops) != 1:

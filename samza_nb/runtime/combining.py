@@ -77,86 +77,95 @@ class ShuffleCombiner:
         value_fn: Callable[[Any], Any] | None,
         encode: Callable[[Any], bytes],
         encode_failed: Callable[[Any, Exception], None],
-        plain: Callable[[Any, bytes], None],
+        plain_where: Callable[[Any], Placed],
         unset: Any,
     ) -> tuple[Callable[[Any], None], Callable[[], int]]:
         """The partition_by's receiver and its message counter. A message's key and value are
-        computed and its value encoded as a plain partition_by does (a failure is the
-        partition_by's, through ``encode_failed(value, error)``, the value ``unset`` when it
-        was not computed); ``plain(key, value_bytes)``
-        sends one that is not grouped. The rest is folded into its group: one closure with
+        computed, its key checked and its value encoded as a plain partition_by does, in the
+        same order (a failure is the partition_by's, through ``encode_failed(value, error)``,
+        the value ``unset`` when it was not computed; ``plain_where(key)`` checks and places
+        a key that is not grouped). The rest is folded into its group: one closure with
         everything in locals (it runs once per shuffled message)."""
         window = self._window
         window_key_fn, initial, fold = window.key_fn, window.initial, window.fold
         assert initial is not None and fold is not None
-        failed, flush, where_of = self._failed, self.flush, self._where_of
+        failed, where_of = self._failed, self._where_of
         groups = self.groups
         grouped, window_key_types, stored_as_is = _GROUPED_TYPES, _WINDOW_KEY_TYPES, _STORED_AS_IS
         decode = _json_decode
+        checked: set[Any] = set()  # grouped keys whose bytes encoded this epoch
         count = 0
 
         def receive(message: Any) -> None:
             nonlocal count
             count += 1
             value = unset
+            where = None
             try:
                 key = key_fn(message)
                 value = value_fn(message) if value_fn is not None else message
+                if type(key) not in grouped:
+                    where = plain_where(key)
+                elif key not in checked:
+                    where_of(key)
+                    checked.add(key)
                 value_bytes = encode(value)
             except Exception as error:
                 encode_failed(value, error)
                 return
-            if type(key) not in grouped:
-                plain(key, value_bytes)
-                return
-            # What the window would read: the key, and the value as the stream's serde reads it.
-            kv = _new_tuple(KV, (key, decode(value_bytes)))
-            try:
-                window_key = window_key_fn(kv) if window_key_fn is not None else None
-            except Exception as error:
-                failed(error)
-                return
-            if type(window_key) not in window_key_types:
-                plain(key, value_bytes)
-                return
-            by_window = groups.get(key)
-            if by_window is not None:
-                group = by_window.get(window_key)
-                if group is not None:
+            if where is None:
+                # What the window would read: the key, and the value as the serde reads it.
+                kv = _new_tuple(KV, (key, decode(value_bytes)))
+                try:
+                    window_key = window_key_fn(kv) if window_key_fn is not None else None
+                except Exception as error:
+                    failed(error)
+                    return
+                if type(window_key) in window_key_types:
+                    by_window = groups.get(key)
+                    if by_window is not None:
+                        group = by_window.get(window_key)
+                        if group is not None:
+                            try:
+                                group[1] = fold(kv, group[1])
+                            except Exception as error:
+                                failed(error)
+                                return
+                            group[2] += 1
+                            return
                     try:
-                        group[1] = fold(kv, group[1])
+                        aggregate = initial()
+                        if type(aggregate) not in stored_as_is:
+                            # As a new pane reads it: a tuple or a set reads back as a list.
+                            aggregate = from_storable(_unpack(_pack(to_storable(aggregate))))
+                        aggregate = fold(kv, aggregate)
                     except Exception as error:
                         failed(error)
                         return
-                    group[2] += 1
+                    if self._held >= GROUP_LIMIT:
+                        self._flush_held()
+                        by_window = None
+                    if by_window is None:
+                        by_window = groups[key] = {}
+                    by_window[window_key] = [value_bytes, aggregate, 1]
+                    self._held += 1
                     return
-            try:
-                where_of(key)  # the key's bytes, checked once per key and epoch
-            except Exception as error:
-                encode_failed(value, error)
-                return
-            try:
-                aggregate = initial()
-                if type(aggregate) not in stored_as_is:
-                    # As a new pane reads it: a tuple or a set comes back from a store as a list.
-                    aggregate = from_storable(_unpack(_pack(to_storable(aggregate))))
-                aggregate = fold(kv, aggregate)
-            except Exception as error:
-                failed(error)
-                return
-            if self._held >= GROUP_LIMIT:
-                flush()
-                by_window = None
-            if by_window is None:
-                by_window = groups[key] = {}
-            by_window[window_key] = [value_bytes, aggregate, 1]
-            self._held += 1
+                where = where_of(key)
+            where[1](where[0])
+            where[2](value_bytes)
 
         return receive, lambda: count
 
+    def _flush_held(self) -> None:
+        """A flush in the middle of a task epoch (the group limit). An aggregate that cannot be
+        stored fails the task epoch naming the window and the key; the position the task
+        reports is the message that started the next group."""
+        self.flush()
+
     def flush(self) -> None:
-        """Append every group's partial aggregate to its partition's buffer, in the order the
-        groups started (the same in a retried epoch)."""
+        """Append every group's partial aggregate to its partition's buffer: key by key in the
+        order the keys' first groups started, each key's groups in the order they started
+        (the same in a retried epoch)."""
         groups = self.groups
         if not groups:
             return

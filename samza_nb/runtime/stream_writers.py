@@ -170,24 +170,17 @@ class PartitionByImpl(_FusedImpl):
         def encode_failed(value: Any, error: Exception) -> None:
             failed(_serde_error(value_serde, value, error))
 
-        def plain(key: Any, value_bytes: bytes) -> None:
-            try:
-                if type(key) in cached_types:
-                    where = where_of(key)
-                else:
-                    check_partition_key(key, op_id)
-                    where = place_key(key_encode(key) if key is not None else None)
-            except Exception as error:
-                failed(error)
-                return
-            where[1](where[0])
-            where[2](value_bytes)
+        def plain_where(key: Any) -> Placed:
+            if type(key) in cached_types:
+                return where_of(key)
+            check_partition_key(key, op_id)
+            return place_key(key_encode(key) if key is not None else None)
 
         combiner = self._combiner(where_of)
         if combiner is not None:
             assert key_fn is not None
             receive_combining, counter = combiner.receiver(
-                key_fn, value_fn, value_encode, encode_failed, plain, _UNSET
+                key_fn, value_fn, value_encode, encode_failed, plain_where, _UNSET
             )
             self._counters.append(counter)
             return receive_combining

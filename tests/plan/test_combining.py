@@ -107,3 +107,27 @@ def test_a_partial_aggregate_reads_back_and_plain_json_values_still_read() -> No
     with pytest.raises(SerdeError, match="cannot be written to the shuffle"):
         serde.to_bytes(PartialAggregate("p", object(), 1))
     assert "count=17" in repr(partial)
+
+
+class _IntAsText:
+    """A user key serde: reads an int back as text (the window would see a str)."""
+
+    def to_bytes(self, value: Any) -> bytes:
+        return str(value).encode()
+
+    def from_bytes(self, data: bytes) -> Any:
+        return data.decode()
+
+
+@pytest.mark.parametrize("key_serde", [_IntAsText(), "bytes"], ids=["user-serde", "bytes"])
+def test_a_shuffle_whose_keys_read_back_changed_is_not_combined(tmp_path: Any, key_serde: Any) -> None:
+    from samza_nb.api import serdes
+
+    def build(views: Any, out: Any) -> None:
+        (
+            views.partition_by(lambda v: v["page"], op_id="by-page", serde=serdes.kv(key_serde, serdes.json()))
+            .window(_count(merge=lambda a, b: a + b), op_id="count")
+            .send_to(out)
+        )
+
+    assert _shuffle_of(_plan(tmp_path, build))["combines_for"] is None

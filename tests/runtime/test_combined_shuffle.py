@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from samza_nb.api import KV, StreamApplication, Windows
+from samza_nb.api import KV, StreamApplication, Windows, serdes
 from samza_nb.errors import TaskError
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.runtime import combining
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 
@@ -251,3 +252,59 @@ def test_combining_can_be_turned_off(system: EmbeddedSystem, events: list[dict[s
     job = run_local(_app(system, "off"), {**_CONFIG, "job.shuffle.combine.enabled": "false"}, clock=StepClock())
     assert _shuffled_records(system, job) >= sum(expected_counts(events).values())
     assert _panes(job, "off") == {repr(page): n for page, n in expected_counts(events).items()}
+
+
+def _by_number(system: EmbeddedSystem, name: str, window_key: Any, config: dict[str, str]) -> Any:
+    """Keys that are ints, which a string key serde refuses: every message fails at its key,
+    before the window's functions run, with or without combining."""
+    app = StreamApplication(name, job_id="1")
+    out = app.output(system.output(f"{name}-out", partitions=2, serde="json"))
+    (
+        app.input(system.input("page-views", partitions=4, serde="json"))
+        .partition_by(
+            lambda view: int(view["page"].split("-")[1]) if view["country"] == "DE" else view["page"],
+            op_id="by-page",
+            serde=serdes.kv(serdes.string(), serdes.json()),
+        )
+        .window(
+            Windows.keyed_tumbling(window_key, _HOUR, initial=lambda: 0, fold=lambda kv, n: n + 1, merge=_add),
+            op_id="count",
+        )
+        .map(lambda pane: KV(repr(pane.key.key), pane.message))
+        .send_to(out)
+    )
+    return run_local(app, {**_CONFIG, "task.errors.skip": "true", **config}, clock=StepClock())
+
+
+def test_a_key_that_does_not_encode_fails_at_the_partition_by_before_the_window_s_functions_run(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    def window_key(kv: KV[Any, Any]) -> Any:
+        if kv.value["country"] == "DE":
+            msg = "a DE view reached the window"
+            raise AssertionError(msg)
+        return kv.key
+
+    counters = {}
+    for name, config in (("keyed", {}), ("keyed-plain", {"job.shuffle.combine.enabled": "false"})):
+        job = _by_number(system, name, window_key, config)
+        skipped = job.metrics()["operator_counters"]
+        counters[name] = (
+            skipped[f"{name}-1-partition_by-by-page"]["skipped"],
+            skipped.get(f"{name}-1-window-count", {}).get("skipped", 0),
+            _panes(job, name),
+        )
+    assert counters["keyed"] == counters["keyed-plain"]
+    assert counters["keyed"][0] == sum(1 for view in events if view["country"] == "DE")
+
+
+def test_a_flush_at_the_group_limit_that_fails_names_the_window_and_the_key(
+    system: EmbeddedSystem, events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(combining, "GROUP_LIMIT", 3)
+
+    def fold(kv: KV[Any, Any], n: Any) -> Any:
+        return object() if kv.key == "page-3" else n + 1
+
+    with pytest.raises(TaskError, match="window operator limit-1-window-count: key 'page-3': a partial aggregate"):
+        run_local(_app(system, "limit", fold=fold), _CONFIG, clock=StepClock())
