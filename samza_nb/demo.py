@@ -53,8 +53,11 @@ def _demo(count: int, path: str) -> int:
     frame = job.collect("page-counts")
     totals = frame.groupby("key")["value"].sum().to_dict()
     expected = expected_counts(events)
+    (shuffle,) = plan.intermediate_streams
+    crossed = job.metrics()["streams"][shuffle]["in"]
     print(f"\n{len(events)} page views, {sum(expected.values())} from the US, "
-          f"{job.epoch} epochs in {seconds:.1f} s; top pages:")
+          f"{job.epoch} epochs in {seconds:.1f} s; {crossed} partial counts crossed the shuffle "
+          "(merge=: each task counts per page and epoch); top pages:")
     for page, count in sorted(totals.items(), key=lambda item: -item[1])[:10]:
         print(f"  {page:<10} {count:>6}")
     if totals != expected:
