@@ -143,7 +143,10 @@ class ShuffleCombiner:
                         failed(error)
                         return
                     if self._held >= GROUP_LIMIT:
-                        self._flush_held()
+                        # The group limit: an aggregate that cannot be stored fails here,
+                        # at the message that started the next group (the error names the
+                        # window and the key).
+                        self.flush()
                         by_window = None
                     if by_window is None:
                         by_window = groups[key] = {}
@@ -155,12 +158,6 @@ class ShuffleCombiner:
             where[2](value_bytes)
 
         return receive, lambda: count
-
-    def _flush_held(self) -> None:
-        """A flush in the middle of a task epoch (the group limit). An aggregate that cannot be
-        stored fails the task epoch naming the window and the key; the position the task
-        reports is the message that started the next group."""
-        self.flush()
 
     def flush(self) -> None:
         """Append every group's partial aggregate to its partition's buffer: key by key in the
