@@ -26,6 +26,7 @@ import msgspec
 from samza_nb.errors import SerdeError
 from samza_nb.plan.combining import CombinedValueSerde
 from samza_nb.plan.kv import KV, from_storable, to_storable
+from samza_nb.plan.message_reads import MessageReads, message_reads
 from samza_nb.plan.operators import WindowOperatorSpec
 from samza_nb.runtime.operators import UserFunctionError
 
@@ -93,6 +94,7 @@ class ShuffleCombiner:
         groups = self.groups
         grouped, window_key_types, stored_as_is = _GROUPED_TYPES, _WINDOW_KEY_TYPES, _STORED_AS_IS
         decode = _json_decode
+        value_read = MessageReads.ALL in (message_reads(window_key_fn), message_reads(fold))
         checked: set[Any] = set()  # grouped keys whose bytes encoded this epoch
         count = 0
 
@@ -115,7 +117,7 @@ class ShuffleCombiner:
                 return
             if where is None:
                 # What the window would read: the key, and the value as the serde reads it.
-                kv = _new_tuple(KV, (key, decode(value_bytes)))
+                kv = _new_tuple(KV, (key, decode(value_bytes) if value_read else None))
                 try:
                     window_key = window_key_fn(kv) if window_key_fn is not None else None
                 except Exception as error:

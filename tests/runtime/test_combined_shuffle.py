@@ -194,6 +194,29 @@ def test_the_window_s_functions_see_the_value_as_the_window_would_read_it(
     assert len(_panes(combined, "dataclass")) == len(expected_counts(events))
 
 
+def test_the_value_is_decoded_only_for_window_functions_that_can_read_it(
+    system: EmbeddedSystem, events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The quickstart's functions (kv.key, n + 1) cannot see the value: it is not decoded, and
+    # the panes are the same. A fold that reads the value gets it decoded, message by message.
+    decoded: list[bytes] = []
+    decode = combining._json_decode
+
+    def counted(data: bytes) -> Any:
+        decoded.append(data)
+        return decode(data)
+
+    monkeypatch.setattr(combining, "_json_decode", counted)
+    unread = run_local(_app(system, "unread"), _CONFIG, clock=StepClock())
+    assert decoded == []
+    read = run_local(
+        _app(system, "read", fold=lambda kv, n: n + (kv.value["country"] == "US")), _CONFIG, clock=StepClock()
+    )
+    expected = {repr(page): count for page, count in expected_counts(events).items()}
+    assert _panes(unread, "unread") == _panes(read, "read") == expected
+    assert len(decoded) == sum(expected.values())
+
+
 def test_a_skipped_partial_aggregate_counts_every_message_it_folded(
     system: EmbeddedSystem, events: list[dict[str, Any]]
 ) -> None:
