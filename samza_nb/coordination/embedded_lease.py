@@ -22,6 +22,7 @@ samza_nb.errors.JobLeaseError: job home ... is in use by pid ... on ... (generat
 >>> first.release()
 >>> EmbeddedJobLease(home, store).acquire()
 2
+>>> import shutil; shutil.rmtree(home)
 """
 
 from __future__ import annotations

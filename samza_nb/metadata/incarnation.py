@@ -21,6 +21,7 @@ True
 Traceback (most recent call last):
 ...
 samza_nb.errors.MetadataStoreError: the metadata store ... of job home ... has lost its records ...
+>>> import shutil; shutil.rmtree(home)
 """
 
 from __future__ import annotations

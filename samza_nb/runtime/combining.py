@@ -94,7 +94,9 @@ class ShuffleCombiner:
         groups = self.groups
         grouped, window_key_types, stored_as_is = _GROUPED_TYPES, _WINDOW_KEY_TYPES, _STORED_AS_IS
         decode = _json_decode
-        value_read = MessageReads.ALL in (message_reads(window_key_fn), message_reads(fold))
+        # Whether the value must be decoded for the window's functions (plan/message_reads.py:
+        # the aggregates they apply operators to are Python's own types, as a store reads them).
+        value_read = MessageReads.ALL in (message_reads(window_key_fn), message_reads(fold, arity=2))
         checked: set[Any] = set()  # grouped keys whose bytes encoded this epoch
         count = 0
 

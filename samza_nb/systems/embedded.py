@@ -97,13 +97,15 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
     """A durable partitioned log on local disk; the default system of samza_nb.
 
     >>> import tempfile
-    >>> system = EmbeddedSystem("embedded", path=tempfile.mkdtemp())
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> system = EmbeddedSystem("embedded", path=folder.name)
     >>> system.create_stream("clicks", partitions=2)
     True
     >>> system.write("clicks", [{"page": "a"}, {"page": "b"}], key_fn=lambda v: v["page"])
     2
     >>> sorted(system.read("clicks")["value"].map(lambda v: v["page"]))
     ['a', 'b']
+    >>> folder.cleanup()
     """
 
     def __init__(self, name: str = "embedded", *, path: str | os.PathLike[str] | None = None):

@@ -7,6 +7,7 @@ the crash matrix)."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
@@ -215,6 +216,47 @@ def test_the_value_is_decoded_only_for_window_functions_that_can_read_it(
     expected = {repr(page): count for page, count in expected_counts(events).items()}
     assert _panes(unread, "unread") == _panes(read, "read") == expected
     assert len(decoded) == sum(expected.values())
+
+
+def _peeks_through_a_nested_function(kv: Any, n: int) -> int:
+    return n + (lambda: len(sys._getframe(1).f_locals["kv"].value["user"]))()
+
+
+def _peeks_through_a_traceback(kv: Any, n: int) -> int:
+    try:
+        raise LookupError
+    except LookupError as error:
+        frame = error.__traceback__.tb_frame  # type: ignore[union-attr]
+    return n + len(frame.f_locals["kv"].value["user"])
+
+
+def _window_key_peeking_at_the_value(kv: Any) -> str:
+    def peek() -> Any:
+        return sys._getframe(1).f_locals["kv"].value
+
+    return f"{kv.key}-{int(peek()['user'][5:]) % 2}"
+
+
+@pytest.mark.parametrize(
+    ("window_key", "fold"),
+    [
+        (lambda kv: kv.key, lambda kv, n: n + 1),
+        (lambda kv: f"{kv.key}-all", lambda kv, n: n + 2 if kv.key == "page-1" else n + 1),
+        (lambda kv: kv.key, _peeks_through_a_nested_function),
+        (lambda kv: kv.key, _peeks_through_a_traceback),
+        (_window_key_peeking_at_the_value, lambda kv, n: n + 1),
+    ],
+    ids=["count", "key-only", "nested-peek", "traceback-peek", "window-key-peek"],
+)
+def test_window_functions_that_skip_the_decode_or_reach_the_value_count_as_without_merge(
+    system: EmbeddedSystem, events: list[dict[str, Any]], window_key: Any, fold: Any
+) -> None:
+    # Whether the value is decoded is decided from the functions' code: those that cannot
+    # see it skip the decode, and those that reach it however they can still get it.
+    combined = run_local(_app(system, "c", window_key=window_key, fold=fold), _CONFIG, clock=StepClock())
+    plain = run_local(_app(system, "p", window_key=window_key, fold=fold, merge=None), _CONFIG, clock=StepClock())
+    assert _panes(combined, "c") == _panes(plain, "p")
+    assert len(_panes(combined, "c")) >= len(expected_counts(events))
 
 
 def test_a_skipped_partial_aggregate_counts_every_message_it_folded(
