@@ -1,28 +1,13 @@
-"""KV: the key-value pair that partition_by produces and tables store."""
+"""KV (samza_nb/model/kv.py) as a store keeps it: a tagged map, since msgpack has no named
+tuples."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any
+
+from samza_nb.model.kv import KV
 
 __all__ = ["KV", "from_storable", "to_storable"]
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class KV(NamedTuple, Generic[K, V]):
-    """A key and a value, as Samza's ``KV``.
-
-    >>> KV("page-1", 3).key
-    'page-1'
-    """
-
-    key: K
-    value: V
-
-    @classmethod
-    def of(cls, key: Any, value: Any) -> KV[Any, Any]:
-        return cls(key, value)
 
 
 def to_storable(value: Any) -> Any:

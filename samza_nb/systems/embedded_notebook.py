@@ -52,7 +52,8 @@ class EmbeddedNotebookIO(StreamSystem):
         """Write values to a stream; returns how many were written.
 
         Placement: ``partition`` if given, else murmur2 of the serialized key when ``key_fn`` is
-        given (a None key goes to partition 0), else round robin. Values and keys are JSON unless
+        given or the value is a ``KV`` (a keyed message: its key and its value; a None key goes to
+        partition 0), else round robin. Values and keys are JSON unless
         ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
         """
         count = self._require_open(stream_id)

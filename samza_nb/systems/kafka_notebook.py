@@ -46,8 +46,9 @@ class KafkaNotebookIO(StreamSystem):
         """Write values to a topic; returns how many were written.
 
         Placement as on the embedded system: ``partition`` if given, else Kafka's murmur2 of
-        the serialized key when ``key_fn`` is given (computed here and produced to that
-        partition explicitly), else round robin. Values and keys are JSON unless
+        the serialized key when ``key_fn`` is given or the value is a ``KV`` (a keyed message:
+        its key and its value; computed here and produced to that partition explicitly), else
+        round robin. Values and keys are JSON unless
         ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
         """
         count = self._require(stream_id)

@@ -1,8 +1,10 @@
 """What a user's ``write`` of plain values to a stream becomes: placed, encoded records.
 
 Both systems place values alike (DESIGN.md, "Partitioning"): ``partition`` if given, else
-Kafka's murmur2 of the serialized key when a ``key_fn`` is given (a None key goes to partition
-0), else round robin; values and keys are JSON unless a serde says otherwise.
+Kafka's murmur2 of the serialized key when a ``key_fn`` is given or the value is a ``KV``
+(a None key goes to partition 0), else round robin; values and keys are JSON unless a serde
+says otherwise. A ``KV`` is a keyed message: its key is the message's key (``key_fn``, if
+given, is called with the KV instead) and its value the message.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import msgspec
 
 from samza_nb.errors import StreamSystemError
+from samza_nb.model.kv import KV
 from samza_nb.systems.base import MessageKind, Record
 from samza_nb.systems.partitioning import partition_for_key
 
@@ -69,18 +72,20 @@ def placed_records(
     stamps = _checked_timestamps(stream_id, timestamps, len(values))
     placed = []
     for index, value in enumerate(values):
+        keyed = isinstance(value, KV)  # a keyed message: its key and its value
         try:
-            key = key_fn(value) if key_fn is not None else None
+            key = key_fn(value) if key_fn is not None else value.key if keyed else None
         except Exception as error:
             msg = f"key_fn failed on value {index} written to stream {stream_id!r} ({value!r:.80}): {error!r}"
             raise StreamSystemError(msg) from error
         key_bytes = encode_key(key) if key is not None else None
         if partition is not None:
             target = partition
-        elif key_fn is not None:
+        elif key_fn is not None or keyed:
             target = partition_for_key(key_bytes, partitions)
         else:
             target = next(rotation) % partitions
         stamp = stamps[index] if stamps is not None else None
-        placed.append((target, Record(MessageKind.USER, key_bytes, encode_value(value), stamp)))
+        message = value.value if keyed else value
+        placed.append((target, Record(MessageKind.USER, key_bytes, encode_value(message), stamp)))
     return placed

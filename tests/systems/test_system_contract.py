@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from samza_nb.api import KV
 from samza_nb.errors import ConfigError, StreamNotFoundError, StreamSystemError
 from samza_nb.systems import (
     EmbeddedSystem,
@@ -200,6 +201,28 @@ def test_keyed_writes_use_murmur2(named: Named) -> None:
     system.create_stream(stamped, 1)
     system.write(stamped, ["a", "b"], timestamps=[1000, 2000])  # type: ignore[attr-defined]
     assert list(system.read_frame(stamped)["timestamp"]) == [1000, 2000]
+
+
+def test_a_kv_written_is_a_keyed_message(named: Named) -> None:
+    # KV(key, value) is written as Samza's OutgoingMessageEnvelope(key, message): the key is
+    # the message's key (placed by murmur2 of it) and the value the message, not a pair.
+    system, name = named
+    stream = name("kvs")
+    system.create_stream(stream, 4)
+    written = [KV(f"page-{i}", {"views": i}) for i in range(12)] + [KV(None, {"views": -1})]
+    assert system.write(stream, written) == 13  # type: ignore[attr-defined]
+    frame = system.read_frame(stream).sort_values(["partition", "offset"])
+    got = dict(zip(frame["key"], frame["value"], strict=True))
+    assert got == {kv.key: kv.value for kv in written}
+    for key, partition in zip(frame["key"], frame["partition"], strict=True):
+        expected = 0 if key is None else partition_for_key(f'"{key}"'.encode(), 4)
+        assert partition == expected
+    # key_fn, if given, takes the KV; the message is still the KV's value.
+    relabelled = name("kvs-relabelled")
+    system.create_stream(relabelled, 1)
+    system.write(relabelled, [KV("a", 1)], key_fn=lambda kv: kv.key.upper())  # type: ignore[attr-defined]
+    frame = system.read_frame(relabelled)
+    assert (list(frame["key"]), list(frame["value"])) == (["A"], [1])
 
 
 def test_delete_before_keeps_newer_records(named: Named) -> None:
