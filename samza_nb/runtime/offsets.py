@@ -127,6 +127,13 @@ class OffsetPolicy:
         if checkpointed is None:
             return self._policy_offset(stream_id, partition, self.default(stream_id), newest), False
         if not first:
+            end = newest.get(key)
+            if is_input and end is not None and checkpointed > end:
+                # The partition now ends before this job's checkpoint: the stream was deleted
+                # and made again (or truncated) while the job ran. Reading on from the
+                # checkpoint would pass over the new stream's first messages unseen; it goes
+                # where an out-of-range checkpoint goes when a job starts.
+                return self._in_range(stream_id, partition, checkpointed, newest)
             return checkpointed, False
         if self.resets(stream_id):
             start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)

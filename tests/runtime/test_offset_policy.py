@@ -165,3 +165,42 @@ def test_retention_overtaking_a_running_reader_fails_by_name_with_auto_offset_re
     assert "auto.offset.reset=none" in str(raised.value)
     assert (raised.value.ssp, raised.value.offset) == ("in#0", 20)
     assert sorted(system.read_frame("out")["value"]) == list(range(20))  # the first epoch's, once
+
+
+def test_an_input_made_again_while_the_job_runs_is_read_from_its_start(
+    system: EmbeddedSystem, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The map makes the input again after the 100th message (as another process deleting
+    # and creating the stream would): the next epoch finds the partition ending before the
+    # checkpoint and starts the new stream at its oldest offset, naming it in a warning,
+    # instead of waiting past the new stream's first 100 messages without reading them.
+    def remake_after_the_last(value: Any) -> Any:
+        if value == 99:
+            system.delete_stream("in")
+            system.create_stream("in", 2)
+            system.write("in", [f"new-{i}" for i in range(30)], partition=0)
+            system.end_stream("in")
+        return value
+
+    app = StreamApplication("remade", job_id="1")
+    out = app.output(system.output("remade-out", partitions=1, serde="json"))
+    app.input(system.input("in", partitions=2, serde="json")).map(remake_after_the_last).send_to(out)
+    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.offsets"):
+        job = run(app, until="end-of-stream", executor="local")
+    assert job.status().state == "finished"
+    assert sorted(map(str, system.read_frame("remade-out")["value"])) == sorted(
+        [str(i) for i in range(100)] + [f"new-{i}" for i in range(30)]
+    )
+    assert "in[0]" in caplog.text and "outside the stored offsets 0..31" in caplog.text
+
+
+def test_a_checkpoint_past_the_end_later_in_a_run_follows_the_out_of_range_rule(system: EmbeddedSystem) -> None:
+    policy = _policy(system, {})
+    assert policy.start("in", 0, 40, {"in#0": 100}) == (40, False)  # the run's first look
+    assert policy.start("in", 0, 100, {"in#0": 100}) == (100, False)
+    # The partition now ends at 10, before the checkpoint: made again (here: simulated).
+    assert policy.start("in", 0, 100, {"in#0": 10}) == (0, True)
+    strict = _policy(system, {"systems.log.consumer.auto.offset.reset": "none"})
+    assert strict.start("in", 0, 40, {"in#0": 100}) == (40, False)
+    with pytest.raises(CheckpointError, match=r"input in\[0\].*offset 100 is outside the stored offsets 0\.\.10"):
+        strict.start("in", 0, 100, {"in#0": 10})
