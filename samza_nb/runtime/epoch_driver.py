@@ -154,6 +154,7 @@ class EpochDriver:
         """The next epoch of each of ``tasks``: the pending plan of an epoch that did not
         commit, else a new plan. The new plans are persisted before the epoch runs, all in one
         metadata-store transaction (one synced write per epoch, not one per task)."""
+        self.offsets.look_for_inputs_made_again()
         planned = [self._plan(task, now_ms=now_ms, newest=newest, drain=drain) for task in tasks]
         new_plans = {p.task.name: p.plan for p in planned if p.new}
         if new_plans:
@@ -170,7 +171,9 @@ class EpochDriver:
         for stream_id, partition in ssps:
             key = ssp_key(stream_id, partition)
             checkpointed = checkpoint.offsets.get(key)
-            start_offsets[key], reset = self.offsets.start(stream_id, partition, checkpointed, newest)
+            start_offsets[key], reset = self.offsets.start(
+                stream_id, partition, checkpointed, newest, task=task.name, seq=checkpoint.seq, ended=key in ended
+            )
             if reset and checkpointed is not None and start_offsets[key] < checkpointed and key in ended:
                 raise CheckpointError(_stale_end_of_stream(task.name, key, checkpointed, newest))
             moved = moved or reset

@@ -9,6 +9,8 @@ Samza's keys, most specific first:
   ``true`` ignores the checkpointed offset of the stream's partitions and starts from the
   default again. As in Samza it applies when a processor process starts: the first epoch of a
   task in this process starts from the default;
+- an input deleted and made again while the job runs (a system that can tell: the embedded
+  log) is read from the offset default, as a partition without a checkpoint, with a warning;
 - a checkpointed offset outside the partition's stored range (deleted by retention, or a
   recreated topic) follows ``systems.<system>.consumer.auto.offset.reset`` (``smallest`` /
   ``earliest``, ``largest`` / ``latest``, or ``none`` / ``error``: a :class:`CheckpointError`
@@ -27,7 +29,7 @@ epoch result names what was lost (``Job.metrics()["deleted_unread"]``, and a war
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING
 
 from samza_nb.errors import CheckpointError, ConfigError
@@ -54,6 +56,13 @@ class OffsetPolicy:
         self.plan = plan
         #: Input SSP keys this process already started (reset and range checks happen once).
         self._started: set[str] = set()
+        #: Input stream -> its incarnation when this process first looked, then the latest.
+        self._incarnations: dict[str, Hashable] = {}
+        #: Input stream -> how many times it was found deleted and made again.
+        self._made_again: dict[str, int] = {}
+        #: (task, SSP key) -> (the count of ``_made_again`` it started afresh for, the task's
+        #: checkpoint seq then).
+        self._afresh: dict[tuple[str, str], tuple[int, int | None]] = {}
 
     def _system_name(self, stream_id: str) -> str:
         return str(self.plan.streams[stream_id].system.name)
@@ -110,15 +119,50 @@ class OffsetPolicy:
         msg = f"{key}={value!r}: use smallest/earliest, largest/latest or none"
         raise ConfigError(msg)
 
+    def look_for_inputs_made_again(self) -> None:
+        """Note every input stream deleted and made again since this process first looked at
+        it (once per epoch, before :meth:`start`): a system that can tell
+        (:meth:`~samza_nb.systems.base.StreamSystem.incarnation`: the embedded log) says so."""
+        for stream_id, info in self.plan.streams.items():
+            if info.kind != "input":
+                continue
+            now = system_of(self.plan, stream_id).incarnation(stream_id)
+            if now is None:
+                continue  # cannot tell, or deleted and not made again yet
+            before = self._incarnations.setdefault(stream_id, now)
+            if now != before:
+                self._incarnations[stream_id] = now
+                self._made_again[stream_id] = self._made_again.get(stream_id, 0) + 1
+
+    def _made_again_since(self, stream_id: str, task: str, key: str, seq: int | None) -> bool:
+        """Whether ``task``'s checkpoint of ``key`` belongs to an input made again since: until
+        the task commits an epoch started on the new stream (its checkpoint ``seq`` moves), it
+        starts there afresh, a retried epoch included."""
+        made = self._made_again.get(stream_id)
+        if made is None:
+            return False
+        started = self._afresh.get((task, key))
+        if started is None or started[0] != made:
+            self._afresh[(task, key)] = (made, seq)
+            return True
+        return started[1] == seq
+
     def start(
         self,
         stream_id: str,
         partition: int,
         checkpointed: int | None,
         newest: Mapping[str, int],
+        *,
+        task: str | None = None,
+        seq: int | None = None,
+        ended: bool = False,
     ) -> tuple[int, bool]:
         """The offset an epoch starts at, and whether it differs from the checkpoint (a reset:
-        a pending epoch plan made from the checkpoint no longer applies)."""
+        a pending epoch plan made from the checkpoint no longer applies). ``task`` and its
+        checkpoint's ``seq``: an input deleted and made again while the job runs is read from
+        the offset default (oldest: its start), unless ``ended`` (the task is done with it: a
+        job's next start names it)."""
         key = ssp_key(stream_id, partition)
         is_input = self.plan.streams[stream_id].kind == "input"
         first = is_input and key not in self._started
@@ -127,13 +171,15 @@ class OffsetPolicy:
         if checkpointed is None:
             return self._policy_offset(stream_id, partition, self.default(stream_id), newest), False
         if not first:
-            end = newest.get(key)
-            if is_input and end is not None and checkpointed > end:
-                # The partition now ends before this job's checkpoint: the stream was deleted
-                # and made again (or truncated) while the job ran. Reading on from the
-                # checkpoint would pass over the new stream's first messages unseen; it goes
-                # where an out-of-range checkpoint goes when a job starts.
-                return self._in_range(stream_id, partition, checkpointed, newest)
+            if is_input and task is not None and not ended and self._made_again_since(stream_id, task, key, seq):
+                start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)
+                _log.warning(
+                    "input %s[%d] was deleted and made again while the job ran: task %r reads "
+                    "the new stream from offset %d (%s), not from its checkpointed offset %d "
+                    "of the old one",
+                    stream_id, partition, task, start, self.default(stream_id), checkpointed,
+                )
+                return start, True
             return checkpointed, False
         if self.resets(stream_id):
             start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)

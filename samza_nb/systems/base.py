@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -123,6 +123,13 @@ class StreamSystem(ABC):
         """Drop what this process remembers of the stream's offsets (a run starts with what
         the system says now: another process may have recreated the stream meanwhile). A
         system that keeps nothing does nothing."""
+        return None
+
+    def incarnation(self, stream_id: str) -> Hashable | None:
+        """What tells this stream apart from one of the same name made after it was deleted
+        (a running job reads such a stream from its start: runtime/offsets.py); None when
+        the system cannot tell (a Kafka topic: its id is not asked for) or the stream does
+        not exist."""
         return None
 
     def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:

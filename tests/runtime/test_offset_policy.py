@@ -167,40 +167,80 @@ def test_retention_overtaking_a_running_reader_fails_by_name_with_auto_offset_re
     assert sorted(system.read_frame("out")["value"]) == list(range(20))  # the first epoch's, once
 
 
+def _remade_app(system: EmbeddedSystem, name: str, remake: Any, config: dict[str, str] | None = None) -> StreamApplication:
+    app = StreamApplication(name, job_id="1", config=config)
+    out = app.output(system.output(f"{name}-out", partitions=1, serde="json"))
+    app.input(system.input("in", partitions=2, serde="json")).map(remake).send_to(out)
+    return app
+
+
+@pytest.mark.parametrize("new_messages", [30, 150], ids=["shorter", "longer-than-the-checkpoint"])
 def test_an_input_made_again_while_the_job_runs_is_read_from_its_start(
-    system: EmbeddedSystem, caplog: pytest.LogCaptureFixture
+    system: EmbeddedSystem, caplog: pytest.LogCaptureFixture, new_messages: int
 ) -> None:
     # The map makes the input again after the 100th message (as another process deleting
-    # and creating the stream would): the next epoch finds the partition ending before the
-    # checkpoint and starts the new stream at its oldest offset, naming it in a warning,
-    # instead of waiting past the new stream's first 100 messages without reading them.
+    # and creating the stream would): the next epoch reads the new stream from its start,
+    # naming it in a warning, whether it is shorter than the old one (reading on from the
+    # checkpoint would wait past its first messages) or longer (it would skip them).
+    new = [f"new-{i}" for i in range(new_messages)]
+
     def remake_after_the_last(value: Any) -> Any:
         if value == 99:
             system.delete_stream("in")
             system.create_stream("in", 2)
-            system.write("in", [f"new-{i}" for i in range(30)], partition=0)
+            system.write("in", new, partition=0)
             system.end_stream("in")
         return value
 
-    app = StreamApplication("remade", job_id="1")
-    out = app.output(system.output("remade-out", partitions=1, serde="json"))
-    app.input(system.input("in", partitions=2, serde="json")).map(remake_after_the_last).send_to(out)
     with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.offsets"):
-        job = run(app, until="end-of-stream", executor="local")
+        job = run(_remade_app(system, "remade", remake_after_the_last), until="end-of-stream", executor="local")
     assert job.status().state == "finished"
-    assert sorted(map(str, system.read_frame("remade-out")["value"])) == sorted(
-        [str(i) for i in range(100)] + [f"new-{i}" for i in range(30)]
-    )
-    assert "in[0]" in caplog.text and "outside the stored offsets 0..31" in caplog.text
+    assert sorted(map(str, system.read_frame("remade-out")["value"])) == sorted([str(i) for i in range(100)] + new)
+    assert "input in[0] was deleted and made again" in caplog.text
+    assert "from offset 0 (oldest), not from its checkpointed offset 100" in caplog.text
 
 
-def test_a_checkpoint_past_the_end_later_in_a_run_follows_the_out_of_range_rule(system: EmbeddedSystem) -> None:
+def test_an_ended_input_made_again_while_the_job_runs_does_not_stop_it(system: EmbeddedSystem) -> None:
+    # Input "done" ended (3 messages) and was read to its end; it is made again while the
+    # job still reads "in". The tasks are done with what ended: the job finishes with what it
+    # read (its next run names the stream that changed under its checkpoint).
+    system.create_stream("done", 2)
+    system.write("done", ["a", "b", "c"], partition=0)
+    system.end_stream("done")
+    system.end_stream("in")
+
+    def remake_midway(value: Any) -> Any:
+        if value == 50:
+            system.delete_stream("done")
+            system.create_stream("done", 2)
+        return value
+
+    app = StreamApplication("ended", job_id="1", config={"task.max.epoch.messages": "10"})
+    out = app.output(system.output("ended-out", partitions=1, serde="json"))
+    inputs = app.input(system.input("in", partitions=2, serde="json"))
+    done = app.input(system.input("done", partitions=2, serde="json"))
+    inputs.merge(done).map(remake_midway).send_to(out)
+    job = run(app, until="end-of-stream", executor="local")
+    assert job.status().state == "finished"
+    assert len(system.read_frame("ended-out")) == 103
+
+
+def test_a_stream_made_again_restarts_each_task_until_it_commits_there(system: EmbeddedSystem) -> None:
     policy = _policy(system, {})
-    assert policy.start("in", 0, 40, {"in#0": 100}) == (40, False)  # the run's first look
-    assert policy.start("in", 0, 100, {"in#0": 100}) == (100, False)
-    # The partition now ends at 10, before the checkpoint: made again (here: simulated).
-    assert policy.start("in", 0, 100, {"in#0": 10}) == (0, True)
-    strict = _policy(system, {"systems.log.consumer.auto.offset.reset": "none"})
-    assert strict.start("in", 0, 40, {"in#0": 100}) == (40, False)
-    with pytest.raises(CheckpointError, match=r"input in\[0\].*offset 100 is outside the stored offsets 0\.\.10"):
-        strict.start("in", 0, 100, {"in#0": 10})
+    policy.look_for_inputs_made_again()
+    assert policy.start("in", 0, 40, {"in#0": 100}, task="t", seq=3) == (40, False)  # the run's first look
+    assert policy.start("in", 1, 0, {"in#1": 0}, task="t", seq=3) == (0, False)
+    assert policy.start("in", 0, 60, {"in#0": 100}, task="t", seq=4) == (60, False)
+    system.delete_stream("in")
+    system.create_stream("in", 2)
+    policy.look_for_inputs_made_again()
+    assert policy.start("in", 0, 60, {"in#0": 0}, task="t", seq=4) == (0, True)
+    assert policy.start("in", 0, 60, {"in#0": 0}, task="t", seq=4) == (0, True)  # a retried epoch
+    assert policy.start("in", 0, 10, {"in#0": 10}, task="t", seq=5) == (10, False)  # committed there
+    policy.look_for_inputs_made_again()  # nothing new
+    assert policy.start("in", 0, 10, {"in#0": 10}, task="t", seq=5) == (10, False)
+    # An ended partition is left alone.
+    system.delete_stream("in")
+    system.create_stream("in", 2)
+    policy.look_for_inputs_made_again()
+    assert policy.start("in", 1, 1, {"in#1": 0}, task="t", seq=5, ended=True) == (1, False)
