@@ -30,7 +30,7 @@ import msgspec
 
 from samza_nb.errors import SerdeError
 
-__all__ = ["check_partition_key", "check_table_key", "encode_partition_key"]
+__all__ = ["check_partition_key", "check_table_key", "check_written_key", "encode_partition_key"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -102,25 +102,32 @@ def check_partition_key(key: Any, op_id: str) -> None:
     has no stable bytes (a dict, a set, NaN or infinity, also inside a list or tuple)."""
     found = _unstable(key)
     if found is not None:
-        _refuse(key, op_id, *found)
+        _refuse(key, f"operator {op_id!r}", *found)
 
 
 def check_table_key(key: Any, table_id: str) -> None:
     """Like :func:`check_partition_key` for a table's key, except that a dict is taken as its
     JSON bytes are: a compacted topic's JSON object keys (Kafka Connect, Debezium) keep their
     order from record to record, and a lookup matches an entry only with the same key order."""
+    check_written_key(key, f"table {table_id!r}")
+
+
+def check_written_key(key: Any, where: str) -> None:
+    """:func:`check_table_key`'s rule for the key of a message a user writes (``where`` names
+    the write, e.g. ``"write to stream 'clicks'"``): it places the message and may be a
+    table's key, so a dict goes as its JSON bytes are, and a set, NaN or infinity is refused."""
     if type(key) in _STABLE_TYPES:
         return
     found = _unstable(key, dicts=True)
     if found is not None:
-        _refuse(key, f"table {table_id}", *found)
+        _refuse(key, where, *found)
 
 
-def _refuse(key: Any, op_id: str, reason: str, part: Any) -> NoReturn:
+def _refuse(key: Any, where: str, reason: str, part: Any) -> NoReturn:
     subject = f"key {_describe(key)}"
     if part is not key:
         subject += f" holds {_describe(part)}, which"
-    msg = f"operator {op_id!r}: {subject} {_INSTEAD[reason]}"
+    msg = f"{where}: {subject} {_INSTEAD[reason]}"
     raise SerdeError(msg)
 
 
@@ -134,7 +141,7 @@ def encode_partition_key(key: Any, op_id: str) -> bytes:
     if type(key) not in _STABLE_TYPES:
         found = _unstable(key)
         if found is not None:
-            _refuse(key, op_id, *found)
+            _refuse(key, f"operator {op_id!r}", *found)
     try:
         return _encode(key)
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as error:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import StreamSystemError
 from samza_nb.model import SystemStream
-from samza_nb.plan.keys import check_table_key
+from samza_nb.model.keys import check_table_key
 from samza_nb.plan.tables import LocalTable
 from samza_nb.runtime.control import (
     ControlMessage,

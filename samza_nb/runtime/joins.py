@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from samza_nb.plan.keys import check_partition_key
+from samza_nb.model.keys import check_partition_key
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import (
     JoinOperatorSpec,

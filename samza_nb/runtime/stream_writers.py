@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from samza_nb.model.keys import check_partition_key, encode_partition_key
 from samza_nb.plan.functions import identity
-from samza_nb.plan.keys import check_partition_key, encode_partition_key
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import (
     BroadcastOperatorSpec,

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from samza_nb.errors import SerdeError
+from samza_nb.model.keys import check_partition_key
 from samza_nb.plan.combining import PartialAggregate
-from samza_nb.plan.keys import check_partition_key
 from samza_nb.plan.kv import KV
 from samza_nb.plan.operators import WindowOperatorSpec
 from samza_nb.plan.windows import (

@@ -15,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from samza_nb.errors import StreamSystemError
+from samza_nb.errors import SerdeError, StreamSystemError
+from samza_nb.model.keys import check_written_key
 from samza_nb.model.kv import KV
 from samza_nb.systems.base import MessageKind, Record
 from samza_nb.systems.partitioning import partition_for_key
@@ -78,7 +79,14 @@ def placed_records(
         except Exception as error:
             msg = f"key_fn failed on value {index} written to stream {stream_id!r} ({value!r:.80}): {error!r}"
             raise StreamSystemError(msg) from error
-        key_bytes = encode_key(key) if key is not None else None
+        if key_serde is None:  # JSON: a key without stable bytes would split or merge keys
+            check_written_key(key, f"write to stream {stream_id!r}: value {index}")
+        try:
+            key_bytes = encode_key(key) if key is not None else None
+            value_bytes = encode_value(value.value if keyed else value)
+        except Exception as error:
+            msg = f"write to stream {stream_id!r}: value {index} ({value!r:.80}) cannot be encoded: {error}"
+            raise SerdeError(msg) from error
         if partition is not None:
             target = partition
         elif key_fn is not None or keyed:
@@ -86,6 +94,5 @@ def placed_records(
         else:
             target = next(rotation) % partitions
         stamp = stamps[index] if stamps is not None else None
-        message = value.value if keyed else value
-        placed.append((target, Record(MessageKind.USER, key_bytes, encode_value(message), stamp)))
+        placed.append((target, Record(MessageKind.USER, key_bytes, value_bytes, stamp)))
     return placed

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samza_nb.errors import SerdeError
+from samza_nb.model.keys import check_partition_key, encode_partition_key
 from samza_nb.plan import serdes
-from samza_nb.plan.keys import check_partition_key, encode_partition_key
 from samza_nb.plan.kv import KV
 
 

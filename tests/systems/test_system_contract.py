@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from samza_nb.api import KV
-from samza_nb.errors import ConfigError, StreamNotFoundError, StreamSystemError
+from samza_nb.errors import ConfigError, SerdeError, StreamNotFoundError, StreamSystemError
 from samza_nb.systems import (
     EmbeddedSystem,
     KafkaSystem,
@@ -236,3 +236,19 @@ def test_delete_before_keeps_newer_records(named: Named) -> None:
     assert [int(record.value) for _o, record in read][-6:] == [4, 5, 6, 7, 8, 9]
     assert len(read) == 10 - deleted
     assert system.oldest_offsets(stream)[0] == (4 if deleted else 0)
+
+
+def test_a_written_key_without_stable_bytes_or_a_value_that_does_not_encode_is_named(named: Named) -> None:
+    # The runtime's rule for keys it writes: a set or NaN would place equal keys apart or
+    # merge them with None. A dict key goes as its JSON is (a table's key may be one).
+    system, name = named
+    stream = name("bad-keys")
+    system.create_stream(stream, 4)
+    with pytest.raises(SerdeError, match=r"write to stream .*bad-keys.*: value 1: key nan is NaN"):
+        system.write(stream, [KV("a", 1), KV(float("nan"), 2)])  # type: ignore[attr-defined]
+    with pytest.raises(SerdeError, match=r"value 0: key .* is a set"):
+        system.write(stream, [{"page": "a"}], key_fn=lambda v: {v["page"]})  # type: ignore[attr-defined]
+    with pytest.raises(SerdeError, match=r"write to stream .*bad-keys.*: value 0 .*cannot be encoded"):
+        system.write(stream, [KV("a", object())])  # type: ignore[attr-defined]
+    assert system.write(stream, [KV({"id": 1}, "row")]) == 1  # type: ignore[attr-defined]
+    assert list(system.read_frame(stream)["value"]) == ["row"]
