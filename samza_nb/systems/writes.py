@@ -67,6 +67,14 @@ def placed_records(
             f"{type(values).__name__} {values!r:.60}; to write one message, pass [message]"
         )
         raise StreamSystemError(msg)
+    for given, option in ((serde, "serde"), (key_serde, "key_serde")):
+        if given is not None and not callable(getattr(given, "to_bytes", None)):
+            msg = (
+                f"write to stream {stream_id!r}: {option}= takes a serde of values (an object "
+                f"with to_bytes), got {given!r:.80}; for a KV serde pass its value serde as "
+                f"serde= and its key serde as key_serde="
+            )
+            raise StreamSystemError(msg)
     encode_value = serde.to_bytes if serde is not None else _json_encode
     encode_key = key_serde.to_bytes if key_serde is not None else _json_encode
     values = list(values)

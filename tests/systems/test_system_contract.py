@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from samza_nb.api import KV
+from samza_nb.api import KV, serdes
 from samza_nb.errors import ConfigError, SerdeError, StreamNotFoundError, StreamSystemError
 from samza_nb.systems import (
     EmbeddedSystem,
@@ -250,5 +250,7 @@ def test_a_written_key_without_stable_bytes_or_a_value_that_does_not_encode_is_n
         system.write(stream, [{"page": "a"}], key_fn=lambda v: {v["page"]})  # type: ignore[attr-defined]
     with pytest.raises(SerdeError, match=r"write to stream .*bad-keys.*: value 0 .*cannot be encoded"):
         system.write(stream, [KV("a", object())])  # type: ignore[attr-defined]
+    with pytest.raises(StreamSystemError, match=r"serde= takes a serde of values .*for a KV serde pass"):
+        system.write(stream, [KV("a", 1)], serde=serdes.kv("string", "json"))  # type: ignore[attr-defined]
     assert system.write(stream, [KV({"id": 1}, "row")]) == 1  # type: ignore[attr-defined]
     assert list(system.read_frame(stream)["value"]) == ["row"]
