@@ -183,10 +183,10 @@ def get_location_id_provider(
 
     >>> get_location_id_provider("default")
     DefaultLocationIdProvider()
-    >>> get_location_id_provider("defualt")
+    >>> get_location_id_provider("defualt")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    samza_nb.errors.ConfigError: unknown location id provider 'defualt'; did you mean 'default'? known: default (or give 'module:factory')
+    samza_nb.errors.ConfigError: unknown location id provider 'defualt'; did you mean 'default'? known: ...
     """
     resolved = Config.of(config)
     provider_name = name or resolved.get_str("locationid.provider.factory") or "default"
