@@ -1,29 +1,57 @@
 """KV (samza_nb/model/kv.py) as a store keeps it: a tagged map, since msgpack has no named
-tuples."""
+tuples, wherever it sits in a stored value (a list, a tuple or a dict's value)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from samza_nb.model.kv import KV
 
 __all__ = ["KV", "from_storable", "to_storable"]
 
+# Types msgpack keeps as they are: a dict or list holding only these is stored as it is (the
+# check runs in C, so a join's flat dict message costs one pass and no copy).
+_PLAIN: Final = frozenset({str, int, float, bool, type(None), bytes})
+_TAG: Final = "__kv__"
+
 
 def to_storable(value: Any) -> Any:
-    """KV is kept as a tagged map so it comes back as a KV from a store (msgpack has no
-    named tuples)."""
+    """``value`` with every KV in it, at any depth, as a tagged map, so that it comes back
+    from a store as a KV (msgpack has no named tuples).
+
+    >>> to_storable({"last": KV("page-1", 3), "n": 2})
+    {'last': {'__kv__': ['page-1', 3]}, 'n': 2}
+    >>> from_storable(to_storable({"last": KV("page-1", 3), "n": 2}))
+    {'last': KV(key='page-1', value=3), 'n': 2}
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
     if isinstance(value, KV):
-        return {"__kv__": [to_storable(value.key), to_storable(value.value)]}
-    if isinstance(value, list):
+        return {_TAG: [to_storable(value.key), to_storable(value.value)]}
+    if isinstance(value, dict):
+        if _PLAIN.issuperset(map(type, value.values())):
+            return value
+        return {key: to_storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        if _PLAIN.issuperset(map(type, value)):
+            return value
         return [to_storable(item) for item in value]
     return value
 
 
 def from_storable(value: Any) -> Any:
-    if isinstance(value, dict) and len(value) == 1 and "__kv__" in value:
-        key, inner = value["__kv__"]
-        return KV(from_storable(key), from_storable(inner))
-    if isinstance(value, list):
+    """What :func:`to_storable` kept, read back from msgpack: tagged maps become KVs again."""
+    kind = type(value)
+    if kind is dict:
+        if len(value) == 1 and _TAG in value:
+            key, inner = value[_TAG]
+            return KV(from_storable(key), from_storable(inner))
+        if _PLAIN.issuperset(map(type, value.values())):
+            return value
+        return {key: from_storable(item) for key, item in value.items()}
+    if kind is list:
+        if _PLAIN.issuperset(map(type, value)):
+            return value
         return [from_storable(item) for item in value]
     return value
