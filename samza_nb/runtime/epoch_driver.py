@@ -168,9 +168,12 @@ class EpochDriver:
         moved = False  # a reset or an out-of-range checkpoint: a pending plan no longer applies
         rewound = False  # an input starts below its checkpoint
         ended = _ended_ssps(checkpoint, task)
+        recorded = checkpoint.control.get("inputs", {}) if checkpoint.control else {}
         for stream_id, partition in ssps:
             key = ssp_key(stream_id, partition)
             checkpointed = checkpoint.offsets.get(key)
+            if checkpointed is not None:
+                self.offsets.check_checkpoint(task.name, stream_id, partition, recorded)
             start_offsets[key], reset = self.offsets.start(
                 stream_id, partition, checkpointed, newest, task=task.name, seq=checkpoint.seq, ended=key in ended
             )
@@ -246,13 +249,17 @@ class EpochDriver:
         """Commit the checkpoints of the tasks that succeeded; returns them and, when a task
         failed, its TaskError (nothing past the failing offset is committed)."""
         committed: dict[str, Checkpoint] = {}
+        incarnations = self.offsets.incarnations()
         succeeded = []
         failure: dict[str, Any] | None = None
         for result in results:
             if result.error is not None:
                 failure = failure or result.error
                 continue
-            committed[result.task_name] = Checkpoint(result.seq, dict(result.offsets), dict(result.control))
+            control = dict(result.control)
+            if incarnations:  # which inputs the offsets are of (a later run compares)
+                control["inputs"] = incarnations
+            committed[result.task_name] = Checkpoint(result.seq, dict(result.offsets), control)
             succeeded.append(result)
         if committed:
             self.checkpoints.write_all(committed)

@@ -11,6 +11,8 @@ Samza's keys, most specific first:
   task in this process starts from the default;
 - an input deleted and made again while the job runs (a system that can tell: the embedded
   log) is read from the offset default, as a partition without a checkpoint, with a warning;
+  a run whose checkpoints were committed on an input deleted since is refused
+  (:meth:`OffsetPolicy.check_checkpoint`);
 - a checkpointed offset outside the partition's stored range (deleted by retention, or a
   recreated topic) follows ``systems.<system>.consumer.auto.offset.reset`` (``smallest`` /
   ``earliest``, ``largest`` / ``latest``, or ``none`` / ``error``: a :class:`CheckpointError`
@@ -29,8 +31,8 @@ epoch result names what was lost (``Job.metrics()["deleted_unread"]``, and a war
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import CheckpointError, ConfigError
 from samza_nb.runtime.context import system_of
@@ -57,7 +59,7 @@ class OffsetPolicy:
         #: Input SSP keys this process already started (reset and range checks happen once).
         self._started: set[str] = set()
         #: Input stream -> its incarnation when this process first looked, then the latest.
-        self._incarnations: dict[str, Hashable] = {}
+        self._incarnations: dict[str, str] = {}
         #: Input stream -> how many times it was found deleted and made again.
         self._made_again: dict[str, int] = {}
         #: (task, SSP key) -> (the count of ``_made_again`` it started afresh for, the task's
@@ -133,6 +135,31 @@ class OffsetPolicy:
             if now != before:
                 self._incarnations[stream_id] = now
                 self._made_again[stream_id] = self._made_again.get(stream_id, 0) + 1
+
+    def incarnations(self) -> dict[str, str]:
+        """The incarnation of every input whose system tells them, as this process knows it
+        (recorded with each checkpoint: a later run compares)."""
+        return dict(self._incarnations)
+
+    def check_checkpoint(self, task: str, stream_id: str, partition: int, recorded: Mapping[str, Any]) -> None:
+        """At a run's first look at an input partition, raise :class:`CheckpointError` when
+        ``task``'s checkpoint was committed on a stream of that name deleted since (its
+        ``recorded`` incarnations): its offsets, end of stream and state belong to the old
+        stream, and reading on from them would skip the new one's first messages."""
+        key = ssp_key(stream_id, partition)
+        if key in self._started or self.plan.streams[stream_id].kind != "input":
+            return
+        was, now = recorded.get(stream_id), self._incarnations.get(stream_id)
+        if was is None or now is None or was == now:
+            return
+        msg = (
+            f"task {task!r}: input {stream_id}[{partition}] was deleted and made again since the "
+            f"job last committed there (system {self._system_name(stream_id)!r}): the job's "
+            f"checkpoints and state belong to the old stream, and reading on from them would skip "
+            f"the new stream's first messages; start the job over with `samza-nb reset "
+            f"MODULE:APP --yes` (reset_job(app.plan()) in Python), or run it under a new job id"
+        )
+        raise CheckpointError(msg)
 
     def _made_again_since(self, stream_id: str, task: str, key: str, seq: int | None) -> bool:
         """Whether ``task``'s checkpoint of ``key`` belongs to an input made again since: until

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -125,11 +125,11 @@ class StreamSystem(ABC):
         system that keeps nothing does nothing."""
         return None
 
-    def incarnation(self, stream_id: str) -> Hashable | None:
+    def incarnation(self, stream_id: str) -> str | None:
         """What tells this stream apart from one of the same name made after it was deleted
-        (a running job reads such a stream from its start: runtime/offsets.py); None when
-        the system cannot tell (a Kafka topic: its id is not asked for) or the stream does
-        not exist."""
+        (runtime/offsets.py: a running job reads such a stream from its start, and a job's
+        next run refuses checkpoints of the old one); None when the system cannot tell (a
+        Kafka topic: its id is not asked for) or the stream does not exist."""
         return None
 
     def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:

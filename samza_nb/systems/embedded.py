@@ -29,7 +29,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -215,12 +215,12 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         )
         return {int(p): int(o) for p, o in rows}
 
-    def incarnation(self, stream_id: str) -> Hashable | None:
+    def incarnation(self, stream_id: str) -> str | None:
         """The stream's row and creation time: a stream deleted and made again gets new ones."""
         if self._path is None and not self.log_file.exists():
             return None
         row = self._db().execute("SELECT rowid, created FROM streams WHERE stream = ?", (stream_id,)).fetchone()
-        return None if row is None else (int(row[0]), float(row[1]))
+        return None if row is None else f"{int(row[0])}@{float(row[1])!r}"
 
     def oldest_offsets(self, stream_id: str) -> dict[int, int]:
         self._require_partitions(stream_id)

@@ -16,6 +16,7 @@ from samza_nb.api import StreamApplication
 from samza_nb.errors import CheckpointError, ConfigError, TaskError
 from samza_nb.runtime import run
 from samza_nb.runtime.offsets import OffsetPolicy
+from samza_nb.runtime.reset import reset_job
 from samza_nb.systems import EmbeddedSystem, KafkaSystem
 
 
@@ -244,3 +245,35 @@ def test_a_stream_made_again_restarts_each_task_until_it_commits_there(system: E
     system.create_stream("in", 2)
     policy.look_for_inputs_made_again()
     assert policy.start("in", 1, 1, {"in#1": 0}, task="t", seq=5, ended=True) == (1, False)
+
+
+def test_a_run_over_an_input_made_again_since_the_last_refuses_the_old_checkpoints(tmp_path: Path) -> None:
+    # The notebook's cycle: write the input, run the job, delete and write the input again,
+    # run again. The second run's checkpoints are of the old stream (ended, and as long as the
+    # new one): reading on from them would finish at once with nothing read. It names the
+    # input and the way out instead; after a reset the new stream is read.
+    log = EmbeddedSystem("log", path=tmp_path / "log")
+
+    def fill(tag: str) -> None:
+        if "in" in log.list_streams():
+            log.delete_stream("in")
+        log.create_stream("in", 2)
+        log.write("in", [f"{tag}-{i}" for i in range(10)], partition=0)
+        log.end_stream("in")
+
+    def app() -> StreamApplication:
+        made = StreamApplication("again", job_id="1", config={"job.home": str(tmp_path / "home")})
+        out = made.output(log.output("again-out", partitions=1, serde="json"))
+        made.input(log.input("in", partitions=2, serde="json")).map(lambda v: v).send_to(out)
+        return made
+
+    fill("first")
+    run(app(), until="end-of-stream", executor="local")
+    fill("second")
+    with pytest.raises(CheckpointError, match=r"input in\[0\] was deleted and made again since the job last committed"):
+        run(app(), until="end-of-stream", executor="local")
+    reset_job(app().plan())
+    run(app(), until="end-of-stream", executor="local")
+    assert sorted(log.read_frame("again-out")["value"]) == sorted(
+        [f"first-{i}" for i in range(10)] + [f"second-{i}" for i in range(10)]
+    )
