@@ -111,8 +111,8 @@ def test_a_set_aggregate_fails_at_its_first_message_naming_the_window(system: Em
 def test_a_kv_anywhere_in_an_aggregate_reads_back_as_a_kv(
     system: EmbeddedSystem, tmp_path: Path, per_epoch: str
 ) -> None:
-    # KVs in a dict's values, a list and a tuple of the aggregate survive its store, in the
-    # epoch that saved it or the next (joins keep their messages with the same functions).
+    # KVs in a dict's values and in lists of the aggregate survive its store, in the epoch
+    # that saved it or the next (joins keep their messages with the same functions).
     system.create_stream("events", 1)
     system.write("events", [["a", 1], ["a", 2], ["b", 3]])
     system.end_stream("events")
@@ -127,8 +127,9 @@ def test_a_kv_anywhere_in_an_aggregate_reads_back_as_a_kv(
                 initial=lambda: {"last": None, "all": []},
                 fold=lambda m, agg: {
                     "last": KV(m[0], {"at": KV("n", m[1])}),
-                    "all": [*agg["all"], (KV("n", m[1]),)],
+                    "all": [*agg["all"], [KV("n", m[1])]],
                     "kinds": sorted({type(agg["last"]).__name__, *(type(t[0]).__name__ for t in agg["all"])}),
+                    "mine": {"__kv__": m[1]},  # a user's dict that looks like the store's tag
                 },
             ),
             op_id="w",
@@ -142,15 +143,25 @@ def test_a_kv_anywhere_in_an_aggregate_reads_back_as_a_kv(
     # The output stream is JSON (a KV is a list there); the fold saw KVs every time.
     assert [pane["kinds"] for pane in panes] == [["NoneType"], ["KV"]]
     assert panes[1]["last"] == ["a", {"at": ["n", 2]}]
+    assert panes[1]["mine"] == {"__kv__": 2}
 
 
 def test_a_kv_nested_in_a_dict_round_trips_through_a_store() -> None:
-    value = {"last": KV("k", {"inner": KV(1, [KV(2, None)])}), "plain": {"x": [1, 2]}, "t": (KV("a", 1),)}
+    value = {
+        "last": KV("k", {"inner": KV(1, [KV(2, None)])}),
+        "plain": {"x": [1, 2]},
+        "looks-like-a-tag": {"__kv__": 5},
+        "looks-like-the-escape": {"__kv_escaped__": {"__kv__": [1, 2]}},
+        "t": (KV("a", 1),),  # a tuple keeps msgpack's array (a key's bytes never change)
+    }
     stored = msgspec.msgpack.decode(msgspec.msgpack.encode(to_storable(value)))
     assert from_storable(stored) == {
         "last": KV("k", {"inner": KV(1, [KV(2, None)])}),
         "plain": {"x": [1, 2]},
-        "t": [KV("a", 1)],
+        "looks-like-a-tag": {"__kv__": 5},
+        "looks-like-the-escape": {"__kv_escaped__": {"__kv__": [1, 2]}},
+        "t": [["a", 1]],
     }
+    assert msgspec.msgpack.encode(to_storable(("page", KV("a", 1)))) == msgspec.msgpack.encode(("page", ("a", 1)))
     flat = {"page": "a", "n": 1}
     assert to_storable(flat) is flat and from_storable(flat) is flat  # no copy of plain values
