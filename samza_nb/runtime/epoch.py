@@ -50,6 +50,9 @@ class EpochAssignment:
     #: Whether an input starts below its checkpoint (``samza.reset.offset``, an out-of-range
     #: rule): the run reads older messages again, so its operators' watermarks start over.
     rewound: bool = False
+    #: The incarnations of the task's inputs its offsets are of (runtime/offsets.py), written
+    #: with its checkpoint.
+    inputs: dict[str, str] = field(default_factory=dict)
     #: How many times the epoch ran before in this run of the job (its workers were lost):
     #: any attempt may have committed it (exactly-once reads the checkpoint topic then).
     retry: int = 0

@@ -112,6 +112,7 @@ class _Planned(NamedTuple):
     plan: EpochPlan
     new: bool
     rewound: bool = False
+    inputs: dict[str, str] | None = None
 
 
 class EpochDriver:
@@ -154,7 +155,7 @@ class EpochDriver:
         """The next epoch of each of ``tasks``: the pending plan of an epoch that did not
         commit, else a new plan. The new plans are persisted before the epoch runs, all in one
         metadata-store transaction (one synced write per epoch, not one per task)."""
-        self.offsets.look_for_inputs_made_again()
+        self.offsets.look_at_inputs()
         planned = [self._plan(task, now_ms=now_ms, newest=newest, drain=drain) for task in tasks]
         new_plans = {p.task.name: p.plan for p in planned if p.new}
         if new_plans:
@@ -172,10 +173,9 @@ class EpochDriver:
         for stream_id, partition in ssps:
             key = ssp_key(stream_id, partition)
             checkpointed = checkpoint.offsets.get(key)
-            if checkpointed is not None:
-                self.offsets.check_checkpoint(task.name, stream_id, partition, recorded)
             start_offsets[key], reset = self.offsets.start(
-                stream_id, partition, checkpointed, newest, task=task.name, seq=checkpoint.seq, ended=key in ended
+                stream_id, partition, checkpointed, newest,
+                task=task.name, recorded=recorded.get(stream_id), ended=key in ended,
             )
             if reset and checkpointed is not None and start_offsets[key] < checkpointed and key in ended:
                 raise CheckpointError(_stale_end_of_stream(task.name, key, checkpointed, newest))
@@ -183,12 +183,19 @@ class EpochDriver:
             rewound = rewound or (checkpointed is not None and start_offsets[key] < checkpointed)
         # Read even when it no longer applies: the plan written next replaces what was read
         # (on Azure the write is conditional on it).
+        # The incarnations this epoch's offsets are of, committed with its checkpoint: the
+        # inputs as they are now (a made-again input started afresh above), else as recorded.
+        inputs = dict(recorded)
+        for stream_id in {stream_id for stream_id, _partition in ssps}:
+            now = self.offsets.incarnation(stream_id)
+            if now is not None:
+                inputs[stream_id] = now
         pending = self.checkpoints.pending_plan(task.name, checkpoint.seq)
         plan = None if moved else pending
         if plan is not None:
-            return _Planned(task, checkpoint, ssps, start_offsets, plan, new=False, rewound=rewound)
+            return _Planned(task, checkpoint, ssps, start_offsets, plan, new=False, rewound=rewound, inputs=inputs)
         plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)
-        return _Planned(task, checkpoint, ssps, start_offsets, plan, new=True, rewound=rewound)
+        return _Planned(task, checkpoint, ssps, start_offsets, plan, new=True, rewound=rewound, inputs=inputs)
 
     def _assignment(self, planned: _Planned, location_id: str, counts: dict[str, int]) -> EpochAssignment:
         task, checkpoint, plan = planned.task, planned.checkpoint, planned.plan
@@ -213,6 +220,7 @@ class EpochDriver:
             watermark_quorum=self.watermark_quorum,
             samples=dict(self.samples),
             rewound=planned.rewound,
+            inputs=planned.inputs or {},
         )
 
     def _new_plan(
@@ -242,6 +250,19 @@ class EpochDriver:
         if self.lease is not None:
             self.lease.check()
 
+    def inputs_made_again(self, tasks: Iterable[str]) -> bool:
+        """Whether an input of one of ``tasks`` was deleted and made again since the task last
+        committed on it (runtime/offsets.py): its next epoch reads the new stream, even when
+        its offsets are behind the old checkpoint and the task looks caught up."""
+        self.offsets.look_at_inputs()
+        cached = self.checkpoints.cached()
+        for task in tasks:
+            checkpoint = cached.get(task)
+            recorded = checkpoint.control.get("inputs", {}) if checkpoint and checkpoint.control else {}
+            if any(self.offsets.made_again(stream_id, was) for stream_id, was in recorded.items()):
+                return True
+        return False
+
     def has_pending_plan(self, task: str) -> bool:
         return self.checkpoints.pending_plan(task, self.checkpoints.read(task).seq) is not None
 
@@ -249,17 +270,13 @@ class EpochDriver:
         """Commit the checkpoints of the tasks that succeeded; returns them and, when a task
         failed, its TaskError (nothing past the failing offset is committed)."""
         committed: dict[str, Checkpoint] = {}
-        incarnations = self.offsets.incarnations()
         succeeded = []
         failure: dict[str, Any] | None = None
         for result in results:
             if result.error is not None:
                 failure = failure or result.error
                 continue
-            control = dict(result.control)
-            if incarnations:  # which inputs the offsets are of (a later run compares)
-                control["inputs"] = incarnations
-            committed[result.task_name] = Checkpoint(result.seq, dict(result.offsets), control)
+            committed[result.task_name] = Checkpoint(result.seq, dict(result.offsets), dict(result.control))
             succeeded.append(result)
         if committed:
             self.checkpoints.write_all(committed)

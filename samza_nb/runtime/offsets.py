@@ -9,10 +9,10 @@ Samza's keys, most specific first:
   ``true`` ignores the checkpointed offset of the stream's partitions and starts from the
   default again. As in Samza it applies when a processor process starts: the first epoch of a
   task in this process starts from the default;
-- an input deleted and made again while the job runs (a system that can tell: the embedded
-  log) is read from the offset default, as a partition without a checkpoint, with a warning;
-  a run whose checkpoints were committed on an input deleted since is refused
-  (:meth:`OffsetPolicy.check_checkpoint`);
+- an input deleted and made again since a task committed on it (a system that can tell: the
+  embedded log; each checkpoint records the incarnations of its inputs) is read from the
+  offset default, as a partition without a checkpoint, with a warning; one the task had read
+  to its end raises :class:`CheckpointError` (its end of stream would stand for the new one);
 - a checkpointed offset outside the partition's stored range (deleted by retention, or a
   recreated topic) follows ``systems.<system>.consumer.auto.offset.reset`` (``smallest`` /
   ``earliest``, ``largest`` / ``latest``, or ``none`` / ``error``: a :class:`CheckpointError`
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from samza_nb.errors import CheckpointError, ConfigError
 from samza_nb.runtime.context import system_of
@@ -58,13 +58,8 @@ class OffsetPolicy:
         self.plan = plan
         #: Input SSP keys this process already started (reset and range checks happen once).
         self._started: set[str] = set()
-        #: Input stream -> its incarnation when this process first looked, then the latest.
+        #: Input stream -> its incarnation as last looked at (:meth:`look_at_inputs`).
         self._incarnations: dict[str, str] = {}
-        #: Input stream -> how many times it was found deleted and made again.
-        self._made_again: dict[str, int] = {}
-        #: (task, SSP key) -> (the count of ``_made_again`` it started afresh for, the task's
-        #: checkpoint seq then).
-        self._afresh: dict[tuple[str, str], tuple[int, int | None]] = {}
 
     def _system_name(self, stream_id: str) -> str:
         return str(self.plan.streams[stream_id].system.name)
@@ -121,58 +116,29 @@ class OffsetPolicy:
         msg = f"{key}={value!r}: use smallest/earliest, largest/latest or none"
         raise ConfigError(msg)
 
-    def look_for_inputs_made_again(self) -> None:
-        """Note every input stream deleted and made again since this process first looked at
-        it (once per epoch, before :meth:`start`): a system that can tell
-        (:meth:`~samza_nb.systems.base.StreamSystem.incarnation`: the embedded log) says so."""
+    def look_at_inputs(self) -> None:
+        """Ask each input's system for its incarnation (once per epoch, before :meth:`start`,
+        and when a processor looks whether it is idle): a system that can tell
+        (:meth:`~samza_nb.systems.base.StreamSystem.incarnation`: the embedded log) gives a
+        stream made again a new one."""
         for stream_id, info in self.plan.streams.items():
             if info.kind != "input":
                 continue
             now = system_of(self.plan, stream_id).incarnation(stream_id)
-            if now is None:
-                continue  # cannot tell, or deleted and not made again yet
-            before = self._incarnations.setdefault(stream_id, now)
-            if now != before:
+            if now is None:  # cannot tell, or deleted and not made again yet
+                self._incarnations.pop(stream_id, None)
+            else:
                 self._incarnations[stream_id] = now
-                self._made_again[stream_id] = self._made_again.get(stream_id, 0) + 1
 
-    def incarnations(self) -> dict[str, str]:
-        """The incarnation of every input whose system tells them, as this process knows it
-        (recorded with each checkpoint: a later run compares)."""
-        return dict(self._incarnations)
+    def incarnation(self, stream_id: str) -> str | None:
+        """The input's incarnation as last looked at (None: its system cannot tell)."""
+        return self._incarnations.get(stream_id)
 
-    def check_checkpoint(self, task: str, stream_id: str, partition: int, recorded: Mapping[str, Any]) -> None:
-        """At a run's first look at an input partition, raise :class:`CheckpointError` when
-        ``task``'s checkpoint was committed on a stream of that name deleted since (its
-        ``recorded`` incarnations): its offsets, end of stream and state belong to the old
-        stream, and reading on from them would skip the new one's first messages."""
-        key = ssp_key(stream_id, partition)
-        if key in self._started or self.plan.streams[stream_id].kind != "input":
-            return
-        was, now = recorded.get(stream_id), self._incarnations.get(stream_id)
-        if was is None or now is None or was == now:
-            return
-        msg = (
-            f"task {task!r}: input {stream_id}[{partition}] was deleted and made again since the "
-            f"job last committed there (system {self._system_name(stream_id)!r}): the job's "
-            f"checkpoints and state belong to the old stream, and reading on from them would skip "
-            f"the new stream's first messages; start the job over with `samza-nb reset "
-            f"MODULE:APP --yes` (reset_job(app.plan()) in Python), or run it under a new job id"
-        )
-        raise CheckpointError(msg)
-
-    def _made_again_since(self, stream_id: str, task: str, key: str, seq: int | None) -> bool:
-        """Whether ``task``'s checkpoint of ``key`` belongs to an input made again since: until
-        the task commits an epoch started on the new stream (its checkpoint ``seq`` moves), it
-        starts there afresh, a retried epoch included."""
-        made = self._made_again.get(stream_id)
-        if made is None:
-            return False
-        started = self._afresh.get((task, key))
-        if started is None or started[0] != made:
-            self._afresh[(task, key)] = (made, seq)
-            return True
-        return started[1] == seq
+    def made_again(self, stream_id: str, recorded: str | None) -> bool:
+        """Whether a checkpoint committed on the input's incarnation ``recorded`` is of a
+        stream deleted since (both known, and different)."""
+        now = self._incarnations.get(stream_id)
+        return recorded is not None and now is not None and recorded != now
 
     def start(
         self,
@@ -181,15 +147,19 @@ class OffsetPolicy:
         checkpointed: int | None,
         newest: Mapping[str, int],
         *,
-        task: str | None = None,
-        seq: int | None = None,
+        task: str = "",
+        recorded: str | None = None,
         ended: bool = False,
     ) -> tuple[int, bool]:
         """The offset an epoch starts at, and whether it differs from the checkpoint (a reset:
-        a pending epoch plan made from the checkpoint no longer applies). ``task`` and its
-        checkpoint's ``seq``: an input deleted and made again while the job runs is read from
-        the offset default (oldest: its start), unless ``ended`` (the task is done with it: a
-        job's next start names it)."""
+        a pending epoch plan made from the checkpoint no longer applies).
+
+        ``recorded``: the incarnation of the input that ``task``'s checkpoint was committed
+        on. When the input was deleted and made again since, the checkpoint is of another
+        stream: the new one is read from the offset default (oldest: its start), with a
+        warning, as a partition without a checkpoint; unless the checkpoint says the old one
+        ``ended`` (its end of stream, and what the operators did at it, would stand for the
+        new stream's): that raises :class:`CheckpointError`, naming the way to start over."""
         key = ssp_key(stream_id, partition)
         is_input = self.plan.streams[stream_id].kind == "input"
         first = is_input and key not in self._started
@@ -197,16 +167,18 @@ class OffsetPolicy:
             self._started.add(key)
         if checkpointed is None:
             return self._policy_offset(stream_id, partition, self.default(stream_id), newest), False
+        if is_input and self.made_again(stream_id, recorded) and not (first and self.resets(stream_id)):
+            if ended:
+                raise CheckpointError(_ended_then_made_again(task, stream_id, partition, self._system_name(stream_id)))
+            start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)
+            _log.warning(
+                "input %s[%d] was deleted and made again since task %r last committed there: it "
+                "reads the new stream from offset %d (%s), not from its checkpointed offset %d of "
+                "the old one",
+                stream_id, partition, task, start, self.default(stream_id), checkpointed,
+            )
+            return start, True
         if not first:
-            if is_input and task is not None and not ended and self._made_again_since(stream_id, task, key, seq):
-                start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)
-                _log.warning(
-                    "input %s[%d] was deleted and made again while the job ran: task %r reads "
-                    "the new stream from offset %d (%s), not from its checkpointed offset %d "
-                    "of the old one",
-                    stream_id, partition, task, start, self.default(stream_id), checkpointed,
-                )
-                return start, True
             return checkpointed, False
         if self.resets(stream_id):
             start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)
@@ -254,6 +226,16 @@ class OffsetPolicy:
             end = newest[key] if key in newest else system.newest_offsets(stream_id).get(partition, 0)
             return _before_end_of_stream(system, stream_id, partition, end)
         return system.oldest_offsets(stream_id).get(partition, 0)
+
+
+def _ended_then_made_again(task: str, stream_id: str, partition: int, system: str) -> str:
+    return (
+        f"task {task!r}: input {stream_id}[{partition}] (system {system!r}) was deleted and made "
+        f"again after the job read it to its end: the job's checkpoints and state belong to the "
+        f"old stream, and reading on from them would take the new one as ended; start the job "
+        f"over with `samza-nb reset MODULE:APP --yes` (reset_job(app.plan()) in Python), or run "
+        f"it under a new job id"
+    )
 
 
 def _before_end_of_stream(system: StreamSystem, stream_id: str, partition: int, end: int) -> int:

@@ -443,6 +443,8 @@ class StreamProcessor:
             return False  # the drain enters each task in an epoch (what crosses shuffles is read)
         if not self._caught_up(task_ssps, newest):
             return False
+        if self.driver.inputs_made_again(task_ssps):
+            return False
         if self._has_windows and (time.monotonic() - self._last_epoch_at) * 1000 >= self._timer_ms:
             return False
         return not any(self.driver.has_pending_plan(task) for task in task_ssps)

@@ -265,6 +265,7 @@ class _TaskRun:
             "runId": self.a.run_id,
             **self.control.snapshot(),
             "operators": {op_id: impl.snapshot() for op_id, impl in self.impls.items()},
+            **({"inputs": dict(self.a.inputs)} if self.a.inputs else {}),
         }
 
     def write_outputs(self, transaction: TaskTransaction | None = None) -> dict[str, int]:

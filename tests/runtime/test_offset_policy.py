@@ -7,6 +7,7 @@ the Kafka test broker."""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -197,14 +198,34 @@ def test_an_input_made_again_while_the_job_runs_is_read_from_its_start(
         job = run(_remade_app(system, "remade", remake_after_the_last), until="end-of-stream", executor="local")
     assert job.status().state == "finished"
     assert sorted(map(str, system.read_frame("remade-out")["value"])) == sorted([str(i) for i in range(100)] + new)
-    assert "input in[0] was deleted and made again" in caplog.text
+    assert "input in[0] was deleted and made again since task 'Partition 0' last committed there" in caplog.text
     assert "from offset 0 (oldest), not from its checkpointed offset 100" in caplog.text
 
 
-def test_an_ended_input_made_again_while_the_job_runs_does_not_stop_it(system: EmbeddedSystem) -> None:
+def test_an_idle_job_whose_input_is_made_again_reads_the_new_stream(system: EmbeddedSystem) -> None:
+    # Caught up at offset 100, the job waits; the input made again with 30 messages is behind
+    # that offset, so no lag shows, and yet its messages are the job's to read.
+    job = run(_remade_app(system, "idle", lambda value: value), until="end-of-stream", executor="local",
+              background=True)
+    try:
+        for _ in range(200):  # bounded: 10 s
+            if len(system.read_frame("idle-out")) == 100:
+                break
+            time.sleep(0.05)
+        system.delete_stream("in")
+        system.create_stream("in", 2)
+        system.write("in", [f"new-{i}" for i in range(30)], partition=0)
+        system.end_stream("in")
+        assert job.wait(timeout=30).state == "finished"
+    finally:
+        job.stop()
+    assert len(system.read_frame("idle-out")) == 130
+
+
+def test_an_input_made_again_after_the_job_read_its_end_is_refused_by_name(system: EmbeddedSystem) -> None:
     # Input "done" ended (3 messages) and was read to its end; it is made again while the
-    # job still reads "in". The tasks are done with what ended: the job finishes with what it
-    # read (its next run names the stream that changed under its checkpoint).
+    # job still reads "in". Its end of stream (and what the operators did at it) would stand
+    # for the new stream's: the job stops, naming it and the way to start over.
     system.create_stream("done", 2)
     system.write("done", ["a", "b", "c"], partition=0)
     system.end_stream("done")
@@ -214,6 +235,8 @@ def test_an_ended_input_made_again_while_the_job_runs_does_not_stop_it(system: E
         if value == 50:
             system.delete_stream("done")
             system.create_stream("done", 2)
+            system.write("done", [f"new-{i}" for i in range(10)], partition=0)
+            system.end_stream("done")
         return value
 
     app = StreamApplication("ended", job_id="1", config={"task.max.epoch.messages": "10"})
@@ -221,59 +244,83 @@ def test_an_ended_input_made_again_while_the_job_runs_does_not_stop_it(system: E
     inputs = app.input(system.input("in", partitions=2, serde="json"))
     done = app.input(system.input("done", partitions=2, serde="json"))
     inputs.merge(done).map(remake_midway).send_to(out)
-    job = run(app, until="end-of-stream", executor="local")
-    assert job.status().state == "finished"
-    assert len(system.read_frame("ended-out")) == 103
+    with pytest.raises(CheckpointError, match=r"input done\[\d\] .* was deleted and made again after the job read it to its end"):
+        run(app, until="end-of-stream", executor="local")
+    assert not any(str(value).startswith("new-") for value in system.read_frame("ended-out")["value"])
 
 
-def test_a_stream_made_again_restarts_each_task_until_it_commits_there(system: EmbeddedSystem) -> None:
-    policy = _policy(system, {})
-    policy.look_for_inputs_made_again()
-    assert policy.start("in", 0, 40, {"in#0": 100}, task="t", seq=3) == (40, False)  # the run's first look
-    assert policy.start("in", 1, 0, {"in#1": 0}, task="t", seq=3) == (0, False)
-    assert policy.start("in", 0, 60, {"in#0": 100}, task="t", seq=4) == (60, False)
+def test_whether_a_checkpoint_is_of_an_input_made_again_is_the_checkpoint_s_own_record(
+    system: EmbeddedSystem,
+) -> None:
+    # Decided from what the checkpoint recorded, not from what a process saw: a process that
+    # takes over a task committed on the new stream by another reads on from its checkpoint.
+    first, second = _policy(system, {}), _policy(system, {})
+    first.look_at_inputs()
+    old = first.incarnation("in")
+    assert old is not None
+    assert first.start("in", 0, 40, {"in#0": 100}, task="t", recorded=old) == (40, False)
     system.delete_stream("in")
     system.create_stream("in", 2)
-    policy.look_for_inputs_made_again()
-    assert policy.start("in", 0, 60, {"in#0": 0}, task="t", seq=4) == (0, True)
-    assert policy.start("in", 0, 60, {"in#0": 0}, task="t", seq=4) == (0, True)  # a retried epoch
-    assert policy.start("in", 0, 10, {"in#0": 10}, task="t", seq=5) == (10, False)  # committed there
-    policy.look_for_inputs_made_again()  # nothing new
-    assert policy.start("in", 0, 10, {"in#0": 10}, task="t", seq=5) == (10, False)
-    # An ended partition is left alone.
-    system.delete_stream("in")
-    system.create_stream("in", 2)
-    policy.look_for_inputs_made_again()
-    assert policy.start("in", 1, 1, {"in#1": 0}, task="t", seq=5, ended=True) == (1, False)
+    first.look_at_inputs()
+    second.look_at_inputs()
+    new = first.incarnation("in")
+    assert new not in (None, old) and second.incarnation("in") == new
+    assert first.start("in", 0, 60, {"in#0": 0}, task="t", recorded=old) == (0, True)
+    assert first.start("in", 0, 60, {"in#0": 0}, task="t", recorded=old) == (0, True)  # a retried epoch
+    assert first.start("in", 0, 10, {"in#0": 10}, task="t", recorded=new) == (10, False)  # committed there
+    assert second.start("in", 0, 10, {"in#0": 10}, task="t", recorded=new) == (10, False)  # taken over
+    assert second.start("in", 1, 0, {"in#1": 0}, task="t", recorded=None) == (0, False)  # nothing recorded
+    with pytest.raises(CheckpointError, match="after the job read it to its end"):
+        second.start("in", 1, 5, {"in#1": 0}, task="t", recorded=old, ended=True)
+    # samza.reset.offset starts over anyway: nothing to refuse.
+    resetting = _policy(system, {"streams.in.samza.reset.offset": "true"})
+    resetting.look_at_inputs()
+    assert resetting.start("in", 0, 60, {"in#0": 0}, task="t", recorded=old) == (0, True)
 
 
-def test_a_run_over_an_input_made_again_since_the_last_refuses_the_old_checkpoints(tmp_path: Path) -> None:
-    # The notebook's cycle: write the input, run the job, delete and write the input again,
-    # run again. The second run's checkpoints are of the old stream (ended, and as long as the
-    # new one): reading on from them would finish at once with nothing read. It names the
-    # input and the way out instead; after a reset the new stream is read.
-    log = EmbeddedSystem("log", path=tmp_path / "log")
-
-    def fill(tag: str) -> None:
-        if "in" in log.list_streams():
-            log.delete_stream("in")
-        log.create_stream("in", 2)
-        log.write("in", [f"{tag}-{i}" for i in range(10)], partition=0)
+def _fill_and_end(log: EmbeddedSystem, tag: str, *, end: bool = True) -> None:
+    if "in" in log.list_streams():
+        log.delete_stream("in")
+    log.create_stream("in", 2)
+    log.write("in", [f"{tag}-{i}" for i in range(10)], partition=0)
+    if end:
         log.end_stream("in")
 
-    def app() -> StreamApplication:
-        made = StreamApplication("again", job_id="1", config={"job.home": str(tmp_path / "home")})
-        out = made.output(log.output("again-out", partitions=1, serde="json"))
-        made.input(log.input("in", partitions=2, serde="json")).map(lambda v: v).send_to(out)
-        return made
 
-    fill("first")
-    run(app(), until="end-of-stream", executor="local")
-    fill("second")
-    with pytest.raises(CheckpointError, match=r"input in\[0\] was deleted and made again since the job last committed"):
-        run(app(), until="end-of-stream", executor="local")
-    reset_job(app().plan())
-    run(app(), until="end-of-stream", executor="local")
+def _again_app(log: EmbeddedSystem, tmp_path: Path, config: dict[str, str] | None = None) -> StreamApplication:
+    made = StreamApplication("again", job_id="1", config={"job.home": str(tmp_path / "home"), **(config or {})})
+    out = made.output(log.output("again-out", partitions=1, serde="json"))
+    made.input(log.input("in", partitions=2, serde="json")).map(lambda v: v).send_to(out)
+    return made
+
+
+def test_a_run_over_an_ended_input_made_again_since_the_last_refuses_the_old_checkpoints(tmp_path: Path) -> None:
+    # The notebook's cycle: write the input, run the job, delete and write the input again,
+    # run again. The old checkpoints say the input ended, at the new stream's end offset:
+    # reading on from them finished at once with nothing read. The run names the input and
+    # the way out instead; after a reset the new stream is read.
+    log = EmbeddedSystem("log", path=tmp_path / "log")
+    _fill_and_end(log, "first")
+    run(_again_app(log, tmp_path), until="end-of-stream", executor="local")
+    _fill_and_end(log, "second")
+    with pytest.raises(CheckpointError, match=r"input in\[0\] .* was deleted and made again after the job read it"):
+        run(_again_app(log, tmp_path), until="end-of-stream", executor="local")
+    reset_job(_again_app(log, tmp_path).plan())
+    run(_again_app(log, tmp_path), until="end-of-stream", executor="local")
+    assert sorted(log.read_frame("again-out")["value"]) == sorted(
+        [f"first-{i}" for i in range(10)] + [f"second-{i}" for i in range(10)]
+    )
+
+
+@pytest.mark.parametrize("config", [{}, {"streams.in.samza.reset.offset": "true"}], ids=["default", "reset-offset"])
+def test_a_run_over_a_live_input_made_again_since_the_last_reads_it_from_its_start(
+    tmp_path: Path, config: dict[str, str]
+) -> None:
+    log = EmbeddedSystem("log", path=tmp_path / "log")
+    _fill_and_end(log, "first", end=False)
+    run(_again_app(log, tmp_path, config), until="caught-up", executor="local")
+    _fill_and_end(log, "second", end=False)
+    run(_again_app(log, tmp_path, config), until="caught-up", executor="local")
     assert sorted(log.read_frame("again-out")["value"]) == sorted(
         [f"first-{i}" for i in range(10)] + [f"second-{i}" for i in range(10)]
     )
