@@ -341,7 +341,15 @@ def control_of_run(control: dict[str, Any], run_id: str, *, rewound: bool) -> di
     drain is not a floor: every pane fired then, and the next deployment starts its watermarks
     over."""
     if control.get("runId") in (None, run_id):
-        return control
+        if not rewound:
+            return control
+        # The same deployment reads older input again (samza.reset.offset after a stop, an
+        # input made again): what it reads is not late for the watermarks it had.
+        operators = {
+            op_id: {key: value for key, value in state.items() if key != "in"}
+            for op_id, state in control.get("operators", {}).items()
+        }
+        return {key: value for key, value in control.items() if key != "watermarks"} | {"operators": operators}
 
     def carried(state: dict[str, Any]) -> dict[str, Any]:
         floor = state.get("in")

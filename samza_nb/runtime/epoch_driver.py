@@ -185,11 +185,11 @@ class EpochDriver:
         # (on Azure the write is conditional on it).
         # The incarnations this epoch's offsets are of, committed with its checkpoint: the
         # inputs as they are now (a made-again input started afresh above), else as recorded.
-        inputs = dict(recorded)
+        inputs = {}
         for stream_id in {stream_id for stream_id, _partition in ssps}:
-            now = self.offsets.incarnation(stream_id)
-            if now is not None:
-                inputs[stream_id] = now
+            known = self.offsets.incarnation(stream_id) or recorded.get(stream_id)
+            if known is not None:
+                inputs[stream_id] = known
         pending = self.checkpoints.pending_plan(task.name, checkpoint.seq)
         plan = None if moved else pending
         if plan is not None:

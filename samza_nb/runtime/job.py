@@ -390,7 +390,10 @@ class Job(JobRegrouping):
         A survivor whose peer died with unread input waits until a new model gives it the
         peer's tasks and it has read them too (it would otherwise say "finished" over them)."""
         lags = self._ssp_lags()
-        return not any(lag for (task, _ssp), lag in lags.items() if task not in self._done_tasks)
+        if any(lag for (task, _ssp), lag in lags.items() if task not in self._done_tasks):
+            return False
+        # An input made again behind a checkpoint shows no lag, and is still to be read.
+        return not self._driver.inputs_made_again(t for t in self._task_ssps() if t not in self._done_tasks)
 
     # -- drain -------------------------------------------------------------------------------
     def drain(self, wait: bool = False, timeout: float | None = None) -> JobStatus:

@@ -150,6 +150,11 @@ class _TaskRun:
         if bound <= start:
             return
         system = system_of(self.plan, stream_id)
+        planned_on = self.a.inputs.get(stream_id)
+        if planned_on is not None and system.incarnation(stream_id) != planned_on:
+            # Made again since the epoch was planned: its offsets are of the old stream. Read
+            # nothing; the next epoch starts the new stream afresh (runtime/offsets.py).
+            return
         input_impl = self.inputs[stream_id]
         push = input_impl.emitter()
         # A decoded batch goes into the input's compiled chain in one call when it has one.

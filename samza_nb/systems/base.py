@@ -127,9 +127,9 @@ class StreamSystem(ABC):
 
     def incarnation(self, stream_id: str) -> str | None:
         """What tells this stream apart from one of the same name made after it was deleted
-        (runtime/offsets.py: a running job reads such a stream from its start, and a job's
-        next run refuses checkpoints of the old one); None when the system cannot tell (a
-        Kafka topic: its id is not asked for) or the stream does not exist."""
+        (runtime/offsets.py: a task whose checkpoint is of the old stream reads the new one
+        from the offset default); None when the system cannot tell (a Kafka topic: its id is
+        not asked for) or the stream does not exist."""
         return None
 
     def control_messages(self, stream_id: str, partition: int, start: int, end: int) -> int:

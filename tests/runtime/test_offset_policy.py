@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from samza_nb.api import StreamApplication
+from samza_nb.api import StreamApplication, Windows
 from samza_nb.errors import CheckpointError, ConfigError, TaskError
 from samza_nb.runtime import run
 from samza_nb.runtime.offsets import OffsetPolicy
@@ -203,23 +203,60 @@ def test_an_input_made_again_while_the_job_runs_is_read_from_its_start(
 
 
 def test_an_idle_job_whose_input_is_made_again_reads_the_new_stream(system: EmbeddedSystem) -> None:
-    # Caught up at offset 100, the job waits; the input made again with 30 messages is behind
-    # that offset, so no lag shows, and yet its messages are the job's to read.
-    job = run(_remade_app(system, "idle", lambda value: value), until="end-of-stream", executor="local",
-              background=True)
+    # Caught up at offset 100, the job waits; the input made again with 30 messages (and no
+    # end of stream anywhere) is behind that offset, so no lag shows, and yet its messages
+    # are the job's to read.
+    def outputs() -> int:
+        return len(system.read_frame("idle-out")) if "idle-out" in system.list_streams() else 0
+
+    job = run(_remade_app(system, "idle", lambda value: value), until="forever", executor="local", background=True)
     try:
         for _ in range(200):  # bounded: 10 s
-            if len(system.read_frame("idle-out")) == 100:
+            if outputs() == 100:
                 break
             time.sleep(0.05)
+        assert outputs() == 100
         system.delete_stream("in")
         system.create_stream("in", 2)
         system.write("in", [f"new-{i}" for i in range(30)], partition=0)
-        system.end_stream("in")
-        assert job.wait(timeout=30).state == "finished"
+        for _ in range(200):
+            if outputs() == 130:
+                break
+            time.sleep(0.05)
+        assert outputs() == 130
+        assert job.status().state == "running"
     finally:
         job.stop()
-    assert len(system.read_frame("idle-out")) == 130
+
+
+def test_an_input_made_again_after_its_epoch_was_planned_is_not_read_twice(system: EmbeddedSystem) -> None:
+    # One task reads "a" and "b", ten messages of each per epoch. While it reads "a", a map
+    # makes "b" again with 40 messages: the epoch does not read the new "b" at the old
+    # stream's offsets, and the next epochs read it once, from its start.
+    system.create_stream("a", 1)
+    system.write("a", [f"a-{i}" for i in range(30)])
+    system.end_stream("a")
+    system.create_stream("b", 1)
+    system.write("b", [f"b-{i}" for i in range(30)])
+
+    def remake_b(value: Any) -> Any:
+        if value == "a-15":
+            system.delete_stream("b")
+            system.create_stream("b", 1)
+            system.write("b", [f"new-{i}" for i in range(40)])
+            system.end_stream("b")
+        return value
+
+    app = StreamApplication("planned", job_id="1", config={"task.max.epoch.messages": "10"})
+    out = app.output(system.output("planned-out", partitions=1, serde="json"))
+    a = app.input(system.input("a", partitions=1, serde="json"))
+    b = app.input(system.input("b", partitions=1, serde="json"))
+    a.merge(b).map(remake_b).send_to(out)
+    run(app, until="end-of-stream", executor="local")
+    values = list(system.read_frame("planned-out")["value"])
+    new = [value for value in values if value.startswith("new-")]
+    assert sorted(new) == sorted(f"new-{i}" for i in range(40))  # each once
+    assert sorted(value for value in values if value.startswith("a-")) == sorted(f"a-{i}" for i in range(30))
 
 
 def test_an_input_made_again_after_the_job_read_its_end_is_refused_by_name(system: EmbeddedSystem) -> None:
@@ -324,3 +361,43 @@ def test_a_run_over_a_live_input_made_again_since_the_last_reads_it_from_its_sta
     assert sorted(log.read_frame("again-out")["value"]) == sorted(
         [f"first-{i}" for i in range(10)] + [f"second-{i}" for i in range(10)]
     )
+
+
+def test_an_input_made_again_is_not_late_for_the_watermarks_of_the_old_one(tmp_path: Path) -> None:
+    # An event-time window saw the old stream's watermark pass 20 s; the stream is made again
+    # with the same two clicks (at 1 s and 2 s) in the same run. They are read again from the
+    # start, and are not dropped as late: the window's floor was the old stream's.
+    log = EmbeddedSystem("log", path=tmp_path / "log")
+
+    def clicks() -> None:
+        log.create_stream("clicks", 1)
+        log.write("clicks", [{"user": "u", "ts": 1000}, {"user": "u", "ts": 2000}])
+        log.write_watermark("clicks", 0, 20_000)
+
+    def remake_once(click: Any) -> Any:
+        if click["ts"] == 2000 and not remade:
+            remade.append(True)
+            log.delete_stream("clicks")
+            clicks()
+            log.end_stream("clicks")
+        return click
+
+    remade: list[bool] = []
+    clicks()
+    app = StreamApplication("late", job_id="1", config={"job.home": str(tmp_path / "home")})
+    out = app.output(log.output("late-out", partitions=1, serde="json"))
+    (
+        app.input(log.input("clicks", partitions=1, serde="json"))
+        .map(remake_once)
+        .window(
+            Windows.keyed_tumbling(
+                lambda click: click["user"], 10_000, initial=lambda: 0, fold=lambda click, n: n + 1,
+                event_time=lambda click: click["ts"],
+            ),
+            op_id="count",
+        )
+        .map(lambda pane: pane.message)
+        .send_to(out)
+    )
+    run(app, until="end-of-stream", executor="local")
+    assert remade and list(log.read_frame("late-out")["value"]) == [2, 2]
