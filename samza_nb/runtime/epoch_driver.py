@@ -181,8 +181,6 @@ class EpochDriver:
                 raise CheckpointError(_stale_end_of_stream(task.name, key, checkpointed, newest))
             moved = moved or reset
             rewound = rewound or (checkpointed is not None and start_offsets[key] < checkpointed)
-        # Read even when it no longer applies: the plan written next replaces what was read
-        # (on Azure the write is conditional on it).
         # The incarnations this epoch's offsets are of, committed with its checkpoint: the
         # inputs as they are now (a made-again input started afresh above), else as recorded.
         inputs = {}
@@ -190,6 +188,8 @@ class EpochDriver:
             known = self.offsets.incarnation(stream_id) or recorded.get(stream_id)
             if known is not None:
                 inputs[stream_id] = known
+        # Read even when it no longer applies: the plan written next replaces what was read
+        # (on Azure the write is conditional on it).
         pending = self.checkpoints.pending_plan(task.name, checkpoint.seq)
         plan = None if moved else pending
         if plan is not None:
