@@ -90,6 +90,11 @@ def _ended_ssps(checkpoint: Checkpoint, task: TaskModel) -> set[str]:
     }
 
 
+def _recorded_inputs(checkpoint: Checkpoint | None) -> dict[str, str]:
+    """The incarnations of the inputs ``checkpoint``'s offsets are of (runtime/offsets.py)."""
+    return checkpoint.control.get("inputs", {}) if checkpoint and checkpoint.control else {}
+
+
 def _stale_end_of_stream(task: str, key: str, checkpointed: int, newest: Mapping[str, int]) -> str:
     """Why a job cannot start over a stream that ended past where the stream now ends."""
     return (
@@ -169,7 +174,7 @@ class EpochDriver:
         moved = False  # a reset or an out-of-range checkpoint: a pending plan no longer applies
         rewound = False  # an input starts below its checkpoint
         ended = _ended_ssps(checkpoint, task)
-        recorded = checkpoint.control.get("inputs", {}) if checkpoint.control else {}
+        recorded = _recorded_inputs(checkpoint)
         for stream_id, partition in ssps:
             key = ssp_key(stream_id, partition)
             checkpointed = checkpoint.offsets.get(key)
@@ -257,8 +262,7 @@ class EpochDriver:
         self.offsets.look_at_inputs()
         cached = self.checkpoints.cached()
         for task in tasks:
-            checkpoint = cached.get(task)
-            recorded = checkpoint.control.get("inputs", {}) if checkpoint and checkpoint.control else {}
+            recorded = _recorded_inputs(cached.get(task))
             if any(self.offsets.made_again(stream_id, was) for stream_id, was in recorded.items()):
                 return True
         return False
