@@ -15,7 +15,7 @@ from samza_nb.grouping.changelog import assign_changelog_partitions, build_task_
 from samza_nb.grouping.expansion import PartitionMapper, expand_partitions, hash_partition_mapper
 from samza_nb.grouping.group_by_container_count import GroupByContainerCount
 from samza_nb.grouping.group_by_container_ids import GroupByContainerIds
-from samza_nb.grouping.host_affinity import HostAffinityGrouper, previous_location
+from samza_nb.grouping.host_affinity import HostAffinityGrouper, previous_location, store_locations
 from samza_nb.grouping.metadata import GrouperMetadata
 from samza_nb.grouping.registry import (
     get_grouper,
@@ -83,6 +83,7 @@ __all__ = [
     "moved_tasks",
     "parse_broadcast_inputs",
     "previous_location",
+    "store_locations",
     "register_grouper",
     "register_ssp_grouper",
     "ssp_grouper_from_config",

@@ -36,7 +36,7 @@ from samza_nb.grouping.base import TaskNameGrouper, task_models_by_name
 from samza_nb.grouping.metadata import GrouperMetadata
 from samza_nb.model import ContainerModel, LocationId, TaskModel, java_sort_key, java_sorted
 
-__all__ = ["HostAffinityGrouper", "previous_location"]
+__all__ = ["HostAffinityGrouper", "previous_location", "store_locations"]
 
 
 class HostAffinityGrouper(TaskNameGrouper):
@@ -87,6 +87,7 @@ class HostAffinityGrouper(TaskNameGrouper):
             metadata.processor_locality,
             metadata.task_locality,
             metadata.previous_task_to_processor,
+            metadata.stores_by_task(),
         )
         return frozenset(
             ContainerModel(pid, [by_name[name] for name in names], metadata.processor_locality[pid])
@@ -109,16 +110,43 @@ def previous_location(
     return location
 
 
+def store_locations(
+    task_name: str,
+    processor_locality: Mapping[str, LocationId],
+    task_locality: Mapping[str, LocationId],
+    previous_task_to_processor: Mapping[str, str],
+    stores: Mapping[LocationId, int] | None = None,
+) -> tuple[LocationId, ...]:
+    """The locations holding a task's stores, its last location first.
+
+    ``stores`` (location → the task's epoch when a processor there took up its stores, from
+    ``GrouperMetadata.store_locality``) decides when the processors reported any: the highest
+    epoch is the last location, the others hold older copies (or a standby's). Without a
+    report, the task's :func:`previous_location` stands for where its stores are.
+
+    >>> store_locations("Partition 0", {}, {"Partition 0": "host-b"}, {}, {"host-a": 4, "host-c": 9})
+    ('host-c', 'host-a')
+    >>> store_locations("Partition 0", {}, {"Partition 0": "host-b"}, {})
+    ('host-b',)
+    """
+    if stores:
+        return tuple(sorted(stores, key=lambda location: (-stores[location], java_sort_key(location))))
+    location = previous_location(task_name, processor_locality, task_locality, previous_task_to_processor)
+    return () if location is None else (location,)
+
+
 def assign_host_affinity(
     task_names: Sequence[str],
     processor_locality: Mapping[str, LocationId],
     task_locality: Mapping[str, LocationId],
     previous_task_to_processor: Mapping[str, str],
+    stores_by_task: Mapping[str, Mapping[LocationId, int]] | None = None,
 ) -> dict[str, list[str]]:
     """Processor id → its task names (every live processor present, Java order throughout).
 
-    ``task_names`` must be unique; they are sorted here. See the module docstring for the
-    optimality argument.
+    ``task_names`` must be unique; they are sorted here. ``stores_by_task``: task name →
+    {location holding its stores → epoch} (:meth:`GrouperMetadata.stores_by_task`). See the
+    module docstring for the optimality argument.
     """
     names = java_sorted(task_names)
     processors = java_sorted(processor_locality)
@@ -126,37 +154,65 @@ def assign_host_affinity(
         msg = "HostAffinityGrouper: there are no live processors to assign tasks to"
         raise GroupingError(msg)
     quota, bonus = divmod(len(names), len(processors))
-
-    own: dict[str, list[str]] = {pid: [] for pid in processors}
-    home: dict[str, LocationId | None] = {}
-    orphans: list[str] = []
-    for name in names:
-        previous = previous_task_to_processor.get(name)
-        location = task_locality.get(name)
-        if previous is not None and previous in own:
-            own[previous].append(name)
-            if location is None:
-                location = processor_locality[previous]
-        else:
-            orphans.append(name)
-        home[name] = location
+    stores_by_task = stores_by_task or {}
 
     at_location: dict[LocationId, list[str]] = {}
     for pid in processors:
         at_location.setdefault(processor_locality[pid], []).append(pid)
     locations = sorted(at_location, key=java_sort_key)
+
+    own: dict[str, list[str]] = {pid: [] for pid in processors}
+    # Where each task's stores are among the live locations, its last location first: a
+    # task placed at one of them keeps its state local.
+    places: dict[str, tuple[LocationId, ...]] = {}
+    orphans: list[str] = []
+    for name in names:
+        previous = previous_task_to_processor.get(name)
+        if previous is not None and previous in own:
+            own[previous].append(name)
+        else:
+            orphans.append(name)
+        found = store_locations(
+            name, processor_locality, task_locality, previous_task_to_processor, stores_by_task.get(name)
+        )
+        places[name] = tuple(location for location in found if location in at_location)
+
     overfull = [pid for pid in processors if len(own[pid]) > quota]
     overfull_set = set(overfull)
     bonus_to_overfull = len(overfull) >= bonus
 
-    # The flow network deciding bonuses and which released tasks find room at their location.
+    # Tasks that may move are grouped into classes by the live locations holding their stores
+    # (last location first); tasks without any are left out of the network (anywhere is as
+    # good for them).
+    releasable: dict[str, dict[tuple[LocationId, ...], int]] = {}
+    for pid in overfull:
+        counts: dict[tuple[LocationId, ...], int] = {}
+        for name in own[pid]:
+            if places[name]:
+                counts[places[name]] = counts.get(places[name], 0) + 1
+        releasable[pid] = counts
+    orphan_count: dict[tuple[LocationId, ...], int] = {}
+    for name in orphans:
+        if places[name]:
+            orphan_count[places[name]] = orphan_count.get(places[name], 0) + 1
+    classes = sorted(
+        {kind for counts in releasable.values() for kind in counts} | set(orphan_count),
+        key=lambda kind: [java_sort_key(loc) for loc in kind],
+    )
+
+    # The flow network deciding bonuses and which released tasks find room where their stores
+    # are: source → overfull processors / orphans → store classes → locations → sink.
     source, sink, pool_x, pool_b = 0, 1, 2, 3
     node_of_processor = {pid: 4 + i for i, pid in enumerate(overfull)}
-    node_of_location = {loc: 4 + len(overfull) + i for i, loc in enumerate(locations)}
-    network = FlowNetwork(4 + len(overfull) + len(locations))
+    first_class = 4 + len(overfull)
+    node_of_class = {kind: first_class + i for i, kind in enumerate(classes)}
+    first_location = first_class + len(classes)
+    node_of_location = {loc: first_location + i for i, loc in enumerate(locations)}
+    network = FlowNetwork(first_location + len(locations))
     extra_push_edge: dict[str, int] = {}
     bonus_edge: dict[LocationId, int] = {}
-    class_edges: dict[str, list[tuple[LocationId, int]]] = {}
+    class_edges: dict[str, list[tuple[tuple[LocationId, ...], int]]] = {}
+    spread_edges: dict[tuple[LocationId, ...], list[tuple[LocationId, int]]] = {}
     if bonus_to_overfull:
         network.add_edge(source, pool_x, len(overfull) - bonus)
     else:
@@ -166,24 +222,20 @@ def assign_host_affinity(
         network.add_edge(source, node, len(own[pid]) - quota - 1)
         if bonus_to_overfull:
             extra_push_edge[pid] = network.add_edge(pool_x, node, 1)
-        counts: dict[LocationId, int] = {}
-        for name in own[pid]:
-            location = home[name]
-            if location is not None and location in at_location:
-                counts[location] = counts.get(location, 0) + 1
+        counts = releasable[pid]
         class_edges[pid] = [
-            (loc, network.add_edge(node, node_of_location[loc], counts[loc]))
-            for loc in sorted(counts, key=java_sort_key)
+            (kind, network.add_edge(node, node_of_class[kind], counts[kind]))
+            for kind in classes
+            if kind in counts
         ]
-    orphan_count: dict[LocationId, int] = {}
-    for name in orphans:
-        location = home[name]
-        if location is not None and location in at_location:
-            orphan_count[location] = orphan_count.get(location, 0) + 1
+    most = len(names)
+    for kind in classes:
+        node = node_of_class[kind]
+        if orphan_count.get(kind):
+            network.add_edge(source, node, orphan_count[kind])
+        spread_edges[kind] = [(kind[0], network.add_edge(node, node_of_location[kind[0]], most))]
     for loc in locations:
         node = node_of_location[loc]
-        if orphan_count.get(loc):
-            network.add_edge(source, node, orphan_count[loc])
         room = sum(quota - len(own[pid]) for pid in at_location[loc] if pid not in overfull_set)
         if room:
             network.add_edge(node, sink, room)
@@ -191,6 +243,14 @@ def assign_host_affinity(
             eligible = sum(1 for pid in at_location[loc] if pid not in overfull_set)
             if eligible:
                 bonus_edge[loc] = network.add_edge(node, pool_b, eligible)
+    # First every class to its last location only, then to its older copies too: the second
+    # pass reaches the maximum, rerouting a task from its last location only when that lets
+    # one more task keep its state.
+    network.max_flow(source, sink)
+    for kind in classes:
+        spread_edges[kind] += [
+            (loc, network.add_edge(node_of_class[kind], node_of_location[loc], most)) for loc in kind[1:]
+        ]
     network.max_flow(source, sink)
 
     # Capacities: which processors get ⌈T/P⌉.
@@ -224,7 +284,7 @@ def assign_host_affinity(
                 capacity[pid] += 1
                 remaining -= 1
 
-    # Which tasks each overfull processor releases: as many of each location class as the flow
+    # Which tasks each overfull processor releases: as many of each store class as the flow
     # says (lexicographically last first, like Samza's balancer), then any others.
     assignment: dict[str, list[str]] = {}
     released: list[str] = list(orphans)
@@ -235,12 +295,12 @@ def assign_host_affinity(
             assignment[pid] = list(mine)
             continue
         leaving: set[str] = set()
-        for loc, edge in class_edges.get(pid, []):
+        for kind, edge in class_edges.get(pid, []):
             wanted = network.flow(edge)
             for name in reversed(mine):
                 if wanted == 0:
                     break
-                if home[name] == loc and name not in leaving:
+                if places[name] == kind and name not in leaving:
                     leaving.add(name)
                     wanted -= 1
         for name in reversed(mine):
@@ -250,27 +310,41 @@ def assign_host_affinity(
         assignment[pid] = [name for name in mine if name not in leaving]
         released.extend(name for name in mine if name in leaving)
 
-    # Released tasks go to free slots at their previous location first, then anywhere.
-    free = {pid: capacity[pid] - len(assignment[pid]) for pid in processors}
+    # Released tasks go where the flow sends their class, each to its last location when the
+    # flow leaves room there, else to another location holding its stores; the rest anywhere.
+    quota_at: dict[tuple[LocationId, ...], dict[LocationId, int]] = {
+        kind: {loc: network.flow(edge) for loc, edge in edges} for kind, edges in spread_edges.items()
+    }
     by_location: dict[LocationId, list[str]] = {}
     anywhere: list[str] = []
+    waiting: list[str] = []
     for name in java_sorted(released):
-        location = home[name]
-        if location is not None and location in at_location:
-            by_location.setdefault(location, []).append(name)
+        shares = quota_at.get(places[name]) if places[name] else None
+        if shares and shares.get(places[name][0], 0) > 0:
+            shares[places[name][0]] -= 1
+            by_location.setdefault(places[name][0], []).append(name)
+        elif shares:
+            waiting.append(name)
         else:
             anywhere.append(name)
+    for name in waiting:
+        shares = quota_at[places[name]]
+        target = next((loc for loc in places[name] if shares.get(loc, 0) > 0), None)
+        if target is None:
+            anywhere.append(name)
+        else:
+            shares[target] -= 1
+            by_location.setdefault(target, []).append(name)
+    free = {pid: capacity[pid] - len(assignment[pid]) for pid in processors}
     for loc in locations:
-        waiting = by_location.get(loc)
-        if not waiting:
-            continue
+        arriving = java_sorted(by_location.get(loc, []))
         index = 0
         for pid in at_location[loc]:
-            while free[pid] and index < len(waiting):
-                assignment[pid].append(waiting[index])
+            while free[pid] and index < len(arriving):
+                assignment[pid].append(arriving[index])
                 free[pid] -= 1
                 index += 1
-        anywhere.extend(waiting[index:])
+        anywhere.extend(arriving[index:])
     index = 0
     anywhere = java_sorted(anywhere)
     for pid in processors:

@@ -22,9 +22,25 @@ def _frozen(mapping: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping))
 
 
+def _frozen_stores(mapping: Mapping[LocationId, Mapping[str, int]] | None) -> Mapping[LocationId, Mapping[str, int]]:
+    outer = _frozen(mapping, "store_locality")
+    frozen: dict[LocationId, Mapping[str, int]] = {}
+    for location, tasks in outer.items():
+        inner = _frozen(tasks, f"store_locality[{location!r}]")
+        for name, epoch in inner.items():
+            if not isinstance(epoch, int) or isinstance(epoch, bool):
+                msg = (
+                    f"GrouperMetadata: store_locality[{location!r}][{name!r}] must be the task's "
+                    f"epoch (an int), got {epoch!r}"
+                )
+                raise GroupingError(msg)
+        frozen[location] = inner
+    return MappingProxyType(frozen)
+
+
 @dataclass(frozen=True)
 class GrouperMetadata:
-    """An immutable holder of five maps.
+    """An immutable holder of six maps.
 
     - ``processor_locality``: processor id → location of every *live* processor (its order is
       kept: GroupByContainerIds uses it as the processor order);
@@ -34,7 +50,12 @@ class GrouperMetadata:
     - ``previous_task_to_ssps``: task name → SSPs of the previous assignment (stored as
       frozensets);
     - ``previous_standby_to_processor``: standby task name → processor id of the previous
-      assignment, so a standby copy returns to its processor (the hot-standby placement).
+      assignment, so a standby copy returns to its processor (the hot-standby placement);
+    - ``store_locality``: location → {task name → the task's epoch when a processor there took
+      up its stores}: where each task's stores are (an active's or a standby's), as the
+      processors holding them reported it. The highest epoch is the task's last location.
+      Only :class:`~samza_nb.grouping.HostAffinityGrouper` reads it; Samza's groupers keep
+      ``task_locality``.
 
     >>> metadata = GrouperMetadata(processor_locality={"p1": "host-a"})
     >>> dict(metadata.processor_locality)
@@ -48,6 +69,7 @@ class GrouperMetadata:
         default_factory=dict
     )
     previous_standby_to_processor: Mapping[str, str] = field(default_factory=dict)
+    store_locality: Mapping[LocationId, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -64,6 +86,7 @@ class GrouperMetadata:
             "previous_standby_to_processor",
             _frozen(self.previous_standby_to_processor, "previous_standby_to_processor"),
         )
+        object.__setattr__(self, "store_locality", _frozen_stores(self.store_locality))
         ssps = _frozen(self.previous_task_to_ssps, "previous_task_to_ssps")
         object.__setattr__(
             self,
@@ -78,6 +101,7 @@ class GrouperMetadata:
                 frozenset(self.task_locality.items()),
                 frozenset(self.previous_task_to_processor.items()),
                 frozenset(self.previous_standby_to_processor.items()),
+                frozenset((loc, frozenset(tasks.items())) for loc, tasks in self.store_locality.items()),
             )
         )
 
@@ -87,8 +111,10 @@ class GrouperMetadata:
         previous: JobModel | None,
         processor_locality: Mapping[str, LocationId],
         task_locality: Mapping[str, LocationId] | None = None,
+        store_locality: Mapping[LocationId, Mapping[str, int]] | None = None,
     ) -> GrouperMetadata:
-        """Metadata from the previous job model and the live processors.
+        """Metadata from the previous job model and the live processors (and, when given,
+        where the tasks' stores are: ``store_locality``).
 
         The previous assignment counts **active** tasks only (Samza's JobModelHelper rule), so
         a standby assignment never looks like a previous active placement; standby tasks are
@@ -97,7 +123,11 @@ class GrouperMetadata:
         to it) is that of its previous container when known.
         """
         if previous is None:
-            return cls(processor_locality=processor_locality, task_locality=task_locality or {})
+            return cls(
+                processor_locality=processor_locality,
+                task_locality=task_locality or {},
+                store_locality=store_locality or {},
+            )
         previous_processor = previous.task_to_processor(mode=TaskMode.ACTIVE)
         if task_locality is None:
             task_locality = {
@@ -112,6 +142,7 @@ class GrouperMetadata:
             previous_task_to_processor=previous_processor,
             previous_task_to_ssps=previous.task_to_ssps(),
             previous_standby_to_processor=previous.task_to_processor(mode=TaskMode.STANDBY),
+            store_locality=store_locality or {},
         )
 
     def with_processors(self, processor_locality: Mapping[str, LocationId]) -> GrouperMetadata:
@@ -122,7 +153,31 @@ class GrouperMetadata:
             previous_task_to_processor=self.previous_task_to_processor,
             previous_task_to_ssps=self.previous_task_to_ssps,
             previous_standby_to_processor=self.previous_standby_to_processor,
+            store_locality=self.store_locality,
         )
+
+    def with_store_locality(self, store_locality: Mapping[LocationId, Mapping[str, int]]) -> GrouperMetadata:
+        """The same metadata with another record of where the tasks' stores are."""
+        return GrouperMetadata(
+            processor_locality=self.processor_locality,
+            task_locality=self.task_locality,
+            previous_task_to_processor=self.previous_task_to_processor,
+            previous_task_to_ssps=self.previous_task_to_ssps,
+            previous_standby_to_processor=self.previous_standby_to_processor,
+            store_locality=store_locality,
+        )
+
+    def stores_by_task(self) -> dict[str, dict[LocationId, int]]:
+        """Task name → {location holding its stores → epoch}, inverted from ``store_locality``.
+
+        >>> GrouperMetadata(store_locality={"host-a": {"Partition 0": 3}}).stores_by_task()
+        {'Partition 0': {'host-a': 3}}
+        """
+        result: dict[str, dict[LocationId, int]] = {}
+        for location, tasks in self.store_locality.items():
+            for name, epoch in tasks.items():
+                result.setdefault(name, {})[location] = epoch
+        return result
 
     def without_processors(self, processor_ids: Iterable[str]) -> GrouperMetadata:
         """The same history with ``processor_ids`` removed from the live processors."""

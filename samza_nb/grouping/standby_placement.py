@@ -333,6 +333,7 @@ def assign_with_standbys(
         live,
         metadata.task_locality,
         metadata.previous_task_to_processor,
+        metadata.stores_by_task(),
     )
     placement: dict[str, list[TaskModel]] = {
         pid: [by_name[name] for name in actives[pid]] for pid in processors

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samza_nb.errors import GroupingError
-from samza_nb.grouping import GrouperMetadata, HostAffinityGrouper, min_moves, previous_location
+from samza_nb.grouping import GrouperMetadata, HostAffinityGrouper, min_moves, store_locations
 from samza_nb.model import TaskModel
 
 from ._support import assignment, by_id, task_models
@@ -21,18 +21,20 @@ def _tasks(names: list[str]) -> list[TaskModel]:
 
 
 def _cost(result: dict[str, str], metadata: GrouperMetadata) -> tuple[int, int]:
-    """(tasks off their previous live processor, tasks off their previous location)."""
+    """(tasks off their previous live processor, moved tasks placed where none of their
+    stores is)."""
     live = metadata.processor_locality
+    stores = metadata.stores_by_task()
     moved = off_location = 0
     for name, pid in result.items():
         previous = metadata.previous_task_to_processor.get(name)
         if previous == pid and previous in live:
             continue
         moved += 1
-        home = previous_location(
-            name, live, metadata.task_locality, metadata.previous_task_to_processor
+        places = store_locations(
+            name, live, metadata.task_locality, metadata.previous_task_to_processor, stores.get(name)
         )
-        if home is None or live[pid] != home:
+        if live[pid] not in places:
             off_location += 1
     return moved, off_location
 
@@ -73,10 +75,16 @@ def scenarios(
         if (loc := draw(st.one_of(st.none(), st.sampled_from([*locations, "host-gone"]))))
         is not None
     }
+    store_locality: dict[str, dict[str, int]] = {}
+    if draw(st.booleans()):  # where the processors reported the tasks' stores (some, maybe)
+        for n in names:
+            for loc in draw(st.lists(st.sampled_from([*locations, "host-gone"]), max_size=2, unique=True)):
+                store_locality.setdefault(loc, {})[n] = draw(st.integers(0, 3))
     return names, GrouperMetadata(
         processor_locality=processor_locality,
         task_locality=task_locality,
         previous_task_to_processor=previous,
+        store_locality=store_locality,
     )
 
 
@@ -130,6 +138,7 @@ def test_deterministic_whatever_the_input_order(
         processor_locality=shuffled(dict(metadata.processor_locality)),
         task_locality=shuffled(dict(metadata.task_locality)),
         previous_task_to_processor=shuffled(dict(metadata.previous_task_to_processor)),
+        store_locality=shuffled({loc: shuffled(dict(t)) for loc, t in metadata.store_locality.items()}),
     )
     assert HostAffinityGrouper().group(tasks, permuted) == expected
 
@@ -240,3 +249,69 @@ def test_one_dead_processor_in_a_larger_cluster_moves_only_its_tasks() -> None:
     # 200 tasks on 19 processors: 10 bonus slots; the dead host has 3 other processors.
     same_host = [n for n in moved if processors[after[n]] == processors[dead]]
     assert len(same_host) == 3
+
+
+def test_a_processor_back_at_a_location_gets_the_tasks_whose_stores_are_there() -> None:
+    # Issue #38: "0" at host-a dies and its tasks go to host-b and host-c, where they never
+    # ran (the coordinator's task locality says host-b / host-c); a new processor joins at
+    # host-a. It gets the tasks whose stores are at host-a, and only the surplus moves.
+    store_locality = {
+        "host-a": {"Partition 0": 4, "Partition 1": 4},
+        "host-b": {"Partition 2": 4, "Partition 3": 4},
+        "host-c": {"Partition 4": 4, "Partition 5": 4},
+    }
+    previous = {"Partition 0": "1", "Partition 2": "1", "Partition 3": "1",
+                "Partition 1": "2", "Partition 4": "2", "Partition 5": "2"}
+    metadata = GrouperMetadata(
+        processor_locality={"1": "host-b", "2": "host-c", "3": "host-a"},
+        previous_task_to_processor=previous,
+        task_locality={name: {"1": "host-b", "2": "host-c"}[pid] for name, pid in previous.items()},
+        store_locality=store_locality,
+    )
+    containers = by_id(HostAffinityGrouper().group(task_models(6), metadata))
+    assert containers == {
+        "1": {"Partition 2", "Partition 3"},
+        "2": {"Partition 4", "Partition 5"},
+        "3": {"Partition 0", "Partition 1"},
+    }
+    # Without the stores' report the grouper only knows the assignment: other tasks move.
+    blind = GrouperMetadata(
+        processor_locality=metadata.processor_locality,
+        previous_task_to_processor=previous,
+        task_locality=metadata.task_locality,
+    )
+    assert by_id(HostAffinityGrouper().group(task_models(6), blind))["3"] != {"Partition 0", "Partition 1"}
+
+
+def test_an_orphan_goes_where_its_stores_are_not_where_it_was_last_assigned() -> None:
+    # Assigned to a processor at h2 that died before running it: its stores are at h1 only.
+    metadata = GrouperMetadata(
+        processor_locality={"a": "h1", "b": "h2"},
+        previous_task_to_processor={"Partition 0": "gone", "Partition 1": "b"},
+        task_locality={"Partition 0": "h2", "Partition 1": "h2"},
+        store_locality={"h1": {"Partition 0": 7}, "h2": {"Partition 1": 7}},
+    )
+    assert by_id(HostAffinityGrouper().group(task_models(2), metadata)) == {
+        "a": {"Partition 0"},
+        "b": {"Partition 1"},
+    }
+
+
+def test_a_moved_task_prefers_its_last_location_to_an_older_copy() -> None:
+    # Partition 0 ran at h1 (epoch 2), then at h2 (epoch 9), whose processor died; h1 and h2
+    # each have a free processor: the newest store wins.
+    metadata = GrouperMetadata(
+        processor_locality={"a": "h1", "b": "h2"},
+        previous_task_to_processor={"Partition 0": "gone"},
+        store_locality={"h1": {"Partition 0": 2}, "h2": {"Partition 0": 9}},
+    )
+    assert by_id(HostAffinityGrouper().group(task_models(1), metadata))["b"] == {"Partition 0"}
+    older = metadata.with_store_locality({"h1": {"Partition 0": 9}, "h2": {"Partition 0": 2}})
+    assert by_id(HostAffinityGrouper().group(task_models(1), older))["a"] == {"Partition 0"}
+
+
+def test_store_locality_must_hold_epochs() -> None:
+    with pytest.raises(GroupingError, match=r"store_locality\['h1'\]\['Partition 0'\] must be the task's epoch"):
+        GrouperMetadata(store_locality={"h1": {"Partition 0": "7"}})
+    with pytest.raises(GroupingError, match=r"store_locality\['h1'\] must be a mapping"):
+        GrouperMetadata(store_locality={"h1": ["Partition 0"]})  # type: ignore[dict-item]
