@@ -26,9 +26,11 @@ from samza_nb.coordination.locality import (
     location_id_provider_names,
     register_location_id_provider,
 )
+from samza_nb.coordination.store_locality import STORE_LOCALITY_NAMESPACE, StoreLocality
 
 __all__ = [
     "PROCESSOR_LOCALITY_NAMESPACE",
+    "STORE_LOCALITY_NAMESPACE",
     "TASK_CONTAINER_NAMESPACE",
     "TASK_LOCALITY_NAMESPACE",
     "TASK_MODE_NAMESPACE",
@@ -37,6 +39,7 @@ __all__ = [
     "FixedLocationIdProvider",
     "LocalityManager",
     "LocationIdProvider",
+    "StoreLocality",
     "TaskAssignmentManager",
     "TaskPartitionAssignmentManager",
     "get_location_id_provider",

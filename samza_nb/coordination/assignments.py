@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from samza_nb.coordination.store_locality import StoreLocality
 from samza_nb.errors import MetadataStoreError, ModelError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore, namespaced_key
@@ -323,9 +324,10 @@ def update_task_assignments(
 
 
 def grouper_metadata_from_store(
-    store: MetadataStore, processor_locality: Mapping[str, LocationId]
+    store: MetadataStore, processor_locality: Mapping[str, LocationId], *, run_id: str | None = None
 ) -> GrouperMetadata:
-    """GrouperMetadata for the next grouping: the live processors given, the history stored.
+    """GrouperMetadata for the next grouping: the live processors given, the history stored
+    (with ``run_id``, also where that run's processors reported the tasks' stores).
 
     The previous task → processor and task → SSPs maps hold **active** tasks only (a task with
     no stored mode counts as active), as Samza's JobModelHelper builds them; standby tasks have
@@ -346,4 +348,5 @@ def grouper_metadata_from_store(
         previous_task_to_processor=previous,
         previous_task_to_ssps={name: frozenset(ssps) for name, ssps in task_to_ssps.items()},
         previous_standby_to_processor=standbys,
+        store_locality={} if run_id is None else StoreLocality(store).read(run_id),
     )

@@ -9,7 +9,9 @@ model. Processors whose container did not change keep working through a regroup.
 On start it reads the job's previous model back: its changelog partitions always carry over;
 its placement and the stored task locality feed the grouper only within the same run id (a
 restart of one deployment keeps every task where its stores are; a new run id does not keep
-locality, as DESIGN.md decides).
+locality, as DESIGN.md decides). Every grouping also reads where the processors reported the
+tasks' stores in this run (coordination/store_locality.py), so a processor that joins at a
+location gets the tasks whose stores are there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from samza_nb.config import Config
 from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
 from samza_nb.coordination.coordinator import JobCoordinator
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
+from samza_nb.coordination.store_locality import StoreLocality
 from samza_nb.errors import CoordinationError, MetadataStoreError, ModelError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata import MetadataStore, NamespacedMetadataStore
@@ -97,6 +100,7 @@ class EmbeddedJobCoordinator(JobCoordinator):
                     previous,
                     self.hosted_processors,
                     LocalityManager(self._metadata).read_task_locality(),
+                    StoreLocality(self._metadata).read(self._run_id),
                 )
             else:
                 metadata = GrouperMetadata(processor_locality=self.hosted_processors)
@@ -129,7 +133,9 @@ class EmbeddedJobCoordinator(JobCoordinator):
             calculator = self._calculator.with_grouper(grouper, options).with_replication_factor(
                 replication_factor
             )
-            metadata = GrouperMetadata.from_job_model(previous, dict(processors))
+            metadata = GrouperMetadata.from_job_model(
+                previous, dict(processors), store_locality=StoreLocality(self._metadata).read(self._run_id)
+            )
             return calculator.calculate(dict(processors), metadata, previous)
 
     def regroup(

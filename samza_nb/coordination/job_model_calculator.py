@@ -234,6 +234,7 @@ def _history_after_failover(
         previous_task_to_processor=actives,
         previous_task_to_ssps=metadata.previous_task_to_ssps,
         previous_standby_to_processor=standbys,
+        store_locality=metadata.store_locality,
     )
 
 

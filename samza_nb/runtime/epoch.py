@@ -90,6 +90,8 @@ class EpochResult:
     restored_records: int = 0
     restore_seconds: float = 0.0
     restores: int = 0
+    #: Of ``restores``, those that replayed a changelog from its start.
+    full_restores: int = 0
     restored_bytes: int = 0
     seconds: float = 0.0
     replayed: bool = False

@@ -14,7 +14,7 @@ __all__ = ["JobMetrics"]
 def _empty_task_metrics() -> dict[str, Any]:
     return {
         "messages_in": 0, "messages_out": 0, "epochs": 0, "epoch_seconds": 0.0, "restores": 0,
-        "restored_records": 0, "restored_bytes": 0, "restore_seconds": 0.0, "skipped": 0, "last_epoch_restores": 0,
+        "full_restores": 0, "restored_records": 0, "restored_bytes": 0, "restore_seconds": 0.0, "skipped": 0, "last_epoch_restores": 0,
     }
 
 
@@ -43,6 +43,7 @@ class JobMetrics:
         task["epochs"] += 1
         task["epoch_seconds"] = result.seconds
         task["restores"] += result.restores
+        task["full_restores"] += result.full_restores
         task["restored_records"] += result.restored_records
         task["restored_bytes"] += result.restored_bytes
         task["restore_seconds"] += result.restore_seconds

@@ -34,6 +34,7 @@ from samza_nb.runtime.executor import Executor
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.retention import BackgroundRetention
 from samza_nb.runtime.standby import StandbyProgress, apply_standby, standby_lag, standby_progress
+from samza_nb.runtime.store_reports import StoreReports
 from samza_nb.runtime.stores import task_store_folder
 
 if TYPE_CHECKING:
@@ -138,6 +139,8 @@ class StreamProcessor:
         self.retention = BackgroundRetention(plan)
         #: Progress of this processor's standby tasks, by standby task name.
         self.standbys: dict[str, StandbyProgress] = {}
+        #: Which tasks' stores this processor reported holding at its location (host affinity).
+        self.store_reports = StoreReports(metadata, processor_id, has_stores=bool(plan.store_names))
 
     def __repr__(self) -> str:
         return f"StreamProcessor({self.processor_id!r} at {self.location_id!r}, {self.state}, epoch {self.epoch})"
@@ -167,6 +170,7 @@ class StreamProcessor:
             # from one this process cached when it last ran them.
             after = set(self._container.tasks) if self._container is not None else set()
             self.checkpoints.forget(after if self._stale_cache else after - before)
+            self.store_reports.forget(None if self._stale_cache else (before ^ after))
             self._stale_cache = False
             active = {
                 name: task.ssps for name, task in job_model.active_tasks().items()
@@ -186,6 +190,7 @@ class StreamProcessor:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, *, drain_monitor: bool, poll_interval_ms: int, run_id: str) -> None:
+        self.store_reports.run_id = run_id
         if drain_monitor:
             self._monitor = DrainMonitor(self._metadata, run_id, poll_interval_ms=poll_interval_ms)
             self._monitor.register_callback(self._on_drain)
@@ -388,6 +393,7 @@ class StreamProcessor:
         committed, failure = self.driver.commit(results)
         kill_point("mid-commit")
         self.events.epoch_committed(self, committed)
+        self.store_reports.actives_committed(location, committed)
         for note in (note for result in committed for note in result.deleted_unread):
             _log.warning("processor %s: %s", self.processor_id, note)
         if failure is not None:
@@ -425,6 +431,8 @@ class StreamProcessor:
             self._count_epoch()
         for task, progress, checkpoint in behind:
             apply_standby(self.plan, task, checkpoint, progress, store_root=self.driver.store_root)
+            if progress.steps:
+                self.store_reports.standby_stepped(location, task.name, progress.active, progress.applied_seq)
         return bool(behind)
 
     def _count_epoch(self) -> None:

@@ -148,6 +148,9 @@ class TaskStore:
         self.restored_bytes = 0
         self.restore_seconds = 0.0
         self.restores = 0
+        #: Restores that replayed the changelog from its start (the store was missing or
+        #: unusable here), beside catch-ups of a stale store's tail (both count in restores).
+        self.full_restores = 0
         #: The changelog offset this store reflects (None: unknown, e.g. a store of an older
         #: samza_nb, or no changelog).
         self.changelog_offset: int | None = None
@@ -206,6 +209,7 @@ class TaskStore:
         self.changelog_offset = 0 if self._changelog is not None else None
         if committed_seq <= 0:
             return {}
+        self.full_restores += 1
         return self.catch_up(committed_seq, upto)
 
     def follow(self, committed_seq: int, upto: int) -> int | None:

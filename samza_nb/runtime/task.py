@@ -370,6 +370,7 @@ class _TaskRun:
             restored_records=restored,
             restore_seconds=sum(store.restore_seconds for store in stores),
             restores=sum(store.restores for store in stores),
+            full_restores=sum(store.full_restores for store in stores),
             restored_bytes=sum(store.restored_bytes for store in stores),
             seconds=time.perf_counter() - self.started,
             replayed=replayed,

@@ -1,0 +1,125 @@
+"""Host affinity follows the stores (issue #38): a processor killed at host-a and a new one
+added there gets back the tasks whose stores are at host-a, so none of them restores its store
+from the changelog's start; the processors report where they hold stores, per run id."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samza_nb.coordination import StoreLocality
+from samza_nb.examples.page_views import (
+    build_app,
+    expected_counts,
+    generate_page_views,
+    write_page_views,
+)
+from samza_nb.metadata import EmbeddedMetadataStore
+from samza_nb.model import TaskMode
+from samza_nb.runtime import metadata_store_path
+from samza_nb.systems import EmbeddedSystem
+from samza_nb.testing import StepClock, run_local
+
+CONFIG = {"task.max.epoch.messages": "200", "processor.locations": "host-a,host-b,host-c"}
+
+
+@pytest.fixture
+def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EmbeddedSystem:
+    monkeypatch.setenv("SAMZA_NB_HOME", str(tmp_path / "home"))
+    return EmbeddedSystem("embedded", path=tmp_path / "log")
+
+
+def _wait(condition: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout} s"
+        time.sleep(0.05)
+
+
+def _read(job: Any) -> int:
+    return sum(
+        offset
+        for task in job.job_model.active_tasks()
+        for key, offset in job.checkpoints.read(task).offsets.items()
+        if key.startswith("page-views#")
+    )
+
+
+def _tasks(model: Any) -> dict[str, set[str]]:
+    return {pid: set(c.tasks) for pid, c in model.containers.items()}
+
+
+def test_a_processor_added_back_at_a_location_gets_the_tasks_whose_stores_are_there(
+    system: EmbeddedSystem,
+) -> None:
+    events = generate_page_views(3_000, seed=5)
+    write_page_views(system, events[:2_000], partitions=6, end=False)
+    job = run_local(build_app(system, name="store-affinity", partitions=6), CONFIG, processors=3,
+                    grouper="host-affinity", until="end-of-stream", background=True, clock=StepClock())
+    try:
+        _wait(lambda: _read(job) == 2_000, "the first 2000 events read")
+        first = _tasks(job.job_model)
+        at_a = first["0"]
+        assert job.job_model.containers["0"].location_id == "host-a"
+        _wait(
+            lambda: set(StoreLocality(job.metadata).read(job.run_id).get("host-a", {})) == at_a,
+            "processor 0 reporting its tasks' stores at host-a",
+        )
+
+        job.kill_processor("0")
+        # Its tasks run at host-b and host-c now: each rebuilds its store there (the kill's
+        # unavoidable cost) and the processors there report holding it.
+        _wait(lambda: all(job.metrics()["tasks"][t]["full_restores"] == 1 for t in at_a), "the moved tasks restored")
+        _wait(
+            lambda: {t for loc in ("host-b", "host-c") for t in StoreLocality(job.metadata).read(job.run_id)[loc]}
+            >= at_a,
+            "the moved tasks' stores reported at host-b and host-c",
+        )
+        before_add = {t: dict(m) for t, m in job.metrics()["tasks"].items()}
+
+        added = job.add_processor("host-a")
+        assert added.containers["3"].location_id == "host-a"
+        # The tasks whose stores are at host-a come back; only the surplus of 1 and 2 moves.
+        assert _tasks(added)["3"] == at_a
+        assert _tasks(added)["1"] == first["1"] and _tasks(added)["2"] == first["2"]
+
+        system.write("page-views", events[2_000:])
+        system.end_stream("page-views")
+        status = job.wait(timeout=180)
+    finally:
+        job.stop()
+    assert status.state == "finished"
+    totals = job.collect("page-counts").groupby("key")["value"].sum().to_dict()
+    assert totals == expected_counts(events)
+    after = job.metrics()["tasks"]
+    # Back at host-a, each returning task only caught its store up with the tail its stint at
+    # host-b or host-c wrote: no task restored from the changelog's start after the add.
+    assert {t: after[t]["full_restores"] - before_add[t]["full_restores"] for t in after} == dict.fromkeys(after, 0)
+    for task in at_a:
+        tail = after[task]["restored_records"] - before_add[task]["restored_records"]
+        assert tail < before_add[task]["restored_records"], (task, tail, before_add[task])
+
+
+def test_store_reports_hold_within_a_run_id(system: EmbeddedSystem) -> None:
+    events = generate_page_views(600, seed=9)
+    write_page_views(system, events, partitions=4)
+    app = build_app(system, name="store-reports", partitions=4)
+    config = {**CONFIG, "processor.locations": "host-a,host-b", "app.run.id": "run-1"}
+    job = run_local(app, config, processors=2, grouper="host-affinity", clock=StepClock())
+    assert job.status().state == "finished"
+    store = EmbeddedMetadataStore(metadata_store_path(job.plan))
+    try:
+        reported = StoreLocality(store).read("run-1")
+        placed = job.job_model.task_to_processor(mode=TaskMode.ACTIVE)
+        where = {pid: c.location_id for pid, c in job.job_model.containers.items()}
+        assert reported == {
+            location: {t: reported[location][t] for t in sorted(placed) if where[placed[t]] == location}
+            for location in ("host-a", "host-b")
+        }
+        assert all(epoch >= 1 for tasks in reported.values() for epoch in tasks.values())
+        assert StoreLocality(store).read("run-2") == {}  # another deployment keeps no locality
+    finally:
+        store.close()
