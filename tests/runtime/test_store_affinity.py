@@ -43,7 +43,7 @@ def _read(job: Any) -> int:
     return sum(
         offset
         for task in job.job_model.active_tasks()
-        for key, offset in job.checkpoints.read(task).offsets.items()
+        for key, offset in job.checkpoints.read_committed(task).offsets.items()
         if key.startswith("page-views#")
     )
 
@@ -123,3 +123,66 @@ def test_store_reports_hold_within_a_run_id(system: EmbeddedSystem) -> None:
         assert StoreLocality(store).read("run-2") == {}  # another deployment keeps no locality
     finally:
         store.close()
+
+
+@pytest.mark.services
+def test_on_zookeeper_a_processor_back_at_its_location_gets_the_tasks_whose_stores_are_there(
+    system: EmbeddedSystem, tmp_path: Path, zk_connect: str
+) -> None:
+    # One Job per processor, as one process each would be; processes at one location share a
+    # job home (and so the store folder {home}/stores/{location}/...).
+    events = generate_page_views(3_000, seed=13)
+    write_page_views(system, events[:2_000], partitions=6, end=False)
+
+    def start(pid: str, location: str) -> Any:
+        config = {
+            "job.coordinator.factory": "zookeeper",
+            "job.coordinator.zk.connect": zk_connect,
+            "job.coordinator.zk.session.timeout.ms": "4000",
+            "job.debounce.time.ms": "300",
+            "task.name.grouper.factory": "host-affinity",
+            "task.max.epoch.messages": "200",
+            "processor.id": pid,
+            "processor.locations": location,
+            "job.home": str(tmp_path / location),
+        }
+        app = build_app(system, name="zk-store-affinity", partitions=6)
+        return run_local(app, config, until="forever", background=True, clock=StepClock())
+
+    jobs = {pid: start(pid, f"host-{pid[-1]}") for pid in ("p-a", "p-b", "p-c")}
+
+    def agreed(pids: set[str]) -> bool:
+        return all(set(job.job_model.containers) == pids for pid, job in jobs.items() if pid in pids)
+
+    try:
+        _wait(lambda: agreed({"p-a", "p-b", "p-c"}), "a model over the three processors")
+        _wait(lambda: _read(jobs["p-b"]) == 2_000, "the first 2000 events read", timeout=90)
+        at_a = set(jobs["p-a"].job_model.containers["p-a"].tasks)
+        assert at_a
+        metadata, run_id = jobs["p-b"].metadata, jobs["p-b"].run_id
+        _wait(lambda: set(StoreLocality(metadata).read(run_id).get("host-a", {})) == at_a, "p-a's stores reported")
+
+        jobs.pop("p-a").stop()  # leaves the group: its tasks go to host-b and host-c
+        _wait(lambda: agreed({"p-b", "p-c"}), "a model over p-b and p-c", timeout=60)
+        survivors = [jobs["p-b"], jobs["p-c"]]
+        _wait(
+            lambda: {t for loc in ("host-b", "host-c") for t in StoreLocality(metadata).read(run_id).get(loc, {})}
+            >= at_a,
+            "the moved tasks' stores reported at host-b and host-c",
+        )
+
+        jobs["p-a2"] = start("p-a2", "host-a")
+        _wait(lambda: agreed({"p-a2", "p-b", "p-c"}), "a model with p-a2", timeout=60)
+        assert set(jobs["p-a2"].job_model.containers["p-a2"].tasks) == at_a
+
+        system.write("page-views", events[2_000:])
+        _wait(lambda: _read(jobs["p-a2"]) == 3_000, "every event read", timeout=90)
+        # p-a2 opened the stores p-a left at host-a: it caught up their tails, never a full
+        # restore; the kill's full restores happened at host-b and host-c.
+        returned = jobs["p-a2"].metrics()["tasks"]
+        assert all(returned[t]["epochs"] > 0 for t in at_a)
+        assert {t: returned[t]["full_restores"] for t in at_a} == dict.fromkeys(at_a, 0)
+        assert sum(job.metrics()["tasks"][t]["full_restores"] for job in survivors for t in at_a) == len(at_a)
+    finally:
+        for job in jobs.values():
+            job.stop()

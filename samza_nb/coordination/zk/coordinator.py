@@ -37,7 +37,7 @@ from samza_nb.coordination.zk.processors import ProcessorRegistry
 from samza_nb.coordination.zk.protocol import validate_protocol_version
 from samza_nb.coordination.zk.run_id import ZkRunIdGenerator
 from samza_nb.coordination.zk.sessions import ZkSessions
-from samza_nb.coordination.zk.task_locality import ZkTaskLocality
+from samza_nb.coordination.zk.task_locality import ZkTaskLocality, current_store_locality
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.zk_client import ZkClient
@@ -102,6 +102,7 @@ class ZkJobCoordinator(ZkLeadership, ZkAgreement, ZkSessions, ZkCommitFencing):
                 self._locality,
                 skip_unchanged=self.startup_with_active,
                 before_first_publish=self._locked_setup() if self._before_first_publish else None,
+                store_locality=None if self._metadata is None else self._current_store_locality,
             )
             self._elector = LeaderElector(zk, self.keys, self._on_predecessor_change)
             self._scheduler = DebounceScheduler(f"samza_nb-zk-{pid}", self._on_action_failed)
@@ -122,6 +123,10 @@ class ZkJobCoordinator(ZkLeadership, ZkAgreement, ZkSessions, ZkCommitFencing):
 
     def stop(self) -> None:
         self._stop(None)
+
+    def _current_store_locality(self) -> dict[str, dict[str, int]]:
+        assert self._zk is not None and self._metadata is not None  # set before the publisher
+        return current_store_locality(self._zk, self.keys, self._metadata)
 
     def _locked_setup(self) -> Callable[[JobModel], None]:
         """``before_first_publish`` under the ``createStreams`` lock of this session."""

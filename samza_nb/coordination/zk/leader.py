@@ -9,7 +9,7 @@ compare-and-set. Scheduling, watches and the barrier timer stay with the coordin
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.coordination.zk.barrier import VersionBarrier
@@ -18,7 +18,7 @@ from samza_nb.coordination.zk.processors import ProcessorRegistry
 from samza_nb.coordination.zk.task_locality import ZkTaskLocality
 from samza_nb.errors import CoordinationError
 from samza_nb.grouping import GrouperMetadata
-from samza_nb.model import JobModel
+from samza_nb.model import JobModel, LocationId
 
 __all__ = ["JobModelPublisher"]
 
@@ -30,7 +30,9 @@ class JobModelPublisher:
 
     With ``skip_unchanged`` (``enable-startup-with-active-job-model``), a model whose
     containers equal the active model's is not published. ``before_first_publish(model)`` runs
-    once, before the first version this leader publishes.
+    once, before the first version this leader publishes. ``store_locality()`` gives where the
+    processors reported the tasks' stores (location → {task → epoch}), when the job has a
+    metadata store.
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class JobModelPublisher:
         *,
         skip_unchanged: bool = False,
         before_first_publish: Callable[[JobModel], None] | None = None,
+        store_locality: Callable[[], Mapping[LocationId, Mapping[str, int]]] | None = None,
     ) -> None:
         self.versions = versions
         self.barrier = barrier
@@ -49,6 +52,7 @@ class JobModelPublisher:
         self.locality = locality
         self.skip_unchanged = skip_unchanged
         self._before_first_publish = before_first_publish
+        self._store_locality = store_locality
 
     def read_active(self) -> JobModel | None:
         """The last agreed model (None when there is none or it was cleaned up)."""
@@ -79,7 +83,8 @@ class JobModelPublisher:
             return None
         processors = {node.processor_id: node.location_id for node in nodes}
         active = self.read_active()
-        metadata = GrouperMetadata.from_job_model(active, processors, self.locality.read() or None)
+        stores = self._store_locality() if self._store_locality is not None else None
+        metadata = GrouperMetadata.from_job_model(active, processors, self.locality.read() or None, stores)
         model = calculator.calculate(processors, metadata, active)
         if self.skip_unchanged and active is not None and model.containers == active.containers:
             _log.info("the new job model equals the active one: no rebalance")
