@@ -172,10 +172,17 @@ def assign_host_affinity(
             own[previous].append(name)
         else:
             orphans.append(name)
-        found = store_locations(
-            name, processor_locality, task_locality, previous_task_to_processor, stores_by_task.get(name)
-        )
-        places[name] = tuple(location for location in found if location in at_location)
+            previous = None  # only a live previous processor locates a task
+        recorded = stores_by_task.get(name)
+        if recorded:
+            found = store_locations(name, processor_locality, task_locality, previous_task_to_processor, recorded)
+            places[name] = tuple(location for location in found if location in at_location)
+            continue
+        # No report: store_locations' fallback, inline (this loop runs once per task).
+        location = task_locality.get(name)
+        if location is None and previous is not None:
+            location = processor_locality[previous]
+        places[name] = (location,) if location is not None and location in at_location else ()
 
     overfull = [pid for pid in processors if len(own[pid]) > quota]
     overfull_set = set(overfull)
