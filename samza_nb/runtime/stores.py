@@ -147,6 +147,7 @@ class TaskStore:
         self.restored_records = 0
         self.restored_bytes = 0
         self.restore_seconds = 0.0
+        #: Catch-ups that applied changelog records, and rebuilds from the changelog's start.
         self.restores = 0
         #: Restores that replayed the changelog from its start (the store was missing or
         #: unusable here), beside catch-ups of a stale store's tail (both count in restores).
@@ -210,7 +211,11 @@ class TaskStore:
         if committed_seq <= 0:
             return {}
         self.full_restores += 1
-        return self.catch_up(committed_seq, upto)
+        counted = self.restores
+        meta = self.catch_up(committed_seq, upto)
+        if self.restores == counted:  # a rebuild is a restore, even of an empty changelog
+            self.restores += 1
+        return meta
 
     def follow(self, committed_seq: int, upto: int) -> int | None:
         """A hot standby's step: bring the store to its active's committed checkpoint
@@ -292,7 +297,8 @@ class TaskStore:
         self.restored_records += restored
         self.restored_bytes += restored_bytes
         self.restore_seconds += time.perf_counter() - started
-        self.restores += 1
+        if restored:  # a stale store whose changelog tail holds nothing was not restored
+            self.restores += 1
         return meta
 
     def close(self, *, keep: bool = False) -> None:
