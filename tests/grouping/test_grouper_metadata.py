@@ -38,3 +38,13 @@ def test_from_job_model_uses_active_tasks_for_the_previous_assignment() -> None:
     assert dict(metadata.task_locality) == {"t": "h1", "Standby-t-0": "h2"}
     assert list(metadata.without_processors(["p2"]).processor_locality) == ["p3"]
     assert GrouperMetadata.from_job_model(None, {"p": "h"}).previous_task_to_processor == {}
+
+
+def test_store_locality_is_carried_through_history_changes() -> None:
+    stores = {"host-a": {"Partition 0": 2}, "host-b": {"Partition 0": 5, "Partition 1": 5}}
+    metadata = GrouperMetadata.from_job_model(None, {"p1": "host-a"}, store_locality=stores)
+    assert metadata.store_locality == stores
+    assert metadata.with_processors({"p2": "host-b"}).store_locality == stores
+    assert metadata.without_processors(["p1"]).store_locality == stores
+    assert metadata.stores_by_task() == {"Partition 0": {"host-a": 2, "host-b": 5}, "Partition 1": {"host-b": 5}}
+    assert hash(metadata) != hash(metadata.with_store_locality({}))
