@@ -19,7 +19,7 @@ from samza_nb.examples.page_views import (
 )
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.model import TaskMode
-from samza_nb.runtime import metadata_store_path
+from samza_nb.runtime import metadata_store_path, run
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 
@@ -52,13 +52,17 @@ def _tasks(model: Any) -> dict[str, set[str]]:
     return {pid: set(c.tasks) for pid, c in model.containers.items()}
 
 
+@pytest.mark.parametrize("executor", ["local", pytest.param("spark", marks=pytest.mark.spark)])
 def test_a_processor_added_back_at_a_location_gets_the_tasks_whose_stores_are_there(
-    system: EmbeddedSystem,
+    system: EmbeddedSystem, executor: str, request: pytest.FixtureRequest
 ) -> None:
     events = generate_page_views(3_000, seed=5)
     write_page_views(system, events[:2_000], partitions=6, end=False)
-    job = run_local(build_app(system, name="store-affinity", partitions=6), CONFIG, processors=3,
-                    grouper="host-affinity", until="end-of-stream", background=True, clock=StepClock())
+    if executor == "spark":
+        request.getfixturevalue("spark")  # the shared session: task epochs run on Spark
+    job = run(build_app(system, name="store-affinity", partitions=6), CONFIG, processors=3,
+              grouper="host-affinity", until="end-of-stream", background=True, clock=StepClock(),
+              executor=executor)
     try:
         _wait(lambda: _read(job) == 2_000, "the first 2000 events read")
         first = _tasks(job.job_model)
