@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from samza_nb.config import Config
 from samza_nb.coordination import StoreLocality
+from samza_nb.coordination.azure import AzureNames
 from samza_nb.examples.page_views import (
     build_app,
     expected_counts,
@@ -18,10 +20,12 @@ from samza_nb.examples.page_views import (
     write_page_views,
 )
 from samza_nb.metadata import EmbeddedMetadataStore
+from samza_nb.metadata.azure import AzureBlobMetadataStore
+from samza_nb.metadata.azure_storage import AzureAccount
 from samza_nb.model import TaskMode
 from samza_nb.runtime import metadata_store_path, run
 from samza_nb.systems import EmbeddedSystem
-from samza_nb.testing import StepClock, run_local
+from samza_nb.testing import StepClock, run_local, unique_name
 
 CONFIG = {"task.max.epoch.messages": "200", "processor.locations": "host-a,host-b,host-c"}
 
@@ -129,37 +133,20 @@ def test_store_reports_hold_within_a_run_id(system: EmbeddedSystem) -> None:
         store.close()
 
 
-@pytest.mark.services
-def test_on_zookeeper_a_processor_back_at_its_location_gets_the_tasks_whose_stores_are_there(
-    system: EmbeddedSystem, tmp_path: Path, zk_connect: str
-) -> None:
-    # One Job per processor, as one process each would be; processes at one location share a
-    # job home (and so the store folder {home}/stores/{location}/...).
+def _left_and_back(system: EmbeddedSystem, start: Any, *, settle: float) -> None:
+    """Processors p-a, p-b, p-c of a distributed job (one Job each, as one process each would
+    be) at host-a, host-b, host-c; p-a stops (its tasks go to host-b and host-c), then p-a2
+    starts at host-a and must get p-a's tasks back, opening their stores there. ``start(pid,
+    location)`` runs a processor's Job; ``settle``: how long the group may take to agree."""
     events = generate_page_views(3_000, seed=13)
     write_page_views(system, events[:2_000], partitions=6, end=False)
-
-    def start(pid: str, location: str) -> Any:
-        config = {
-            "job.coordinator.factory": "zookeeper",
-            "job.coordinator.zk.connect": zk_connect,
-            "job.coordinator.zk.session.timeout.ms": "4000",
-            "job.debounce.time.ms": "300",
-            "task.name.grouper.factory": "host-affinity",
-            "task.max.epoch.messages": "200",
-            "processor.id": pid,
-            "processor.locations": location,
-            "job.home": str(tmp_path / location),
-        }
-        app = build_app(system, name="zk-store-affinity", partitions=6)
-        return run_local(app, config, until="forever", background=True, clock=StepClock())
-
     jobs = {pid: start(pid, f"host-{pid[-1]}") for pid in ("p-a", "p-b", "p-c")}
 
     def agreed(pids: set[str]) -> bool:
         return all(set(job.job_model.containers) == pids for pid, job in jobs.items() if pid in pids)
 
     try:
-        _wait(lambda: agreed({"p-a", "p-b", "p-c"}), "a model over the three processors")
+        _wait(lambda: agreed({"p-a", "p-b", "p-c"}), "a model over the three processors", timeout=settle)
         _wait(lambda: _read(jobs["p-b"]) == 2_000, "the first 2000 events read", timeout=90)
         at_a = set(jobs["p-a"].job_model.containers["p-a"].tasks)
         assert at_a
@@ -167,7 +154,7 @@ def test_on_zookeeper_a_processor_back_at_its_location_gets_the_tasks_whose_stor
         _wait(lambda: set(StoreLocality(metadata).read(run_id).get("host-a", {})) == at_a, "p-a's stores reported")
 
         jobs.pop("p-a").stop()  # leaves the group: its tasks go to host-b and host-c
-        _wait(lambda: agreed({"p-b", "p-c"}), "a model over p-b and p-c", timeout=60)
+        _wait(lambda: agreed({"p-b", "p-c"}), "a model over p-b and p-c", timeout=settle)
         survivors = [jobs["p-b"], jobs["p-c"]]
         _wait(
             lambda: {t for loc in ("host-b", "host-c") for t in StoreLocality(metadata).read(run_id).get(loc, {})}
@@ -176,7 +163,7 @@ def test_on_zookeeper_a_processor_back_at_its_location_gets_the_tasks_whose_stor
         )
 
         jobs["p-a2"] = start("p-a2", "host-a")
-        _wait(lambda: agreed({"p-a2", "p-b", "p-c"}), "a model with p-a2", timeout=60)
+        _wait(lambda: agreed({"p-a2", "p-b", "p-c"}), "a model with p-a2", timeout=settle)
         assert set(jobs["p-a2"].job_model.containers["p-a2"].tasks) == at_a
 
         system.write("page-views", events[2_000:])
@@ -190,3 +177,78 @@ def test_on_zookeeper_a_processor_back_at_its_location_gets_the_tasks_whose_stor
     finally:
         for job in jobs.values():
             job.stop()
+
+
+def _processor_config(pid: str, location: str, home: Path) -> dict[str, str]:
+    # Processes at one location share a job home, and so the store folder
+    # {home}/stores/{location}/...
+    return {
+        "task.name.grouper.factory": "host-affinity",
+        "task.max.epoch.messages": "200",
+        "processor.id": pid,
+        "processor.locations": location,
+        "job.home": str(home / location),
+    }
+
+
+@pytest.mark.services
+def test_on_zookeeper_a_processor_back_at_its_location_gets_the_tasks_whose_stores_are_there(
+    system: EmbeddedSystem, tmp_path: Path, zk_connect: str
+) -> None:
+    def start(pid: str, location: str) -> Any:
+        config = {
+            "job.coordinator.factory": "zookeeper",
+            "job.coordinator.zk.connect": zk_connect,
+            "job.coordinator.zk.session.timeout.ms": "4000",
+            "job.debounce.time.ms": "300",
+            **_processor_config(pid, location, tmp_path),
+        }
+        app = build_app(system, name=f"zk-stores-{tmp_path.name}"[:40], partitions=6)
+        return run_local(app, config, until="forever", background=True, clock=StepClock())
+
+    _left_and_back(system, start, settle=60)
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_on_azure_a_processor_back_at_its_location_gets_the_tasks_whose_stores_are_there(
+    system: EmbeddedSystem, tmp_path: Path, azure_connection_string: str
+) -> None:
+    name = unique_name("az-stores")
+    timings = {  # Azurite's shortest lease is 15 s; the rest as tests/runtime/test_azure_processes.py
+        "job.debounce.time.ms": "1000",
+        "job.coordinator.azure.heartbeat.interval.ms": "500",
+        "job.coordinator.azure.liveness.timeout.ms": "8000",
+        "job.coordinator.azure.leader.check.interval.ms": "1000",
+        "job.coordinator.azure.membership.check.interval.ms": "500",
+        "job.coordinator.azure.barrier.check.interval.ms": "300",
+        "job.coordinator.azure.barrier.timeout.ms": "5000",
+        "job.coordinator.azure.upgrade.check.interval.ms": "300",
+        "job.coordinator.azure.lease.duration.ms": "15000",
+        "job.coordinator.azure.lease.renew.interval.ms": "3000",
+    }
+
+    def start(pid: str, location: str) -> Any:
+        config = {
+            "job.coordinator.factory": "azure",
+            "azure.storage.connect": azure_connection_string,
+            **timings,
+            **_processor_config(pid, location, tmp_path),
+        }
+        return run_local(build_app(system, name=name, partitions=6), config, until="forever", background=True,
+                         clock=StepClock())
+
+    try:
+        _left_and_back(system, start, settle=90)
+    finally:
+        config = Config({"app.name": name, "azure.storage.connect": azure_connection_string})
+        account = AzureAccount.from_config(config)
+        names = AzureNames.for_job(config)
+        with account.blob_service() as blobs:
+            for container in (names.container, AzureBlobMetadataStore.for_job(config).container):
+                try:
+                    blobs.delete_container(container)
+                except Exception:  # noqa: BLE001 - cleanup is best effort
+                    pass
+        with account.table_service() as tables:
+            tables.delete_table(names.table)

@@ -21,6 +21,7 @@ from samza_nb.coordination.azure.blob import (
     LeaseLost,
 )
 from samza_nb.coordination.azure.names import AzureNames
+from samza_nb.coordination.store_locality import StoreLocality
 from samza_nb.errors import CoordinationError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata.azure_storage import describe_error
@@ -100,7 +101,14 @@ class AzureLeadership(AzureCoordinatorBase):
             if self._metadata is not None
             else {}
         )
-        metadata = GrouperMetadata.from_job_model(previous, processors, task_locality or None)
+        # Where this deployment's processors reported the tasks' stores (the leader carries the
+        # deployment's run id once it adopted one; host affinity holds within a run id).
+        stores = (
+            StoreLocality(self._metadata).read(self._run_id)
+            if self._metadata is not None and self._run_id
+            else None
+        )
+        metadata = GrouperMetadata.from_job_model(previous, processors, task_locality or None, stores)
         model = self._calculator.calculate(processors, metadata, previous)
         if self._before_first_publish is not None:
             setup, self._before_first_publish = self._before_first_publish, None
