@@ -1,10 +1,16 @@
-"""HostAffinityGrouper: the SEP's order — previous processor, then its location, then any.
+"""HostAffinityGrouper: the SEP's order — previous processor, then a location holding the
+task's stores (its last location first), then any.
 
 The assignment is balanced (every processor gets ⌊T/P⌋ or ⌈T/P⌉ tasks) and, among balanced
 assignments, optimal for the lexicographic cost
 
 1. the fewest tasks leaving their previous processor (minimal movement), then
-2. the fewest tasks leaving their previous location (state stays local).
+2. the fewest moved tasks placed where none of their stores is (state stays local);
+
+among those it prefers each moved task's last location to an older copy of its stores. Where
+a task's stores are is :func:`store_locations`: the locations the processors reported
+(``GrouperMetadata.store_locality``), else its recorded task locality, else its live previous
+processor's location.
 
 Why the construction below is optimal (docs/grouping.md has the long form):
 
@@ -16,10 +22,13 @@ Why the construction below is optimal (docs/grouping.md has the long form):
   exactly cap(p) tasks on each p in O, and hands bonuses to O first.
 * What is left to decide — which r processors of O get a bonus (when |O| ≥ r), where the other
   r − |O| bonuses go (when |O| < r), and which tasks each p in O gives up — only changes how
-  many of the released tasks find a free slot at their previous location. That is a maximum
-  flow on a small network (source → processors of O → locations → sink, with one node pooling
-  the bonus choices), solved exactly with Dinic's algorithm. Within a location every processor
-  is equivalent for the cost, so any filling that respects the per-location counts is optimal.
+  many of the released tasks find a free slot at a location holding their stores. That is a
+  maximum flow on a small network (source → processors of O → store classes → locations →
+  sink, with one node pooling the bonus choices), solved exactly with Dinic's algorithm. Within
+  a location every processor is equivalent for the cost, so any filling that respects the
+  per-location counts is optimal. The flow runs first with each class joined to its last
+  location only, then with its older copies added, so tasks keep their last location unless
+  moving one lets another keep its state.
 
 Everything is iterated in Java's order of task names and processor ids, so the result does not
 depend on the order of the inputs. Grouping 10,000 tasks over 1,000 processors takes a few tens
