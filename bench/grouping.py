@@ -8,6 +8,8 @@ previous processor and a recorded location). Measured:
   ``min_moves``), max − min tasks per processor;
 * the baseline in the same run: Samza's GroupByContainerIds with host affinity on the same
   input, and the ratios;
+* a processor joining where the dead one was, with the processors' store reports: how many of
+  its tasks have their stores there (with and without the reports), moves, time;
 * replication factor 2 with ``assign_with_standbys`` and ``failover``: the standby invariant
   for every task, balance of active and of all tasks.
 
@@ -132,6 +134,49 @@ def main() -> int:
         )
         print(f"{'':<26}ratio ours/baseline time {ratio:.2f}; {moved_ratio}")
     print(f"lower bound after one death: {bound} (its tasks plus what balance requires)")
+
+    # A processor joins where the dead one was (a restart at its host), one processor per host
+    # as in issue #38: its share should be the dead one's tasks, whose stores are still there.
+    # The coordinator's task locality names where the survivors took them; the processors'
+    # store reports name both places.
+    hosts = {pid: f"host-{i:05d}" for i, pid in enumerate(sorted(locality))}
+    first = task_assignment(grouper.group(tasks, GrouperMetadata(processor_locality=hosts)))
+    regrouped = task_assignment(
+        grouper.group(tasks, GrouperMetadata(processor_locality=hosts, previous_task_to_processor=first)
+                      .without_processors([dead]))
+    )
+    home = hosts[dead]
+    joined = {**{pid: h for pid, h in hosts.items() if pid != dead}, "processor-new": home}
+    stores: dict[str, dict[str, int]] = {}
+    for name, pid in first.items():
+        stores.setdefault(hosts[pid], {})[name] = 1
+    for name, pid in regrouped.items():
+        if pid != previous[name]:
+            stores.setdefault(joined[pid], {})[name] = 2
+    blind = GrouperMetadata(
+        processor_locality=joined,
+        previous_task_to_processor=regrouped,
+        task_locality={name: joined[pid] for name, pid in regrouped.items()},
+    )
+    rejoin_ms, rejoined = _timed(args.repeat, partial(grouper.group, tasks, blind.with_store_locality(stores)))
+    blind_rejoined = grouper.group(tasks, blind)
+
+    def at_home(containers: object) -> tuple[int, int]:
+        mine = next(c for c in containers if c.processor_id == "processor-new")  # type: ignore[attr-defined]
+        return sum(1 for name in mine.tasks if name in stores[home]), len(mine.tasks)
+
+    found, share = at_home(rejoined)
+    blind_found, _ = at_home(blind_rejoined)
+    rejoin_moved = len(moved_tasks(regrouped, rejoined))
+    print(
+        f"one processor per host, {dead} dies, a processor joins at {home}: {found} of its {share} "
+        f"tasks have their stores there ({blind_found} without the stores' report: the others "
+        f"restore in full), {rejoin_moved} moved, {rejoin_ms:.1f} ms"
+    )
+    if found != share:
+        failures.append(f"rejoin: {share - found} of the new processor's tasks have no store at {home}")
+    if rejoin_moved != min_moves(regrouped, joined, names):
+        failures.append(f"rejoin: moved {rejoin_moved}, lower bound {min_moves(regrouped, joined, names)}")
 
     print()
     replicated_ms, replicated = _timed(
