@@ -26,7 +26,7 @@ initLimit=10
 syncLimit=5
 dataDir={data_dir}
 clientPort={port}
-clientPortAddress=127.0.0.1
+clientPortAddress={host}
 # Tests open many sessions from 127.0.0.1; the default cap of 60 per address is too low.
 maxClientCnxns=0
 # Sessions up to 60 s, so coordinators can use Samza's default 30 s session timeout.
@@ -96,9 +96,9 @@ class ZooKeeper(Service):
         jars = pyspark_home(self.name) / "jars"
         data_dir = self.directory / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
-        (port,) = free_ports(1)
+        (port,) = free_ports(1, self.host)
         config = self.directory / "zoo.cfg"
-        config.write_text(_ZOO_CFG.format(data_dir=data_dir, port=port), encoding="utf-8")
+        config.write_text(_ZOO_CFG.format(data_dir=data_dir, port=port, host=self.host), encoding="utf-8")
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(_LOG4J2, encoding="utf-8")
         argv = [
@@ -119,14 +119,14 @@ class ZooKeeper(Service):
         wait_healthy(
             self.name,
             [record],
-            lambda: port_open("127.0.0.1", port) and zookeeper_session_ok("127.0.0.1", port),
+            lambda: port_open(self.host, port) and zookeeper_session_ok(self.host, port),
             timeout=timeout,
         )
-        connect = f"127.0.0.1:{port}"
+        connect = f"{self.host}:{port}"
         return {"address": connect, "port": port, "env": {"SAMZA_NB_ZK_CONNECT": connect}}
 
     def _healthy(self, state: Mapping[str, Any]) -> bool:
-        return zookeeper_session_ok("127.0.0.1", int(state["port"]))
+        return zookeeper_session_ok(self.host, int(state["port"]))
 
     def _check_external(self, value: str) -> None:
         # [user:password@]host:port[,host:port...][/chroot]: try the first server.
