@@ -171,7 +171,9 @@ def up(
         try:
             for name in chosen:
                 service = (
-                    SimCluster(home, hosts=hosts) if name == "cluster" and hosts else SERVICES[name](home)
+                    SimCluster(home, hosts=hosts)
+                    if name == "cluster" and hosts
+                    else SERVICES[name](home)
                 )
                 try:
                     infos.append(service.start(timeout=timeout))

@@ -109,7 +109,7 @@ class Service(ABC):
         self.home = home
         #: The address the service binds and advertises: 127.0.0.1, or the bridge address of a
         #: simulated cluster (samza_nb.services.cluster) whose hosts must reach it.
-        self.host = host
+        self.bind_host = host
         self._directory = directory
         self._spawned: list[ProcessRecord] = []
 
@@ -280,7 +280,7 @@ class Service(ABC):
         wait_healthy(
             self.name,
             records,
-            lambda: all(port_open(self.host, port) for port in ports),
+            lambda: all(port_open(self.bind_host, port) for port in ports),
             timeout=timeout,
         )
 

@@ -104,11 +104,12 @@ class SimCluster(Service):
         """ZooKeeper, the Kafka broker and Azurite of the cluster, bound to the bridge address."""
         kinds: list[type[Service]] = [ZooKeeper, KafkaBroker, Azurite]
         return [
-            kind(self.home, host=self.host, directory=self.directory / kind.name) for kind in kinds
+            kind(self.home, host=self.bind_host, directory=self.directory / kind.name)
+            for kind in kinds
         ]
 
     def _spark(self) -> SparkStandalone:
-        return SparkStandalone(self.home, host=self.host, directory=self.directory / "spark")
+        return SparkStandalone(self.home, host=self.bind_host, directory=self.directory / "spark")
 
     @property
     def hosts(self) -> list[SimHost]:
@@ -137,7 +138,9 @@ class SimCluster(Service):
 
     def _host_from(self, item: Mapping[str, Any]) -> SimHost:
         name = str(item["name"])
-        return SimHost(name, str(item["address"]), _netns.PREFIX + name, self._host_dir(name) / "disk")
+        return SimHost(
+            name, str(item["address"]), _netns.PREFIX + name, self._host_dir(name) / "disk"
+        )
 
     # -- running things on a host ------------------------------------------------------------
 
@@ -245,7 +248,9 @@ class SimCluster(Service):
                 raise ServiceError(msg, service=self.name)
             time.sleep(0.05)
         self._write_host_records(target, [])
-        self._wait_workers(lambda hosts: target.address not in hosts, f"{target.name} gone", timeout)
+        self._wait_workers(
+            lambda hosts: target.address not in hosts, f"{target.name} gone", timeout
+        )
         return killed
 
     def restart(self, host: str | SimHost, *, timeout: float = _WORKER_WAIT) -> ProcessRecord:
@@ -260,7 +265,7 @@ class SimCluster(Service):
 
     def alive_worker_addresses(self) -> list[str]:
         """The host addresses whose worker the master lists as ALIVE."""
-        return alive_worker_hosts(int(self._state()["webui_port"]), host=self.host)
+        return alive_worker_hosts(int(self._state()["webui_port"]), host=self.bind_host)
 
     def _wait_workers(self, done: Any, what: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -270,7 +275,9 @@ class SimCluster(Service):
                     return
             if time.monotonic() >= deadline:
                 msg = f"cluster: the master did not see {what} within {timeout:g} s"
-                raise ServiceError(msg, service=self.name, log_file=str(self.log_file("spark-master")))
+                raise ServiceError(
+                    msg, service=self.name, log_file=str(self.log_file("spark-master"))
+                )
             time.sleep(0.2)
 
     def _start_worker(self, host: SimHost, master_url: str) -> ProcessRecord:
@@ -317,14 +324,20 @@ class SimCluster(Service):
 
         spark = self._spark()
         spark_home = pyspark_home(self.name)
-        port, webui = free_ports(2, self.host)
-        master_url = f"spark://{self.host}:{port}"
+        port, webui = free_ports(2, self.bind_host)
+        master_url = f"spark://{self.bind_host}:{port}"
         master = self._track(
             spawn(
                 "spark-master",
                 [
-                    str(spark_home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
-                    "--host", self.host, "--port", str(port), "--webui-port", str(webui),
+                    str(spark_home / "bin" / "spark-class"),
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    self.bind_host,
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(webui),
                 ],  # fmt: skip
                 log_file=self.log_file("spark-master"),
                 cwd=self.directory,
@@ -347,7 +360,7 @@ class SimCluster(Service):
         wait_healthy(
             self.name,
             [master, *workers],
-            lambda: len(alive_worker_hosts(webui, host=self.host)) >= len(hosts),
+            lambda: len(alive_worker_hosts(webui, host=self.bind_host)) >= len(hosts),
             timeout=max(deadline - time.monotonic(), 1.0),
         )
         # Started: workers belong to their hosts (killed and restarted there), not to the
@@ -365,8 +378,8 @@ class SimCluster(Service):
             handle.write("\n".join(lines) + "\n")
 
     def _healthy(self, state: Mapping[str, Any]) -> bool:
-        return port_open(self.host, int(state["port"])) and len(
-            alive_worker_hosts(int(state["webui_port"]), host=self.host)
+        return port_open(self.bind_host, int(state["port"])) and len(
+            alive_worker_hosts(int(state["webui_port"]), host=self.bind_host)
         ) >= len(state.get("hosts", []))
 
     def status(self) -> ServiceInfo:

@@ -76,7 +76,7 @@ class SparkStandalone(Service):
         """The daemons' environment; ``local_ip`` (default the service's host) is the address
         a daemon binds and advertises."""
         env = dict(os.environ)
-        local_ip = local_ip or self.host
+        local_ip = local_ip or self.bind_host
         java = java_binary(self.name)
         env.update(
             {
