@@ -101,7 +101,10 @@ def _link_exists(name: str) -> bool:
 
 
 def netns_names() -> list[str]:
-    """The network namespaces of this project (named ``snb-…``) that exist now."""
+    """The network namespaces of this project (named ``snb-…``) that exist now; none where
+    there is no ``ip`` (nothing can have been made there)."""
+    if shutil.which("ip") is None and shutil.which("ip", path="/usr/sbin:/sbin") is None:
+        return []
     done = _ip("netns", "list", check=False)
     names = (line.split()[0] for line in done.stdout.splitlines() if line.strip())
     return [name for name in names if name.startswith(PREFIX)]

@@ -351,7 +351,7 @@ class SimCluster(Service):
             "port": port,
             "webui_port": webui,
             "host_env": host_env,
-            "address": master_url,
+            "address": master_url + "; hosts " + ", ".join(f"{h.name} {h.address}" for h in hosts),
             "env": {"SAMZA_NB_CLUSTER_MASTER_URL": master_url},
         }
         # The host API reads the state file: write it before the workers start.
@@ -395,7 +395,8 @@ class SimCluster(Service):
         shown = ", ".join(
             f"{h.name} {h.address} {'up' if h.address in alive else 'down'}" for h in hosts
         )
-        return dataclasses.replace(info, address=f"{info.address}; hosts {shown}")
+        master = (self._read_state() or {}).get("master_url", "")
+        return dataclasses.replace(info, address=f"{master}; hosts {shown}")
 
     def stop(self) -> bool:
         """Stop the master, every host's processes, the cluster's services; remove the

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from samza_nb import services
+from samza_nb.cli import main
 from samza_nb.errors import ServiceError
 from samza_nb.services import _netns
 from samza_nb.services.cluster import SimCluster
@@ -165,6 +166,23 @@ def test_killing_a_host_stops_its_worker_and_restart_brings_it_back(
     assert sim_cluster.status().state == "running"
     back = sim_cluster.call("h2", ["cat", f"{sim_cluster.mount_point}/kept"])
     assert back.stdout.strip() == "kept"
+
+
+@pytest.mark.slow
+def test_services_status_lists_the_hosts(
+    sim_cluster: SimCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["services", "status", "cluster"]) == 0
+    out = capsys.readouterr().out
+    assert f"cluster    running     {sim_cluster.master_url}\n" in out
+    for host in sim_cluster.hosts:
+        assert f"host {host.name} {host.address} up" in out
+
+
+def test_hosts_must_be_a_positive_number(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["services", "up", "cluster", "--hosts", "0"])
+    assert "--hosts: expected a whole number >= 1, got '0'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
