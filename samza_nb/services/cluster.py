@@ -156,6 +156,8 @@ class SimCluster(Service):
             {
                 "SAMZA_NB_SERVICES_ENV": str(self.directory / "hosts.env"),
                 "SAMZA_NB_SPARK_MASTER_URL": str(state["master_url"]),
+                # get_spark's default master on the host: the cluster's.
+                "SAMZA_NB_SPARK_MASTER": str(state["master_url"]),
                 "SAMZA_NB_HOST_NAME": host.name,
                 "SAMZA_NB_HOST_ADDRESS": host.address,
                 "SAMZA_NB_HOST_ROOT": str(self.mount_point),

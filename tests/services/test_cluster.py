@@ -39,18 +39,17 @@ _REACH = textwrap.dedent(
 _DRIVER = textwrap.dedent(
     """
     import json, os, socket, time
-    from pyspark.sql import SparkSession
-    spark = (
-        SparkSession.builder.master(os.environ["SAMZA_NB_SPARK_MASTER_URL"])
-        .appName("sim-cluster-test")
-        .config("spark.driver.host", os.environ["SAMZA_NB_HOST_ADDRESS"])
-        .config("spark.driver.bindAddress", os.environ["SAMZA_NB_HOST_ADDRESS"])
-        .config("spark.executor.memory", "512m")
-        .config("spark.driver.memory", "512m")
-        .config("spark.cores.max", "3")
-        .config("spark.locality.wait", "0")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
+    from samza_nb.runtime.spark import get_spark
+    # Master and driver address come from the host's environment (SAMZA_NB_SPARK_MASTER,
+    # SAMZA_NB_HOST_ADDRESS); executors fork Python workers from samza_nb's daemon module, so
+    # every host must import this checkout's samza_nb.
+    spark = get_spark(
+        {
+            "spark.executor.memory": "512m",
+            "spark.cores.max": "3",
+            "spark.locality.wait": "0",
+        },
+        app_name="sim-cluster-test",
     )
     sc = spark.sparkContext
     deadline = time.monotonic() + 120
@@ -60,7 +59,7 @@ _DRIVER = textwrap.dedent(
     def where(_):
         time.sleep(0.3)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            sock.connect((os.environ["SAMZA_NB_HOST_ADDRESS"], 9))
+            sock.connect(("10.213.0.1", 9))  # the source address is this namespace's own
             address = sock.getsockname()[0]
         return (os.environ.get("SAMZA_NB_HOST_NAME"), address)
 
