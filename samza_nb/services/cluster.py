@@ -27,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,7 +269,7 @@ class SimCluster(Service):
         """The host addresses whose worker the master lists as ALIVE."""
         return alive_worker_hosts(int(self._state()["webui_port"]), host=self.bind_host)
 
-    def _wait_workers(self, done: Any, what: str, timeout: float) -> None:
+    def _wait_workers(self, done: Callable[[list[str]], bool], what: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(OSError):
@@ -307,6 +307,10 @@ class SimCluster(Service):
             raise
 
     def _launch_all(self, deadline: float) -> dict[str, Any]:
+        # Marks what this services folder made before it is made, so that only its own `down`
+        # (even after a crash) removes the network, never another folder's (a test's own).
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._network_marker.touch()
         _netns.create_bridge()
         hosts = []
         for index in range(1, self.host_count + 1):
@@ -314,8 +318,8 @@ class SimCluster(Service):
                 f"h{index}", _netns.host_address(index), f"{_netns.PREFIX}h{index}",
                 self._host_dir(f"h{index}") / "disk",
             )  # fmt: skip
-            _netns.create_host(host.netns, host.address)
             host.disk.mkdir(parents=True, exist_ok=True)
+            _netns.create_host(host.netns, host.address)
             hosts.append(host)
         self.mount_point.mkdir(parents=True, exist_ok=True)
         host_env: dict[str, str] = {}
@@ -407,16 +411,21 @@ class SimCluster(Service):
         self._teardown()
         return ran
 
+    @property
+    def _network_marker(self) -> Path:
+        return self.directory / "network-made-here"
+
     def _teardown(self) -> None:
-        for name in _netns.netns_names():
-            if name == _netns.BRIDGE:
-                continue
-            records = self._host_records_on_disk(name.removeprefix(_netns.PREFIX))
-            stop_processes(self.name, records, grace=2.0)
-            _netns.delete_host(name)
+        if self._network_marker.exists():
+            hosts_dir = self.directory / "hosts"
+            names = sorted(path.name for path in hosts_dir.iterdir()) if hosts_dir.is_dir() else []
+            for name in names:
+                stop_processes(self.name, self._host_records_on_disk(name), grace=2.0)
+                _netns.delete_host(_netns.PREFIX + name)
+            _netns.delete_bridge()
+            self._network_marker.unlink()
         for service in reversed(self._support()):
             service.stop()
-        _netns.delete_bridge()
         for folder in (self.directory / "hosts", self.directory / "spark", self.mount_point):
             shutil.rmtree(folder, ignore_errors=True)
         (self.directory / "hosts.env").unlink(missing_ok=True)

@@ -185,6 +185,15 @@ def test_hosts_must_be_a_positive_number(capsys: pytest.CaptureFixture[str]) -> 
 
 
 @pytest.mark.slow
+def test_down_in_another_services_folder_leaves_the_cluster_alone(
+    sim_cluster: SimCluster, tmp_path: Path
+) -> None:
+    services.down(services_dir=tmp_path)  # every service, the cluster included
+    assert sorted(_netns.netns_names()) == ["snb-h1", "snb-h2", "snb-h3"]
+    assert sim_cluster.status().state == "running"
+
+
+@pytest.mark.slow
 def test_down_leaves_no_namespace_bridge_or_process(sim_cluster: SimCluster) -> None:
     pids = [record.pid for host in sim_cluster.hosts for record in sim_cluster.processes(host)]
     assert pids and _netns.netns_names()
