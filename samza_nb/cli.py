@@ -31,6 +31,7 @@ from samza_nb.cli_args import (
     check_names,
     checked_plan,
     non_negative_seconds,
+    positive_int,
 )
 from samza_nb.cli_drain import add_drain_command
 from samza_nb.errors import SamzaNbError
@@ -53,10 +54,14 @@ __all__ = [
 def _print_infos(infos: Sequence[services.ServiceInfo]) -> None:
     for info in infos:
         # Addresses only: a ServiceInfo's env may carry an account key and is never printed.
-        line = f"{info.name:<10} {info.state:<11} {info.address}"
+        # A cluster's address is its master then its hosts ("spark://…; hosts h1 … up, …").
+        address, _, hosts = info.address.partition("; hosts ")
+        line = f"{info.name:<10} {info.state:<11} {address}"
         if info.seconds is not None:
             line += f"  ({info.seconds:.1f} s)"
         print(line.rstrip())
+        for host in hosts.split(", ") if hosts else ():
+            print(f"{'':<10} host {host}")
         for log_file in info.log_files if info.state == "started" or info.is_failed else ():
             print(f"{'':<10} log {log_file}")
 
@@ -68,7 +73,7 @@ def _services(args: argparse.Namespace) -> int:
             print(f"{name:<10} ready")
         return 0
     if args.action == "up":
-        _print_infos(services.up(names, timeout=args.timeout))
+        _print_infos(services.up(names, timeout=args.timeout, hosts=args.hosts))
         print(f"env file   {services.env_file_path()}")
         return 0
     if args.action == "down":
@@ -90,11 +95,20 @@ def add_services_command(subparsers: argparse._SubParsersAction[argparse.Argumen
             "Run the real services on 127.0.0.1 and free ports; their addresses go to one env "
             "file ($SAMZA_NB_SERVICES_ENV, default $SAMZA_NB_SERVICES_DIR/services.env). "
             "`up` without names starts zookeeper, kafka and azurite; spark (a standalone master "
-            "and two workers) starts only when named. See docs/services.md."
+            "and two workers) and cluster (simulated hosts in network namespaces, root only) "
+            "start only when named. See docs/services.md."
         ),
     )
     parser.add_argument("action", choices=["install", "up", "down", "status"])
-    parser.add_argument("names", nargs="*", metavar="NAME", help="zookeeper, kafka, azurite, spark")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help="zookeeper, kafka, azurite, spark, cluster"
+    )
+    parser.add_argument(
+        "--hosts",
+        type=positive_int,
+        default=None,
+        help="simulated hosts of `up cluster` (default 3)",
+    )
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds each service may take to start"
     )

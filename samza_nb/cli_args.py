@@ -15,7 +15,14 @@ from samza_nb.secrecy import secret_exposed
 if TYPE_CHECKING:
     from samza_nb.api import ExecutionPlan, StreamApplication
 
-__all__ = ["add_app_arguments", "app_config", "app_of", "checked_plan", "non_negative_seconds"]
+__all__ = [
+    "add_app_arguments",
+    "app_config",
+    "app_of",
+    "checked_plan",
+    "non_negative_seconds",
+    "positive_int",
+]
 
 
 def app_config(args: argparse.Namespace) -> Config:
@@ -101,3 +108,14 @@ def non_negative_seconds(text: str) -> float:
         msg = f"expected a number of seconds >= 0, got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return seconds
+
+
+def positive_int(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        msg = f"expected a whole number >= 1, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number

@@ -14,6 +14,10 @@ Fixtures:
   afterwards.
 - ``spark_standalone``: the ``spark://`` URL of a local master with two workers, started for the
   session (and stopped at its end unless it already ran before).
+- ``sim_cluster``: a started 3-host :class:`~samza_nb.services.cluster.SimCluster` (hosts in
+  network and mount namespaces, each with a Spark worker; ``hosts``, ``master_url``, ``run``,
+  ``call``, ``kill``, ``restart``), torn down at the session end unless it already ran. Needs
+  root: skipped locally without it, failed under CI.
 
 Importing this module must stay cheap: pytest loads it for every run in an environment where
 samza_nb is installed. pyspark, kazoo, azure and confluent_kafka are imported inside fixtures.
@@ -36,6 +40,8 @@ from samza_nb.errors import ServiceError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from samza_nb.services.cluster import SimCluster
+
 __all__ = [
     "KAFKA_TEST_CONSUMER_CONFIG",
     "azure_connection_string",
@@ -46,6 +52,7 @@ __all__ = [
     "load_service_env",
     "run_local",
     "service_env",
+    "sim_cluster",
     "spark",
     "spark_standalone",
     "unique_name",
@@ -137,6 +144,25 @@ def spark_standalone() -> Iterator[str]:
         services.down(["spark"])
 
 
+@pytest.fixture(scope="session")
+def sim_cluster() -> Iterator[SimCluster]:
+    """Three simulated hosts (h1..h3) with one Spark worker each, under one master."""
+    from samza_nb.services import ServicesHome
+    from samza_nb.services.cluster import SimCluster
+
+    cluster = SimCluster(ServicesHome.resolve(), hosts=3)
+    already_running = cluster.status().state == "running"
+    try:
+        services.up(["cluster"], hosts=3, timeout=300)
+    except ServiceError as error:
+        if os.geteuid() != 0:
+            _missing(str(error))
+        raise
+    yield cluster
+    if not already_running:
+        services.down(["cluster"])
+
+
 # -- the engine-room services --------------------------------------------------------------------
 
 
@@ -183,7 +209,8 @@ def kafka_topic_prefix(kafka_bootstrap: str) -> Iterator[str]:
     yield prefix
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     topics = [
-        name for name in admin.list_topics(timeout=10).topics
+        name
+        for name in admin.list_topics(timeout=10).topics
         if name.startswith(prefix) or (name.startswith("__samza_") and f"_{prefix}" in name)
     ]
     if topics:

@@ -146,6 +146,11 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     name = app_name or config.get("spark.app.name") or config.get("app.name") or DEFAULT_APP_NAME
     builder = SparkSession.builder.master(master).appName(name)
     settings = dict(_ESSENTIALS)
+    host_address = environment("SAMZA_NB_HOST_ADDRESS")
+    if host_address:
+        # On a simulated cluster host (services/cluster.py) executors on the other hosts reach
+        # the driver at the host's own address; 127.0.0.1 would be their own loopback.
+        settings["spark.driver.host"] = settings["spark.driver.bindAddress"] = host_address
     settings["spark.ui.enabled"] = "true" if ui else "false"
     settings.update(
         {

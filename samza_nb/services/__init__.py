@@ -2,10 +2,11 @@
 
 >>> from samza_nb import services
 >>> sorted(services.SERVICES)
-['azurite', 'kafka', 'spark', 'zookeeper']
+['azurite', 'cluster', 'kafka', 'spark', 'zookeeper']
 
 ``up()`` starts ZooKeeper, Azurite and the Kafka test broker (Spark standalone only when named)
-on free ports and writes their addresses to one env file (``KEY='value'`` lines, which both
+on free ports (``cluster``, simulated hosts in network namespaces, only when named; see
+:mod:`samza_nb.services.cluster`) and writes their addresses to one env file (``KEY='value'`` lines, which both
 :func:`read_service_env` and a shell's ``set -a; . services.env`` understand). Every call is
 idempotent and serialised by a lock file, so concurrent callers (pytest workers, a notebook and
 a terminal) get one instance of each service. A service whose address the user configured
@@ -26,6 +27,7 @@ from pathlib import Path
 from samza_nb.errors import ServiceError
 from samza_nb.services._base import Service, ServiceInfo, ServicesHome
 from samza_nb.services.azurite import Azurite
+from samza_nb.services.cluster import SimCluster
 from samza_nb.services.kafka import KafkaBroker
 from samza_nb.services.spark import SparkStandalone
 from samza_nb.services.zookeeper import ZooKeeper
@@ -50,6 +52,7 @@ SERVICES: dict[str, type[Service]] = {
     "kafka": KafkaBroker,
     "azurite": Azurite,
     "spark": SparkStandalone,
+    "cluster": SimCluster,
 }
 
 #: Every key the env file may hold.
@@ -60,6 +63,7 @@ ENV_KEYS: tuple[str, ...] = (
     "SAMZA_NB_AZURE_BLOB_ENDPOINT",
     "SAMZA_NB_AZURE_TABLE_ENDPOINT",
     "SAMZA_NB_SPARK_MASTER_URL",
+    "SAMZA_NB_CLUSTER_MASTER_URL",
 )
 
 _LOCK_TIMEOUT = 600.0
@@ -150,8 +154,10 @@ def up(
     services_dir: str | os.PathLike[str] | None = None,
     env_file: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
+    hosts: int | None = None,
 ) -> list[ServiceInfo]:
-    """Start the named services (default: all but Spark standalone) unless already running.
+    """Start the named services (default: all but Spark standalone and the cluster) unless
+    already running. ``hosts`` is the number of simulated hosts of ``cluster`` (default 3).
 
     Raises :class:`~samza_nb.errors.ServiceError` naming the service and its log file when one
     fails to start within ``timeout`` seconds; services started before it keep running and stay
@@ -164,8 +170,13 @@ def up(
     with _locked(home):
         try:
             for name in chosen:
+                service = (
+                    SimCluster(home, hosts=hosts)
+                    if name == "cluster" and hosts
+                    else SERVICES[name](home)
+                )
                 try:
-                    infos.append(SERVICES[name](home).start(timeout=timeout))
+                    infos.append(service.start(timeout=timeout))
                 except BaseException:
                     # Not in the env file: an external address that does not answer would
                     # otherwise be handed to every later reader of the file.

@@ -103,13 +103,19 @@ class Service(ABC):
     #: Environment variable naming a real service to use instead of starting one.
     external_variable: ClassVar[str | None] = None
 
-    def __init__(self, home: ServicesHome) -> None:
+    def __init__(
+        self, home: ServicesHome, *, host: str = "127.0.0.1", directory: Path | None = None
+    ) -> None:
         self.home = home
+        #: The address the service binds and advertises: 127.0.0.1, or the bridge address of a
+        #: simulated cluster (samza_nb.services.cluster) whose hosts must reach it.
+        self.bind_host = host
+        self._directory = directory
         self._spawned: list[ProcessRecord] = []
 
     @property
     def directory(self) -> Path:
-        return self.home.root / self.name
+        return self._directory or self.home.root / self.name
 
     @property
     def state_file(self) -> Path:
@@ -274,7 +280,7 @@ class Service(ABC):
         wait_healthy(
             self.name,
             records,
-            lambda: all(port_open("127.0.0.1", port) for port in ports),
+            lambda: all(port_open(self.bind_host, port) for port in ports),
             timeout=timeout,
         )
 

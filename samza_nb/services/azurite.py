@@ -36,9 +36,11 @@ DEV_ACCOUNT_KEY = (
 _INSTALL_TIMEOUT = 900.0
 
 
-def azurite_connection_string(blob_port: int, queue_port: int, table_port: int) -> str:
-    """The development-account connection string for an emulator on 127.0.0.1."""
-    base = f"http://127.0.0.1:{{}}/{DEV_ACCOUNT_NAME}"
+def azurite_connection_string(
+    blob_port: int, queue_port: int, table_port: int, host: str = "127.0.0.1"
+) -> str:
+    """The development-account connection string for an emulator on ``host``."""
+    base = f"http://{host}:{{}}/{DEV_ACCOUNT_NAME}"
     return (
         f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT_NAME};AccountKey={DEV_ACCOUNT_KEY};"
         f"BlobEndpoint={base.format(blob_port)};QueueEndpoint={base.format(queue_port)};"
@@ -123,13 +125,13 @@ class Azurite(Service):
             raise self._fail(msg)
         data = self.directory / "data"
         data.mkdir(parents=True, exist_ok=True)
-        blob, queue, table = free_ports(3)
+        blob, queue, table = free_ports(3, self.bind_host)
         argv = [
             node,
             str(self.script),
-            "--blobHost", "127.0.0.1", "--blobPort", str(blob),
-            "--queueHost", "127.0.0.1", "--queuePort", str(queue),
-            "--tableHost", "127.0.0.1", "--tablePort", str(table),
+            "--blobHost", self.bind_host, "--blobPort", str(blob),
+            "--queueHost", self.bind_host, "--queuePort", str(queue),
+            "--tableHost", self.bind_host, "--tablePort", str(table),
             "--location", str(data),
             # Newer SDKs send API versions Azurite does not know yet; accept them.
             "--skipApiVersionCheck",
@@ -139,20 +141,22 @@ class Azurite(Service):
         ]  # fmt: skip
         record = self._track(spawn("azurite", argv, log_file=self.log_file(), cwd=self.directory))
         self._wait_ports([record], [blob, queue, table], timeout)
-        blob_endpoint = f"http://127.0.0.1:{blob}/{DEV_ACCOUNT_NAME}"
-        table_endpoint = f"http://127.0.0.1:{table}/{DEV_ACCOUNT_NAME}"
+        blob_endpoint = f"http://{self.bind_host}:{blob}/{DEV_ACCOUNT_NAME}"
+        table_endpoint = f"http://{self.bind_host}:{table}/{DEV_ACCOUNT_NAME}"
         return {
             "address": f"blob {blob_endpoint}, table {table_endpoint}",
             "ports": [blob, queue, table],
             "env": {
-                "SAMZA_NB_AZURE_CONNECTION_STRING": azurite_connection_string(blob, queue, table),
+                "SAMZA_NB_AZURE_CONNECTION_STRING": azurite_connection_string(
+                    blob, queue, table, self.bind_host
+                ),
                 "SAMZA_NB_AZURE_BLOB_ENDPOINT": blob_endpoint,
                 "SAMZA_NB_AZURE_TABLE_ENDPOINT": table_endpoint,
             },
         }
 
     def _healthy(self, state: Mapping[str, Any]) -> bool:
-        return all(port_open("127.0.0.1", int(port)) for port in state["ports"])
+        return all(port_open(self.bind_host, int(port)) for port in state["ports"])
 
     def _external(self, value: str) -> tuple[dict[str, str], str]:
         parts = parse_connection_string(value)

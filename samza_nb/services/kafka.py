@@ -60,8 +60,8 @@ class KafkaBroker(Service):
         return copy
 
     def _launch(self, timeout: float) -> dict[str, Any]:
-        (port,) = free_ports(1)
-        url = f"tcp://127.0.0.1:{port}"
+        (port,) = free_ports(1, self.bind_host)
+        url = f"tcp://{self.bind_host}:{port}"
         argv = [
             str(self.binary()),
             "broker",
@@ -85,7 +85,7 @@ class KafkaBroker(Service):
             spawn("kafka", argv, log_file=self.log_file(), cwd=self.directory, env=env)
         )
         self._wait_ports([record], [port], timeout)
-        bootstrap = f"127.0.0.1:{port}"
+        bootstrap = f"{self.bind_host}:{port}"
         return {
             "address": bootstrap,
             "port": port,
@@ -93,7 +93,7 @@ class KafkaBroker(Service):
         }
 
     def _healthy(self, state: Mapping[str, Any]) -> bool:
-        return port_open("127.0.0.1", int(state["port"]))
+        return port_open(self.bind_host, int(state["port"]))
 
     def _check_external(self, value: str) -> None:
         first = value.split(",")[0].strip()

@@ -23,29 +23,35 @@ from samza_nb.services._base import Service, repo_engine_dir
 from samza_nb.services._java import java_binary, pyspark_home
 from samza_nb.services._process import ProcessRecord, free_ports, port_open, spawn, wait_healthy
 
-__all__ = ["SparkStandalone", "alive_workers"]
+__all__ = ["SparkStandalone", "alive_worker_hosts", "alive_workers", "spark_conf_dir"]
 
 WORKERS = 2
 WORKER_CORES = 1
 WORKER_MEMORY = "1g"
 
 
-def alive_workers(webui_port: int, timeout: float = 2.0) -> int:
-    """How many workers the master at ``webui_port`` reports as ALIVE.
+def alive_workers(webui_port: int, timeout: float = 2.0, host: str = "127.0.0.1") -> int:
+    """How many workers the master's web UI at ``host:webui_port`` reports as ALIVE.
 
     0 while the master is not ALIVE, and while its web UI is up but does not serve its status
     as JSON yet (a master just started answers with an empty body for a moment).
     """
-    url = f"http://127.0.0.1:{webui_port}/json/"
+    return len(alive_worker_hosts(webui_port, timeout, host))
+
+
+def alive_worker_hosts(webui_port: int, timeout: float = 2.0, host: str = "127.0.0.1") -> list[str]:
+    """The addresses of the workers the master reports as ALIVE (empty while it is not ALIVE)."""
+    url = f"http://{host}:{webui_port}/json/"
     with urllib.request.urlopen(url, timeout=timeout) as response:
         body = response.read().decode("utf-8", errors="replace")
     try:
         status = json.loads(body)
     except ValueError:
-        return 0
+        return []
     if not isinstance(status, dict) or status.get("status") != "ALIVE":
-        return 0
-    return sum(1 for worker in status.get("workers", []) if worker.get("state") == "ALIVE")
+        return []
+    workers = status.get("workers", [])
+    return [str(worker.get("host")) for worker in workers if worker.get("state") == "ALIVE"]
 
 
 def spark_conf_dir() -> Path | None:
@@ -66,15 +72,18 @@ class SparkStandalone(Service):
     def _data_dirs(self) -> list[Path]:
         return [self.directory / "work"]
 
-    def _environment(self, spark_home: Path) -> dict[str, str]:
+    def daemon_environment(self, spark_home: Path, local_ip: str | None = None) -> dict[str, str]:
+        """The daemons' environment; ``local_ip`` (default the service's host) is the address
+        a daemon binds and advertises."""
         env = dict(os.environ)
+        local_ip = local_ip or self.bind_host
         java = java_binary(self.name)
         env.update(
             {
                 "SPARK_HOME": str(spark_home),
                 "JAVA_HOME": env.get("JAVA_HOME") or str(Path(java).resolve().parents[1]),
-                "SPARK_LOCAL_IP": "127.0.0.1",
-                "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
+                "SPARK_LOCAL_IP": local_ip,
+                "SPARK_LOCAL_HOSTNAME": local_ip,
                 "SPARK_DAEMON_MEMORY": "256m",
                 # Daemons only route work: the serial collector and C1 start fastest on 2 cores.
                 "SPARK_DAEMON_JAVA_OPTS": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
@@ -91,7 +100,7 @@ class SparkStandalone(Service):
     def _launch(self, timeout: float) -> dict[str, Any]:
         spark_home = pyspark_home(self.name)
         spark_class = str(spark_home / "bin" / "spark-class")
-        env = self._environment(spark_home)
+        env = self.daemon_environment(spark_home)
         deadline = time.monotonic() + timeout
         port, webui, *worker_uis = free_ports(2 + WORKERS)
         master_url = f"spark://127.0.0.1:{port}"

@@ -26,7 +26,7 @@ initLimit=10
 syncLimit=5
 dataDir={data_dir}
 clientPort={port}
-clientPortAddress=127.0.0.1
+clientPortAddress={host}
 # Tests open many sessions from 127.0.0.1; the default cap of 60 per address is too low.
 maxClientCnxns=0
 # Sessions up to 60 s, so coordinators can use Samza's default 30 s session timeout.
@@ -96,9 +96,11 @@ class ZooKeeper(Service):
         jars = pyspark_home(self.name) / "jars"
         data_dir = self.directory / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
-        (port,) = free_ports(1)
+        (port,) = free_ports(1, self.bind_host)
         config = self.directory / "zoo.cfg"
-        config.write_text(_ZOO_CFG.format(data_dir=data_dir, port=port), encoding="utf-8")
+        config.write_text(
+            _ZOO_CFG.format(data_dir=data_dir, port=port, host=self.bind_host), encoding="utf-8"
+        )
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(_LOG4J2, encoding="utf-8")
         argv = [
@@ -119,21 +121,25 @@ class ZooKeeper(Service):
         wait_healthy(
             self.name,
             [record],
-            lambda: port_open("127.0.0.1", port) and zookeeper_session_ok("127.0.0.1", port),
+            lambda: port_open(self.bind_host, port) and zookeeper_session_ok(self.bind_host, port),
             timeout=timeout,
         )
-        connect = f"127.0.0.1:{port}"
+        connect = f"{self.bind_host}:{port}"
         return {"address": connect, "port": port, "env": {"SAMZA_NB_ZK_CONNECT": connect}}
 
     def _healthy(self, state: Mapping[str, Any]) -> bool:
-        return zookeeper_session_ok("127.0.0.1", int(state["port"]))
+        return zookeeper_session_ok(self.bind_host, int(state["port"]))
 
     def _check_external(self, value: str) -> None:
         # [user:password@]host:port[,host:port...][/chroot]: try the first server.
-        shown = value.rpartition("@")[2]  # the credentials end at the last "@" (metadata/zk_client.py)
+        shown = value.rpartition("@")[
+            2
+        ]  # the credentials end at the last "@" (metadata/zk_client.py)
         host, _, port_text = shown.split("/")[0].split(",")[0].partition(":")
         if port_text and not port_text.isdigit():
-            msg = f"SAMZA_NB_ZK_CONNECT={shown} is not [user:password@]host:port[,host:port][/chroot]"
+            msg = (
+                f"SAMZA_NB_ZK_CONNECT={shown} is not [user:password@]host:port[,host:port][/chroot]"
+            )
             raise self._fail(msg)
         port = int(port_text or 2181)
         if not port_open(host, port, timeout=5.0):
