@@ -10,6 +10,8 @@ VENV=.venv
 "$VENV/bin/samza-nb" services install || exit 1
 bash engine/install-browser-deps.sh || exit 1
 "$VENV/bin/samza-nb" services up || exit 1
-"$VENV/bin/python" -m pytest "$@"
+# The suite mostly waits (ZooKeeper sessions, Azure leases, processes, browsers): three workers
+# fill the two cores; tests of one file stay together on one worker.
+"$VENV/bin/python" -m pytest -n "${SAMZA_NB_TEST_WORKERS:-3}" --dist loadfile "$@"
 status=$?
 exit $status

@@ -99,6 +99,12 @@ def load_service_env() -> dict[str, str]:
         _missing(f"{error} (or run `make test`, which starts them)")
 
 
+def _parallel_worker() -> bool:
+    """Whether this is one of several pytest-xdist workers: a service another worker may still
+    use is left running, and the run's ``samza-nb services down`` (engine/run-tests.sh) stops it."""
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
 def _require(env: dict[str, str], key: str, service: str) -> str:
     value = env.get(key)
     if not value:
@@ -140,7 +146,7 @@ def spark_standalone() -> Iterator[str]:
     already_running = services.status(["spark"])[0].state == "running"
     (info,) = services.up(["spark"], timeout=120)
     yield info.env["SAMZA_NB_SPARK_MASTER_URL"]
-    if not already_running:
+    if not already_running and not _parallel_worker():
         services.down(["spark"])
 
 
@@ -159,7 +165,7 @@ def sim_cluster() -> Iterator[SimCluster]:
             _missing(str(error))
         raise
     yield cluster
-    if not already_running:
+    if not already_running and not _parallel_worker():
         services.down(["cluster"])
 
 

@@ -5,17 +5,29 @@ from __future__ import annotations
 
 import multiprocessing.util
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import AuthenticationError, Client, Listener
 from pathlib import Path
 
 import pytest
 
 from samza_nb.runtime import socket_folders
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary folder with a short path: a Unix socket's path must fit in 107 bytes, and
+    pytest's own ``tmp_path`` under a parallel worker (``popen-gw2/…``) does not leave room."""
+    folder = Path(tempfile.mkdtemp(prefix="snb-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_socket_folders_of_killed_processes_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,9 +46,9 @@ def test_socket_folders_of_killed_processes_are_removed(tmp_path: Path, monkeypa
 
 
 def test_a_listener_lives_in_a_private_folder_removed_when_it_closes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", str(short_tmp))
     listener, address = socket_folders.open_listener("samza-nb-test-", b"k" * 32)
     folder = Path(address).parent
     assert folder.name.startswith(f"samza-nb-test-{os.getpid()}-")
@@ -56,12 +68,12 @@ def _accept_quietly(listener: Listener) -> None:
 
 
 def test_the_exit_handler_waits_for_a_close_in_flight_on_another_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A pool closes its listener on a daemon thread; the exit handler must not remove the
     folder while that thread is between ``Listener.close`` and the socket's unlink, or
     multiprocessing's exit finalizer finds the file gone and prints a traceback."""
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", str(short_tmp))
     listener, address = socket_folders.open_listener("samza-nb-test-", b"k" * 32)
     inner = listener._listener  # type: ignore[attr-defined]
     in_close = threading.Event()
