@@ -26,6 +26,7 @@ from samza_nb.errors import ConfigError, JobError, JobInterruptedError, JobTimeo
 from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
+from samza_nb.runtime.compatibility import check_compatibility
 from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver
@@ -79,6 +80,7 @@ class Job(JobRegrouping):
         self._clock = clock or (lambda: int(time.time() * 1000))
         check_inputs(self.plan)
         check_grouping(self.plan)
+        check_compatibility(self.config)
         self.system = self.plan.default_system
         self.home = job_home(self.plan)
         self.coordinator_name = self.config.get_str("job.coordinator.factory") or "embedded"

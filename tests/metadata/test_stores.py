@@ -104,3 +104,17 @@ def test_registering_a_backend() -> None:
     register_metadata_store("test-dict", lambda config, **options: Dict())
     assert isinstance(get_metadata_store("test-dict"), Dict)
     assert isinstance(get_metadata_store("test-dict"), MetadataStore)
+
+
+def test_every_store_is_exported_from_the_package_without_loading_service_clients() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, samza_nb.metadata as m\n"
+        "assert not {'kazoo', 'confluent_kafka', 'azure.storage.blob'} & set(sys.modules)\n"
+        "from samza_nb.metadata import AzureBlobMetadataStore, CoordinatorStreamMetadataStore, ZkMetadataStore\n"
+        "assert all(issubclass(c, m.MetadataStore) for c in (AzureBlobMetadataStore, CoordinatorStreamMetadataStore, ZkMetadataStore))\n"
+        "assert set(m.__all__) >= {'ZkMetadataStore', 'AzureBlobMetadataStore', 'CoordinatorStreamMetadataStore'}\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
