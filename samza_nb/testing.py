@@ -46,6 +46,7 @@ __all__ = [
     "KAFKA_TEST_CONSUMER_CONFIG",
     "azure_connection_string",
     "azure_container",
+    "delete_azure_job",
     "kafka_bootstrap",
     "StepClock",
     "kafka_topic_prefix",
@@ -257,6 +258,25 @@ def azure_container(azure_connection_string: str) -> Iterator[str]:
         yield name
         with contextlib.suppress(ResourceNotFoundError):
             client.delete_container(name)
+
+
+def delete_azure_job(app_name: str, connection_string: str) -> None:
+    """Delete what an Azure-coordinated job of ``app_name`` left in the storage account: its
+    coordination container and table, and its metadata store's container (best effort)."""
+    from samza_nb.config import Config
+    from samza_nb.coordination.azure import AzureNames
+    from samza_nb.metadata.azure import AzureBlobMetadataStore
+    from samza_nb.metadata.azure_storage import AzureAccount
+
+    config = Config({"app.name": app_name, "azure.storage.connect": connection_string})
+    account = AzureAccount.from_config(config)
+    names = AzureNames.for_job(config)
+    with account.blob_service() as blobs:
+        for container in (names.container, AzureBlobMetadataStore.for_job(config).container):
+            with contextlib.suppress(Exception):
+                blobs.delete_container(container)
+    with account.table_service() as tables:
+        tables.delete_table(names.table)
 
 
 # -- Running applications in tests ----------------------------------------------------------------

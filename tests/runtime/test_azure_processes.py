@@ -28,7 +28,7 @@ from samza_nb.metadata.azure import AzureBlobMetadataStore
 from samza_nb.metadata.azure_storage import AzureAccount
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
-from samza_nb.testing import unique_name
+from samza_nb.testing import delete_azure_job, unique_name
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -59,16 +59,7 @@ def job(azure_connection_string: str) -> Iterator[Config]:
     name = unique_name("az-pages")
     config = Config({"app.name": name, "azure.storage.connect": azure_connection_string})
     yield config
-    account = AzureAccount.from_config(config)
-    names = AzureNames.for_job(config)
-    with account.blob_service() as blobs:
-        for container in (names.container, AzureBlobMetadataStore.for_job(config).container):
-            try:
-                blobs.delete_container(container)
-            except Exception:  # noqa: BLE001 - cleanup is best effort
-                pass
-    with account.table_service() as tables:
-        tables.delete_table(names.table)
+    delete_azure_job(name, azure_connection_string)
 
 
 def _processor(

@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from samza_nb.config import Config
 from samza_nb.coordination import StoreLocality
-from samza_nb.coordination.azure import AzureNames
 from samza_nb.examples.page_views import (
     build_app,
     expected_counts,
@@ -20,12 +18,10 @@ from samza_nb.examples.page_views import (
     write_page_views,
 )
 from samza_nb.metadata import EmbeddedMetadataStore
-from samza_nb.metadata.azure import AzureBlobMetadataStore
-from samza_nb.metadata.azure_storage import AzureAccount
 from samza_nb.model import TaskMode
 from samza_nb.runtime import metadata_store_path, run
 from samza_nb.systems import EmbeddedSystem
-from samza_nb.testing import StepClock, run_local, unique_name
+from samza_nb.testing import StepClock, delete_azure_job, run_local, unique_name
 
 CONFIG = {"task.max.epoch.messages": "200", "processor.locations": "host-a,host-b,host-c"}
 
@@ -241,14 +237,4 @@ def test_on_azure_a_processor_back_at_its_location_gets_the_tasks_whose_stores_a
     try:
         _left_and_back(system, start, settle=90)
     finally:
-        config = Config({"app.name": name, "azure.storage.connect": azure_connection_string})
-        account = AzureAccount.from_config(config)
-        names = AzureNames.for_job(config)
-        with account.blob_service() as blobs:
-            for container in (names.container, AzureBlobMetadataStore.for_job(config).container):
-                try:
-                    blobs.delete_container(container)
-                except Exception:  # noqa: BLE001 - cleanup is best effort
-                    pass
-        with account.table_service() as tables:
-            tables.delete_table(names.table)
+        delete_azure_job(name, azure_connection_string)
