@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import samza_nb
+import samza_nb.services._netns as _netns
 from samza_nb.errors import ServiceError
-from samza_nb.services import _netns
 from samza_nb.services._base import Service, ServiceInfo, ServicesHome
 from samza_nb.services._java import pyspark_home
 from samza_nb.services._process import (
