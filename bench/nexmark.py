@@ -1,13 +1,17 @@
 """NEXMark q0, q1, q2, q3, q5, q7, q8 on samza_nb (default config, Spark), beside Flink and bytewax.
 
 For each query: N generated events (person : auction : bid = 1 : 3 : 46, event time 1 ms apart,
-watermarks every 5 000 events) in the embedded log, the query run to end of stream, its result
-checked against the plain-Python reference, events/s and events/s per core printed beside the
-published Flink 1.13 figures (nexmark repository README, throughput per core; 100M events on
-8 cores). bytewax 0.21 (bench venv, 1 worker) runs every query on the same events as JSON
+watermarks every 5 000 events, each event padded with ``extra`` to NEXMark's average sizes of
+200, 500 and 100 bytes) in the embedded log, the query run to end of stream, its result checked
+against the plain-Python reference, events/s and events/s per core printed beside the
+published Flink 1.13 figures (nexmark repository README, "Throughput/Cores": 100M events from
+Flink's own generator, 8 TaskManagers of one slot on worker machines of 8 cores and 32 GB,
+cores counted by a CPU-usage collector on each worker). No Spark NEXMark figures were found
+published to compare with. bytewax 0.21 (bench venv, 1 worker) runs every query on the same events as JSON
 lines, as a bytewax user would write it: q0–q2 as plain steps; q3 as ``stateful_flat_map`` per
-seller (a person, and the auctions waiting for it); q7 and q8 as ``fold_window`` over an
-``EventClock`` with ``TumblingWindower``; q5 as ``fold_window`` with ``SlidingWindower`` per
+seller (a person, and the auctions waiting for it); q7 as ``fold_window`` keeping each
+window's bids (``EventClock``, ``TumblingWindower``), then the bids at its highest price; q8
+as ``fold_window`` over the same clock and windower; q5 as ``fold_window`` with ``SlidingWindower`` per
 auction, then ``fold_final`` per window. Its results are checked against the reference too.
 
     .venv/bin/python bench/nexmark.py --events 200000
@@ -30,6 +34,7 @@ from _scratch import scratch_dir  # noqa: E402
 from peers import shown_config  # noqa: E402
 
 from samza_nb.examples.nexmark import build_query, generate, reference, write_events  # noqa: E402
+from samza_nb.examples.nexmark.generator import size_in_bytes  # noqa: E402
 from samza_nb.examples.nexmark.reference import result  # noqa: E402
 from samza_nb.runtime import run  # noqa: E402
 from samza_nb.runtime.spark import get_spark  # noqa: E402
@@ -136,17 +141,22 @@ elif query == "q5":
         lambda kv: [[int(kv[0]) * 2000, {"auction": a, "num": kv[1][0]}] for a in sorted(kv[1][1])],
     )
 elif query == "q7":
-    def higher(best, b):
-        mine = [b["price"], -b["auction"], -b["bidder"]]
-        return mine if best is None or mine > best else best
+    # The window's bids are kept, then joined back to their highest price (as samza_nb's q7
+    # keeps them in its join's window and Flink in its join's state).
+    def keep(bids, b):
+        bids.append(b)
+        return bids
 
-    highest = fold_window(
-        "highest", op.key_on("all", op.filter("bids", events, is_bid), lambda b: "all"), clock(),
-        TumblingWindower(10 * SECOND, EPOCH), lambda: None, higher, keep_first, ordered=False,
+    def at_highest(kv):
+        window, bids = kv[1]
+        highest = max(b["price"] for b in bids)
+        return [[window * 10_000, b] for b in bids if b["price"] == highest]
+
+    windows = fold_window(
+        "window-bids", op.key_on("all", op.filter("bids", events, is_bid), lambda b: "all"), clock(),
+        TumblingWindower(10 * SECOND, EPOCH), list, keep, lambda a, b: a + b, ordered=False,
     )
-    result = op.map("rows", highest.down, lambda kv: [kv[1][0] * 10_000, {
-        "price": kv[1][1][0], "auction": -kv[1][1][1], "bidder": -kv[1][1][2],
-    }])
+    result = op.flat_map("join-highest", windows.down, at_highest)
 elif query == "q8":
     def registered_or_sold(acc, e):
         name, sold = acc
@@ -195,6 +205,16 @@ def bytewax_query(query: str, lines: Path, workdir: Path, expected: Counter[str]
     return float(peer["seconds"]), got == expected
 
 
+def average_sizes(events: list[dict]) -> dict[str, float]:
+    """Each kind's average size as NEXMark counts it (the generator pads to 200, 500, 100)."""
+    totals: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    for event in events:
+        totals[event["type"]] += size_in_bytes(event)
+        counts[event["type"]] += 1
+    return {kind: totals[kind] / counts[kind] for kind in counts}
+
+
 def _rate(events: int, seconds: float | None) -> str:
     return f"{events / seconds:,.0f}" if seconds else "-"
 
@@ -224,7 +244,10 @@ def main() -> None:
     print(f"NEXMark: {args.events:,} events, {PARTITIONS} partitions; Spark {spark.sparkContext.master}, "
           f"{cores} cores; load average {os.getloadavg()[0]:.1f}")
     print("samza_nb config: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
-    print("Flink/core: nexmark repository README (Flink 1.13, 100M events, 8 TaskManagers); bytewax 0.21, 1 worker")
+    print("Flink/core: nexmark repository README (Flink 1.13, 100M events, 8 TaskManagers of 1 slot, "
+          "8-core 32 GB workers); bytewax 0.21, 1 worker")
+    sizes = average_sizes(events)
+    print("event sizes (NEXMark's count, bytes): " + ", ".join(f"{kind} {size:.0f}" for kind, size in sizes.items()))
     print(f"{'query':<6} {'samza_nb ev/s':>14} {'per core':>10} {'Flink/core':>11} {'ratio':>6} "
           f"{'bytewax ev/s':>13} {'samza_nb/bytewax':>17}  results")
     failed = False

@@ -11,15 +11,21 @@ quickstart logic: enrich (map) -> keep US views (filter) -> key by page -> count
                       RDD peer's reduceByKey, the DataFrame's partial aggregation and Beam's
                       CombinePerKey combine before theirs
   samza_nb, fold only the same job without merge=: every enriched view crosses the shuffle
-  PySpark RDD         as a user writes it: textFile.map(json.loads).map(enrich).filter(is_us)
+  PySpark RDD         as a user writes it: textFile.map(decode).map(enrich).filter(is_us)
                       .map((page, 1)).reduceByKey(add)
-  PySpark DataFrame   read.json -> filter(country = US) -> groupBy(page).count()
-  bytewax             DirSource -> map(json.loads) -> map(enrich) -> filter -> count_final,
+  PySpark DataFrame   read.json with an explicit schema (no inference pass) ->
+                      filter(country = US) -> groupBy(page).count()
+  bytewax             DirSource -> map(orjson.loads) -> map(enrich) -> filter -> count_final,
                       1 worker and 2 processes (bench venv)
-  apache-beam         FnApiRunner, ReadFromText -> Map(json.loads) -> ... -> CombinePerKey(sum)
+  apache-beam         FnApiRunner, ReadFromText -> Map(orjson.loads) -> ... -> CombinePerKey(sum)
                       (bench venv, when it installs and runs offline)
   Python json floor   one core, stdlib json.loads and the same user functions
   orjson floor        one core, orjson.loads and the same user functions (bench venv)
+
+Every Python peer decodes with the fastest JSON decoder its interpreter has: orjson in the
+bench venv; in the dev venv (samza_nb and the RDD's Spark workers) orjson is not installed
+and msgspec, which decodes these views faster than orjson here, is. The stdlib row is the
+stdlib floor by definition. The table prints each row's decoder.
 
 Every system runs ``--repeat`` times (3 by default), round by round after one warm-up run of
 each Spark-based system; each result is checked against the stdlib floor; ratios are samza_nb's
@@ -75,17 +81,29 @@ exec(USER_CODE)  # defines enrich, is_us, page_of here too  # noqa: S102
 
 Result = tuple[float, dict[str, int]]
 
+#: The page views' fields, given to the DataFrame reader so that it skips its schema
+#: inference pass over the input (a user who knows the data writes the same).
+PAGE_VIEW_SCHEMA = "user STRING, page STRING, country STRING"
+
 
 def samza_nb_run(
-    system: EmbeddedSystem, home: Path, attempt: int = 1, *, merge: bool = True
+    system: EmbeddedSystem,
+    home: Path,
+    attempt: int = 1,
+    *,
+    merge: bool = True,
+    config: dict[str, str] | None = None,
 ) -> tuple[Result, dict[str, str]]:
     """One run of the quickstart job over ``system``'s page views. Each ``attempt`` is a job of
     its own (job id, intermediate and output streams), so runs over the same input never see
     each other's records. Without ``merge`` the count has only initial and fold, and every
-    view crosses the shuffle."""
+    view crosses the shuffle. ``config`` adds to the job's config (bench/cluster.py names
+    its master there)."""
     combine = {"merge": add} if merge else {}
     name = "bench-peers" if merge else "bench-peers-fold"  # streams of its own
-    app = StreamApplication(name, job_id=str(attempt), config={"job.home": str(home / str(attempt))})
+    app = StreamApplication(
+        name, job_id=str(attempt), config={"job.home": str(home / str(attempt)), **(config or {})}
+    )
     views = app.input(system.input("page-views", partitions=PARTITIONS))
     counts = app.output(system.output(f"{name}-counts-{attempt}", partitions=PARTITIONS))
     (
@@ -118,11 +136,24 @@ def shown_config(config: Any) -> dict[str, str]:
     return {key: str(config.get_str(key)) for key in keys}
 
 
+def fastest_decoder() -> tuple[str, Any]:
+    """(name, decode) of the fastest JSON decoder this interpreter (and so the Spark workers
+    it starts) can import: orjson when installed, else msgspec (a samza_nb dependency)."""
+    try:
+        import orjson
+    except ImportError:
+        import msgspec
+
+        return "msgspec", msgspec.json.decode  # a Decoder instance does not pickle
+    return "orjson", orjson.loads
+
+
 def rdd_run(spark: Any, folder: Path) -> Result:
+    _name, decode = fastest_decoder()
     started = time.perf_counter()
     result = (
         spark.sparkContext.textFile(str(folder))
-        .map(json.loads)
+        .map(decode)
         .map(enrich)  # type: ignore[name-defined]  # noqa: F821
         .filter(is_us)  # type: ignore[name-defined]  # noqa: F821
         .map(lambda view: (view["page"], 1))
@@ -137,7 +168,7 @@ def dataframe_run(spark: Any, folder: Path) -> Result:
 
     started = time.perf_counter()
     rows = (
-        spark.read.json(str(folder))
+        spark.read.schema(PAGE_VIEW_SCHEMA).json(str(folder))
         .filter(F.col("country") == "US")
         .groupBy("page")
         .count()
@@ -177,6 +208,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "counts": totals}))
 _BYTEWAX = USER_CODE + '''
 import json, sys, time
 from pathlib import Path
+import orjson
 import bytewax.operators as op
 from bytewax.connectors.files import DirSource
 from bytewax.dataflow import Dataflow
@@ -186,7 +218,7 @@ folder, processes, index, addresses = sys.argv[1], int(sys.argv[2]), int(sys.arg
 out = []
 flow = Dataflow("page-views")
 lines = op.input("in", flow, DirSource(Path(folder), glob_pat="*.jsonl"))
-views = op.map("enrich", op.map("decode", lines, json.loads), enrich)
+views = op.map("enrich", op.map("decode", lines, orjson.loads), enrich)
 counts = op.count_final("count", op.filter("us", views, is_us), page_of)
 op.output("out", counts, TestingSink(out))
 started = time.perf_counter()
@@ -199,6 +231,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "counts": dict(out)}
 
 _BEAM = USER_CODE + '''
 import glob, json, shutil, sys, tempfile, time
+import orjson
 import apache_beam as beam
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
@@ -206,7 +239,7 @@ prefix = tempfile.mkdtemp() + "/counts"
 started = time.perf_counter()
 with beam.Pipeline(runner=FnApiRunner()) as p:
     (p | beam.io.ReadFromText(sys.argv[1] + "/*.jsonl")
-       | beam.Map(json.loads) | beam.Map(enrich) | beam.Filter(is_us)
+       | beam.Map(orjson.loads) | beam.Map(enrich) | beam.Filter(is_us)
        | beam.Map(lambda v: (v["page"], 1)) | beam.CombinePerKey(sum)
        | beam.Map(json.dumps) | beam.io.WriteToText(prefix))
 seconds = time.perf_counter() - started
@@ -318,6 +351,18 @@ def main() -> None:
         for name, row in round_rows.items():
             runs.setdefault(name, []).append(row)
     rows = {name: _fastest(results) for name, results in runs.items()}
+    rdd_decoder = fastest_decoder()[0]
+    decoders = {
+        "samza_nb (default config)": "msgspec",
+        "samza_nb, fold only (every view shuffled)": "msgspec",
+        "PySpark RDD (map, reduceByKey)": rdd_decoder,
+        "PySpark DataFrame (read.json, groupBy.count)": "JVM, schema given",
+        "Python loop, stdlib json, 1 core": "stdlib json",
+        "Python loop, orjson, 1 core": "orjson",
+        "bytewax, 1 worker": "orjson",
+        "bytewax, 2 processes": "orjson",
+        "apache-beam FnApiRunner": "orjson",
+    }
     floor = rows["Python loop, stdlib json, 1 core"]
     assert floor is not None
     cores = os.cpu_count() or 1
@@ -329,16 +374,16 @@ def main() -> None:
     assert samza is not None
     samza_rate = args.events / samza[0]
     print(f"fastest of {args.repeat} runs per system (slowest in brackets); ratios from the fastest")
-    print(f"{'system':<46} {'seconds':>15} {'events/s':>12} {'samza_nb/it':>12}  result")
+    print(f"{'system':<46} {'decoder':<18} {'seconds':>15} {'events/s':>12} {'samza_nb/it':>12}  result")
     for name, row in rows.items():
         if row is None:
-            print(f"{name:<46} {'skipped':>15}")
+            print(f"{name:<46} {decoders[name]:<18} {'skipped':>15}")
             continue
         seconds, totals = row
         slowest = max(result[0] for result in runs[name] if result is not None)
         rate = args.events / seconds
         ok = "ok" if all(r is None or r[1] == floor[1] for r in runs[name]) else "DIFFERS from the floor"
-        print(f"{name:<46} {seconds:6.2f} [{slowest:6.2f}] {rate:12,.0f} {samza_rate / rate:12.2f}  {ok}")
+        print(f"{name:<46} {decoders[name]:<18} {seconds:6.2f} [{slowest:6.2f}] {rate:12,.0f} {samza_rate / rate:12.2f}  {ok}")
     wrong = [
         name for name, results in runs.items()
         if any(result is not None and result[1] != floor[1] for result in results)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what the browser tests need (tests/notebook/test_browser.py, the real-browser suite
+# Install what the browser tests need (tests/notebook/test_browser_*.py, the real-browser suite
 # that drives JupyterLab, and tests/notebook/test_html_export.py): Debian's chromium at
 # /usr/bin/chromium, which Playwright drives through `executable_path` (Playwright never
 # downloads a browser here: no `playwright install`). The Python packages (jupyterlab,

@@ -11,7 +11,9 @@ VENV=.venv
 bash engine/install-browser-deps.sh || exit 1
 "$VENV/bin/samza-nb" services up || exit 1
 # The suite mostly waits (ZooKeeper sessions, Azure leases, processes, browsers): three workers
-# fill the two cores; tests of one file stay together on one worker.
-"$VENV/bin/python" -m pytest -n "${SAMZA_NB_TEST_WORKERS:-3}" --dist loadfile "$@"
+# fill the two cores; tests of one file stay together on one worker, the longest files first
+# (tests/conftest.py orders them; xdist keeps that order).
+"$VENV/bin/python" -m pytest -n "${SAMZA_NB_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
+    --durations=30 "$@"
 status=$?
 exit $status

@@ -14,6 +14,7 @@ and exit 1; bugs keep their traceback.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import signal
@@ -34,6 +35,7 @@ from samza_nb.cli_args import (
     positive_int,
 )
 from samza_nb.cli_drain import add_drain_command
+from samza_nb.cli_hints import recovery_hint
 from samza_nb.errors import SamzaNbError
 
 if TYPE_CHECKING:
@@ -164,6 +166,33 @@ def _print_task_moves(job: Job, before: dict[str, list[str]]) -> dict[str, list[
     return now
 
 
+#: What py4j logs (with a traceback, on the root logger or its own) when the JVM a call was
+#: waiting on went away, as it does when a stop signal reached the whole process group.
+_PY4J_CALL_ENDED = (
+    "Exception while sending command",
+    "Exception occurred while shutting down connection",
+    "KeyboardInterrupt while sending command",
+)
+
+
+def _py4j_call_kept(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith(_PY4J_CALL_ENDED)
+
+
+def _quiet_py4j_after_stop_signal() -> None:
+    """After a stop signal, py4j's tracebacks for the JVM calls it ended are not news: the
+    run reports the stop in one line."""
+    for name in ("", "py4j.clientserver", "py4j.java_gateway"):
+        logging.getLogger(name).addFilter(_py4j_call_kept)
+
+
+def _check_job_home(plan: ExecutionPlan) -> None:
+    """The job home (checkpoints, stores, the job's lease) exists or can be made, owner only."""
+    from samza_nb.runtime.home import make_job_home
+
+    make_job_home(plan)
+
+
 def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
     """The plan's names (cli_args.check_names), --processors and --grouper checked as run()
     would, before anything prints or starts."""
@@ -173,6 +202,7 @@ def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
 
     check_names(plan)
     check_until(_until(args.until))
+    _check_job_home(plan)
     if (plan.config.get_str("job.coordinator.factory") or "embedded") == "embedded":
         initial_processors(plan.config, args.processors)
     if args.grouper is not None:
@@ -205,6 +235,7 @@ def _run(args: argparse.Namespace) -> int:
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops the job the same way Ctrl-C does: after the current epoch commits.
         def terminated(*_: Any) -> None:
+            _quiet_py4j_after_stop_signal()
             stopped_by.append(signal.SIGTERM)
             job.stop()
 
@@ -223,10 +254,25 @@ def _run(args: argparse.Namespace) -> int:
                     last_line = _progress_line(job, started)
                     print(last_line, flush=True)
         except KeyboardInterrupt:
+            _quiet_py4j_after_stop_signal()
             stopped_by.append(signal.SIGINT)
             print("stopping after the current epoch ...", file=sys.stderr)
             job.stop()
-        status = job.wait()
+        try:
+            status = job.wait()
+        except Exception as error:
+            if not stopped_by or isinstance(error, SamzaNbError):
+                raise
+            # The signal reached Spark too (sent to the whole process group, as a terminal or
+            # a service manager does): its JVM stopped under the epoch in flight, which
+            # therefore did not commit. That is the stop asked for, not a failure to trace.
+            name = signal.Signals(stopped_by[0]).name
+            print(
+                f"samza-nb: stopped by {name}; Spark ended with it ({type(error).__name__}), so the "
+                f"epoch in flight did not commit and the next run repeats it",
+                file=sys.stderr,
+            )
+            return 128 + int(stopped_by[0])
     final = _progress_line(job, started)
     if _without_rate(final) != _without_rate(last_line):  # the loop may have printed it already
         print(final)
@@ -365,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except SamzaNbError as error:
-        print(f"samza-nb: error: {error}", file=sys.stderr)
+        print(f"samza-nb: error: {error}{recovery_hint(error, getattr(args, 'app', None))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -188,7 +188,7 @@ KNOWN_KEYS: dict[str, ConfigKey] = _keys(
     ConfigKey(
         "job.coordinator.monitor-partition-change.frequency.ms",
         "300000",
-        "How often the ZooKeeper leader checks input partition counts.",
+        "How often the ZooKeeper leader reads the inputs' partition counts from their system; a change regenerates the job model with the new partitions' tasks (jobs without durable stores).",
         minimum=1,
     ),
     ConfigKey(

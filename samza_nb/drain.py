@@ -244,11 +244,17 @@ class DrainMonitor:
             callback()
 
     def _poll(self) -> None:
+        failed = 0
         while not self._stopped.is_set():
             try:
                 found = should_drain(self._store, self.run_id)
+                failed = 0
             except SamzaNbError as error:  # a store away: say so in a line, the next poll retries
-                _log.warning("DrainMonitor poll failed: %s", error)
+                # The job's own calls to the store fail the same way and end it with the one
+                # line that matters (a ZooKeeper outage past its bound): a first failure is
+                # logged quietly, a second one in a row is news.
+                failed += 1
+                _log.log(logging.WARNING if failed > 1 else logging.INFO, "DrainMonitor poll failed: %s", error)
                 found = False
             except Exception:  # a flaky store must not kill the monitor; the next poll retries
                 _log.exception("DrainMonitor poll failed")

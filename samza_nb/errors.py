@@ -8,11 +8,14 @@ can show *where* something went wrong (operator, task, stream partition, offset)
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "CheckpointError",
     "CommitConflictError",
     "ConfigError",
     "CoordinationError",
+    "DiskFullError",
     "DrainError",
     "GroupingError",
     "JobError",
@@ -30,6 +33,7 @@ __all__ = [
     "TaskError",
     "UnknownOperatorError",
     "WorkerLostError",
+    "is_disk_full",
 ]
 
 
@@ -105,6 +109,20 @@ class JobError(SamzaNbError):
 
     #: The Job the error ended, when it is known (``run()`` raised before returning it).
     job: object | None = None
+
+
+class DiskFullError(JobError):
+    """A task's store ran out of disk space; the message names the store and its path. What
+    the epoch wrote is not committed: freed space, the job's next run repeats it."""
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether ``error`` says its device has no space left: an ``OSError`` with ``ENOSPC``, or
+    RocksDB's and SQLite's texts for it (they raise bare exceptions)."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    text = str(error)
+    return "No space left on device" in text or "database or disk is full" in text
 
 
 class JobInterruptedError(JobError, KeyboardInterrupt):

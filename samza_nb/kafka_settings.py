@@ -14,8 +14,11 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 import struct
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,27 +34,68 @@ __all__ = ["KafkaClientConfig", "is_secret_option", "mask_options", "transport_d
 CONFIG_FILE_VARIABLE = "SAMZA_NB_KAFKA_CONFIG_FILE"
 
 _MASK = "********"
-_LIBRDKAFKA_LOG = logging.getLogger("samza_nb.systems.librdkafka")
+#: librdkafka's own log lines: a child of the Kafka system's logger, so what a user configures
+#: for ``samza_nb.systems.kafka`` covers them.
+_LIBRDKAFKA_LOG = logging.getLogger("samza_nb.systems.kafka.librdkafka")
+#: How long a librdkafka line, once logged, is not logged again.
+_REPEAT_SECONDS = 60.0
 
 
-class _FencesAtDebug(logging.Filter):
-    """librdkafka logs a transactional producer fenced by a newer one with its id as an error.
-    samza_nb fences its own kept producers on purpose (a task epoch that moved to another
-    Python worker starts a new producer, runtime/exactly_once.py), and a fence that matters
-    fails the epoch with a StreamSystemError saying so: those lines go to debug, not to a
-    notebook's stderr."""
+class _LibrdkafkaLines(logging.Filter):
+    """What of librdkafka's log reaches a notebook's stderr.
 
-    _WORDS = ("fenced", "newer producer with the same transactionalid")
+    - A transactional producer fenced by a newer one with its id is logged as an error.
+      samza_nb fences its own kept producers on purpose (a task epoch that moved to another
+      Python worker starts a new producer, runtime/exactly_once.py), and a fence that matters
+      fails the epoch with a StreamSystemError saying so: debug.
+    - Connections that fail or drop are logged per broker thread and per try (about twenty
+      lines in a ten-second outage): debug. The Kafka system says once that it waits for the
+      brokers, and a call that gives up fails with one error naming them.
+    - Any other line is logged once per minute at most (the client, broker and timings in it
+      aside): librdkafka repeats its warnings for every try.
+    """
+
+    _DEBUG_WORDS = (
+        "fenced",
+        "newer producer with the same transactionalid",
+        "connect to ",
+        "disconnected",
+        "connection refused",
+        "broker transport failure",
+        "all broker connections are down",
+        "brokers are down",
+    )
+    _VARIABLE = re.compile(r"rdkafka#\w+-\d+|\d+(\.\d+)?\s*ms|\d+")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno > logging.DEBUG and any(word in record.getMessage().lower() for word in self._WORDS):
+        if record.levelno <= logging.DEBUG:
+            return True
+        text = record.getMessage()
+        lowered = text.lower()
+        if any(word in lowered for word in self._DEBUG_WORDS):
+            # The logger let the line through at its own level: ask again for debug.
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        shape = self._VARIABLE.sub("#", text)
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(shape)
+            if last is not None and now - last < _REPEAT_SECONDS:
+                return False
+            if len(self._last) > 1000:
+                self._last.clear()
+            self._last[shape] = now
         return True
 
 
-_LIBRDKAFKA_LOG.addFilter(_FencesAtDebug())
+_LIBRDKAFKA_LOG.addFilter(_LibrdkafkaLines())
 # Options of the Samza system config that are not librdkafka options.
-_SAMZA_ONLY = ("samza.", "default.stream.", "config.file", "tansu")
+_SAMZA_ONLY = ("samza.", "default.stream.", "config.file", "tansu", "outage.")
 
 
 def is_secret_option(key: str) -> bool:

@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import subprocess
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -43,7 +47,9 @@ if TYPE_CHECKING:
     from samza_nb.services.cluster import SimCluster
 
 __all__ = [
+    "AZURE_PROCESS_TIMINGS",
     "KAFKA_TEST_CONSUMER_CONFIG",
+    "OwnZooKeeper",
     "azure_connection_string",
     "azure_container",
     "delete_azure_job",
@@ -51,6 +57,7 @@ __all__ = [
     "StepClock",
     "kafka_topic_prefix",
     "load_service_env",
+    "own_zookeeper",
     "run_local",
     "service_env",
     "sim_cluster",
@@ -226,6 +233,66 @@ def kafka_topic_prefix(kafka_bootstrap: str) -> Iterator[str]:
     _delete_groups(admin, prefix)
 
 
+class OwnZooKeeper:
+    """A ZooKeeper server of one test alone, which the test stops (SIGKILL, as a crashed host:
+    no goodbye to its clients) and starts again by PID on the same port and data."""
+
+    def __init__(self, folder: Path) -> None:
+        from samza_nb.services.zookeeper import ZooKeeper
+
+        self.service = ZooKeeper(services.ServicesHome.resolve(folder))
+        info = self.service.start(timeout=90)
+        self.connect = info.address
+        (self.pid,) = info.pids
+        self.argv = Path(f"/proc/{self.pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        self._restarted: subprocess.Popen[bytes] | None = None
+
+    def stop(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{self.pid}").exists() and time.monotonic() < deadline:
+            stat = Path(f"/proc/{self.pid}/stat")
+            if stat.exists() and stat.read_text().split()[2] == "Z":
+                break
+            time.sleep(0.05)
+
+    def start_again(self) -> None:
+        """The same server (argv, port, data folder) in a process of the test's."""
+        from samza_nb.services.zookeeper import zookeeper_session_ok
+
+        with (self.service.directory / "restarted.log").open("ab") as log:
+            self._restarted = subprocess.Popen(
+                [arg.decode() for arg in self.argv], cwd=self.service.directory,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        host, _, port = self.connect.partition(":")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if zookeeper_session_ok(host, int(port)):
+                    return
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the restarted ZooKeeper did not serve in 60 s"
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        if self._restarted is not None and self._restarted.poll() is None:
+            self._restarted.kill()
+            self._restarted.wait(30)
+        self.service.stop()
+
+
+@pytest.fixture
+def own_zookeeper(tmp_path: Path) -> Iterator[OwnZooKeeper]:
+    """A ZooKeeper server of this test alone (:class:`OwnZooKeeper`), stopped after it."""
+    server = OwnZooKeeper(tmp_path / "services")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 def _delete_groups(admin: Any, prefix: str) -> None:
     """Best effort: not every Kafka-protocol broker lists or deletes consumer groups."""
     from confluent_kafka import KafkaException
@@ -258,6 +325,22 @@ def azure_container(azure_connection_string: str) -> Iterator[str]:
         yield name
         with contextlib.suppress(ResourceNotFoundError):
             client.delete_container(name)
+
+
+#: The Azure coordinator's protocol clocks shortened for processes under test: Azurite's shortest
+#: lease is 15 s, everything else is shortened around it.
+AZURE_PROCESS_TIMINGS = {
+    "job.debounce.time.ms": "2000",
+    "job.coordinator.azure.heartbeat.interval.ms": "500",
+    "job.coordinator.azure.liveness.timeout.ms": "8000",
+    "job.coordinator.azure.leader.check.interval.ms": "1000",
+    "job.coordinator.azure.membership.check.interval.ms": "500",
+    "job.coordinator.azure.barrier.check.interval.ms": "300",
+    "job.coordinator.azure.barrier.timeout.ms": "5000",
+    "job.coordinator.azure.upgrade.check.interval.ms": "300",
+    "job.coordinator.azure.lease.duration.ms": "15000",
+    "job.coordinator.azure.lease.renew.interval.ms": "3000",
+}
 
 
 def delete_azure_job(app_name: str, connection_string: str) -> None:

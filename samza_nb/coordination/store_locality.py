@@ -81,8 +81,9 @@ class StoreLocality:
         self.store.put_all(entries)
         self.store.flush()
 
-    def read(self, run_id: str) -> dict[LocationId, dict[str, int]]:
-        """Location → {task name → epoch} of ``run_id``'s records (Java order throughout)."""
+    def read(self, run_id: str, mode: TaskMode | None = None) -> dict[LocationId, dict[str, int]]:
+        """Location → {task name → epoch} of ``run_id``'s records (Java order throughout);
+        with ``mode``, only those of active tasks' stores, or of standbys' copies."""
         found: dict[LocationId, dict[str, int]] = {}
         for key, raw in self._records.all().items():
             location, name = _parse_key(key)
@@ -95,7 +96,7 @@ class StoreLocality:
             if not isinstance(epoch, int) or isinstance(epoch, bool):
                 msg = f"metadata namespace {STORE_LOCALITY_NAMESPACE!r}, key {key!r}: value has no integer 'epoch'"
                 raise MetadataStoreError(msg)
-            if value.get("runId") == run_id:
+            if value.get("runId") == run_id and (mode is None or value.get("mode", TaskMode.ACTIVE.value) == mode.value):
                 found.setdefault(location, {})[name] = epoch
         return {
             location: {name: found[location][name] for name in java_sorted(found[location])}

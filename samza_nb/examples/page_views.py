@@ -80,11 +80,13 @@ def build_app(
     partitions: int = 4,
     window: timedelta = timedelta(seconds=10),
     config: dict[str, str] | None = None,
+    stream_prefix: str = "",
 ) -> StreamApplication:
-    """The quickstart application over ``system``."""
+    """The quickstart application over ``system``, reading ``{stream_prefix}page-views`` and
+    writing ``{stream_prefix}page-counts``."""
     app = StreamApplication(name, job_id="1", config=config)
-    views = app.input(system.input("page-views", partitions=partitions, serde="json"))
-    counts = app.output(system.output("page-counts", partitions=partitions, serde="json"))
+    views = app.input(system.input(f"{stream_prefix}page-views", partitions=partitions, serde="json"))
+    counts = app.output(system.output(f"{stream_prefix}page-counts", partitions=partitions, serde="json"))
     (
         views.filter(lambda view: view["country"] == "US")
         .partition_by(lambda view: view["page"], lambda view: view, op_id="by-page")

@@ -1,4 +1,5 @@
-"""AzureBlobMetadataStore: one block blob per key in a container of the job's own.
+"""AzureBlobMetadataStore: one block blob per key in a container of the job's own (the keys
+fenced commits wrote share one, the commit blob).
 
 The container is named from the job (``samza-nb-<globalAppId>``, Azure's naming rules, long
 names truncated with a short hash). A key becomes the blob name ``k/<encoded key>``: every
@@ -11,19 +12,20 @@ Conditional writes: :meth:`AzureBlobMetadataStore.read` returns a value with its
 :meth:`AzureBlobMetadataStore.put_if` writes only if the blob still has that etag (or does not
 exist yet), so read-modify-write updates (the run id, the job lease's generation) cannot race.
 
-Commits of a distributed job are fenced. ``put_all(entries, guard=coordinator.fence)`` hands
-the guard an :class:`AzureWriteGuard`; the Azure coordinator asks there for its processor's
-fencing lease, and the store reads that blob *under the lease* before writing: a processor whose
-lease the leader broke (because it stopped heartbeating) gets
-:class:`~samza_nb.errors.JobLeaseError` and writes nothing. ``fence=(key, generation)`` (a
-JobLease's token) is checked the same way, by reading the fence blob with the lease the
-:class:`~samza_nb.coordination.azure.lease.AzureJobLease` holds on it. Blob storage has no
-multi-blob transactions, so the check runs immediately before the writes, and each fenced
-write is also conditional on the etag this store last saw of its key (read or written): a
-process frozen between the check and its writes, which resumes after a new owner of its tasks
-wrote their checkpoints or plans, gets :class:`~samza_nb.errors.CommitConflictError` and
-overwrites nothing. Etags are kept per thread, and listings
-(:meth:`AzureBlobMetadataStore.all`) do not count as reads there.
+Commits of a distributed job are fenced, atomically. ``put_all(entries, guard=coordinator.fence)``
+hands the guard an :class:`AzureWriteGuard`; the Azure coordinator names there its processor and
+fencing token (the id of the lease it holds on its coordination blob). The entries, the check
+of the token and the check that no key was written by another processor since this store read
+it are one conditional write of the commit blob (:mod:`samza_nb.metadata.azure_commits`): a
+processor the leader dropped (its token revoked) gets :class:`~samza_nb.errors.JobLeaseError`,
+and one whose key another processor wrote since gets
+:class:`~samza_nb.errors.CommitConflictError`; either way nothing of the commit is written.
+``fence=(key, generation)`` (a JobLease's token) is checked by reading the fence blob with the
+lease the :class:`~samza_nb.coordination.azure.lease.AzureJobLease` holds on it, immediately
+before that write (the generation lives in its own blob, so this check is not part of it).
+A key a fenced commit wrote lives in the commit blob from then on: reads, plain writes and
+deletes of it go there, and listings merge both. Versions seen are kept per thread, and
+listings (:meth:`AzureBlobMetadataStore.all`) do not count as reads there.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 from samza_nb.config import Config, global_app_id
 from samza_nb.errors import CommitConflictError, JobLeaseError, MetadataStoreError
+from samza_nb.metadata.azure_commits import AzureWriteGuard, CommitBlob, CommitState
 from samza_nb.metadata.azure_storage import AzureAccount, container_name, describe_error
 from samza_nb.metadata.base import (
     Fence,
@@ -112,33 +115,6 @@ def key_of_blob(name: str) -> str:
     return _unescape(name[len(_PREFIX) :])
 
 
-class AzureWriteGuard:
-    """What a guarded ``put_all`` must verify before it writes: blobs held under leases."""
-
-    def __init__(self) -> None:
-        self.leases: list[tuple[Any, str, str]] = []
-
-    def require_lease(self, blob: Any, lease_id: str | None, what: str) -> None:
-        """Write only while ``blob`` (a BlobClient) is leased with ``lease_id``."""
-        if not lease_id:
-            msg = f"{what}: no lease is held, so the write is fenced"
-            raise JobLeaseError(msg)
-        self.leases.append((blob, lease_id, what))
-
-    def verify(self) -> None:
-        from azure.core.exceptions import AzureError
-
-        for blob, lease_id, what in self.leases:
-            try:
-                blob.get_blob_properties(lease=lease_id)
-            except AzureError as error:
-                msg = (
-                    f"{what}: the lease is no longer held ({describe_error(error)}); nothing "
-                    "was written"
-                )
-                raise JobLeaseError(msg) from error
-
-
 class AzureBlobMetadataStore(MetadataStore):
     """Key → bytes as block blobs of ``container`` in the storage account ``account``.
 
@@ -154,8 +130,10 @@ class AzureBlobMetadataStore(MetadataStore):
         self._service = account.blob_service()
         self._client = self._service.get_container_client(container)
         self._fence_leases: dict[str, str] = {}
+        self._commits = CommitBlob(self._client, repr(self))
         #: Per thread, the etag of each key as this store last read or wrote it on that thread
-        #: (None: read as missing); a fenced write of the key is conditional on it. Per thread:
+        #: (None: read as missing; ``v<n>``: version n in the commit blob); a fenced write of
+        #: the key is refused when another processor wrote it since. Per thread:
         #: a processor plans and commits on its own thread, and a notebook's status view
         #: reading a checkpoint must not make a stale commit of it current.
         self._seen = threading.local()
@@ -209,6 +187,10 @@ class AzureBlobMetadataStore(MetadataStore):
     # -- reads ---------------------------------------------------------------------------------
     def read(self, key: str) -> tuple[bytes | None, str | None]:
         """``(value, etag)``; ``(None, None)`` when the key is missing."""
+        committed = self._commits.current().entries.get(key)
+        if committed is not None:
+            self._etags[key] = f"v{committed[0]}"
+            return committed[1], f"v{committed[0]}"
         value, etag = self._download(key)
         self._etags[key] = etag
         return value, etag
@@ -243,11 +225,18 @@ class AzureBlobMetadataStore(MetadataStore):
         return {key: value for key, value in zip(keys, values, strict=True) if value is not None}
 
     def all(self) -> dict[str, bytes]:
-        return {**self._scan(_PREFIX), **self._scan(_NAMESPACED)}
+        committed = {key: value for key, (_version, value) in self._commits.current().entries.items()}
+        return {**self._scan(_PREFIX), **self._scan(_NAMESPACED), **committed}
 
     def entries_in_namespace(self, namespace: str) -> dict[str, bytes]:
-        """One namespace, listed by its blob-name prefix."""
-        found = self._scan(f"{_NAMESPACED}{_escape(namespace)}/")
+        """One namespace, listed by its blob-name prefix (and the commit blob's keys in it)."""
+        prefix = f"{_NAMESPACED}{_escape(namespace)}/"
+        committed = {
+            key: value
+            for key, (_version, value) in self._commits.current().entries.items()
+            if blob_name_of(key).startswith(prefix)
+        }
+        found = {**self._scan(prefix), **committed}
         result: dict[str, bytes] = {}
         for key, value in found.items():
             parsed = parse_namespaced_key(key)
@@ -260,6 +249,11 @@ class AzureBlobMetadataStore(MetadataStore):
         from azure.core.exceptions import AzureError
 
         data = check_value(key, value, repr(self))
+        if key in self._commits.current().entries:  # a key a fenced commit wrote lives there
+            what = f"write {key!r}"
+            state = self._commits.update(lambda current: current.with_entries({key: data}), what)
+            self._etags[key] = f"v{state.entries[key][0]}"
+            return
         try:
             result = self.blob(key).upload_blob(data, overwrite=True, **self._lease_of(key))
         except AzureError as error:
@@ -274,6 +268,8 @@ class AzureBlobMetadataStore(MetadataStore):
         from azure.core.exceptions import AzureError, ResourceExistsError, ResourceModifiedError
 
         data = check_value(key, value, repr(self))
+        if key in self._commits.current().entries:
+            return self._put_committed_if(key, data, etag)
         options: dict[str, Any] = {"overwrite": True}
         if etag is None:
             options["if_none_match"] = "*"
@@ -296,6 +292,21 @@ class AzureBlobMetadataStore(MetadataStore):
         self._etags[key] = etag
         return etag
 
+    def _put_committed_if(self, key: str, data: bytes, etag: str | None) -> str:
+        """``put_if`` of a key the commit blob holds: its etag is ``v<version>`` there."""
+
+        def write(state: CommitState) -> CommitState:
+            current = state.entries.get(key)
+            if etag != (None if current is None else f"v{current[0]}"):
+                msg = f"{self!r}: {key!r} changed since it was read"
+                raise ConditionFailed(msg)
+            return state.with_entries({key: data})
+
+        state = self._commits.update(write, f"write {key!r}")
+        version = f"v{state.entries[key][0]}"
+        self._etags[key] = version
+        return version
+
     def hold_fence_lease(self, key: str, lease_id: str | None) -> None:
         """Writes of ``key`` and fence checks on it use ``lease_id`` (a JobLease holds it)."""
         if lease_id is None:
@@ -314,41 +325,82 @@ class AzureBlobMetadataStore(MetadataStore):
         fence: Fence | None = None,
         guard: Callable[[AzureWriteGuard], None] | None = None,
     ) -> None:
-        """Write ``entries`` after the fence and the guard's leases were verified (see the
-        module doc); a failed check raises :class:`~samza_nb.errors.JobLeaseError` and writes
-        nothing. A fenced or guarded write of a key this store read or wrote before is made
-        only while the key still has the etag seen then; a key written by someone else since
-        raises :class:`~samza_nb.errors.CommitConflictError`, and it and the keys after it
-        are not written."""
+        """Write ``entries``. Unfenced, key by key. Fenced (``fence`` or ``guard``), as one
+        conditional write of the commit blob that also checks the guard's fencing tokens and
+        that no key this store read or wrote before was written by another processor since
+        (see the module doc): a revoked token raises :class:`~samza_nb.errors.JobLeaseError`,
+        a key written since :class:`~samza_nb.errors.CommitConflictError`, and then nothing
+        is written."""
         checked = {
             check_key(key, repr(self)): check_value(key, value, repr(self))
             for key, value in entries.items()
         }
+        if guard is None and fence is None:
+            for key, value in checked.items():
+                self.put(key, value)
+            return
         conditions = AzureWriteGuard()
         if guard is not None:
             guard(conditions)
         if fence is not None:
             self._check_fence(fence)
-        conditions.verify()
-        for key, value in checked.items():
-            if (guard is None and fence is None) or key not in self._etags:
-                self.put(key, value)
-                continue
-            try:
-                self.put_if(key, value, self._etags[key], lease=self._fence_leases.get(key))
-            except ConditionFailed as changed:
-                current, etag = self._download(key)
-                if current == value:
-                    # This very write, whose response was lost and which the client retried,
-                    # or the same bytes written by another processor: nothing to refuse.
-                    self._etags[key] = etag
-                    continue
-                msg = (
-                    f"{self!r}: {key!r} was written by another processor since this one read it "
-                    "(its tasks moved while it was frozen or cut off); this write and the ones "
-                    "after it were not made"
-                )
-                raise CommitConflictError(msg, key=key) from changed
+        seen = self._etags
+        # Keys this store saw as plain blobs (only plain writes so far): whether one changed
+        # since is read from its blob now, as no fenced commit has taken it into the commit blob.
+        changed_blobs = {
+            key
+            for key, value in checked.items()
+            if key in seen and not (seen[key] or "").startswith("v") and self._blob_changed(key, value, seen[key])
+        }
+
+        def commit(state: CommitState) -> CommitState | None:
+            # Conflicts first: a processor frozen through its tasks' move is told which key
+            # moved on (its fence, revoked meanwhile, refuses it too).
+            for key, value in checked.items():
+                current = state.entries.get(key)
+                if current is None:
+                    changed = key in changed_blobs
+                else:
+                    # The same bytes are no conflict: this very write, whose response was lost
+                    # and which the client retried, or the same bytes from another processor.
+                    changed = key in seen and seen[key] != f"v{current[0]}" and current[1] != value
+                if changed:
+                    msg = (
+                        f"{self!r}: {key!r} was written by another processor since this one read it "
+                        "(its tasks moved while it was frozen or cut off); nothing of this commit "
+                        "was written"
+                    )
+                    raise CommitConflictError(msg, key=key)
+            conditions.state = state
+            conditions.verify()
+            return state.with_entries(checked) if checked else None
+
+        state = self._commits.update(commit, f"commit {len(checked)} keys")
+        for key in checked:
+            seen[key] = f"v{state.entries[key][0]}"
+
+    def _blob_changed(self, key: str, value: bytes, etag: str | None) -> bool:
+        """Whether ``key``'s blob no longer has ``etag`` and holds bytes other than ``value``."""
+        current, now = self._download(key)
+        return now != etag and current != value
+
+    def register_fence(self, processor_id: str, token: str) -> None:
+        """``token`` is from now on the one fenced commits of ``processor_id`` must carry."""
+        self._commits.update(
+            lambda state: state.with_fence(processor_id, token), f"register the fence of {processor_id!r}"
+        )
+
+    def fence_token(self, processor_id: str) -> str | None:
+        """The fencing token registered for ``processor_id`` (None: none)."""
+        return self._commits.current().fences.get(processor_id)
+
+    def revoke_fence(self, processor_id: str, token: str) -> None:
+        """Fence ``processor_id`` out: its token is dropped if it is still ``token`` (one it
+        registered since, with a lease taken after the leader broke the old one, stays)."""
+        self._commits.update(
+            lambda state: state.with_fence(processor_id, None) if state.fences.get(processor_id) == token else None,
+            f"revoke the fence of {processor_id!r}",
+        )
 
     def _check_fence(self, fence: Fence) -> None:
         from azure.core.exceptions import AzureError, ResourceNotFoundError
@@ -377,6 +429,9 @@ class AzureBlobMetadataStore(MetadataStore):
         except AzureError as error:
             msg = f"delete {key!r}"
             raise self._fail(msg, error) from error
+        if key in self._commits.current().entries:
+            what = f"delete {key!r}"
+            self._commits.update(lambda state: state.without(key) if key in state.entries else None, what)
         self._etags[key] = None
 
     def delete_container(self) -> None:

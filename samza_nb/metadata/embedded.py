@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from samza_nb.errors import MetadataStoreError
+from samza_nb.errors import MetadataStoreError, is_disk_full
 from samza_nb.metadata.base import (
     Fence,
     MetadataStore,
@@ -115,6 +115,9 @@ class EmbeddedMetadataStore(MetadataStore):
                         reason = (
                             f"still busy after {attempt + 1} attempts of {self.timeout:g} s"
                             if _is_busy(error)
+                            else f"{error} (no space left on device: free space there and run the job "
+                            "again; what was committed is kept)"
+                            if is_disk_full(error)
                             else str(error)
                         )
                         msg = f"embedded metadata store {str(self.path)!r}: {what} failed: {reason}"

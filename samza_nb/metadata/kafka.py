@@ -186,7 +186,7 @@ class CoordinatorStreamMetadataStore(MetadataStore):
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         # A consumer per read: librdkafka crashes if a consumer outlives a deleted topic (see
-        # samza_nb.systems.kafka_reader); the end of partition event carries the true high
+        # samza_nb.systems.kafka.reader); the end of partition event carries the true high
         # watermark, which Tansu's ListOffsets under-reports.
         options = {
             **self.settings.consumer_options({}),

@@ -18,5 +18,7 @@ __all__ = ["load_ipython_extension"]
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register ``%samza`` and ``%%samza`` in ``ipython``."""
     from samza_nb.notebook.magics import SamzaMagics
+    from samza_nb.notebook.status_line import show_spark_starts
 
     ipython.register_magics(SamzaMagics(ipython))
+    show_spark_starts()

@@ -10,8 +10,13 @@ is one line. Batch runs (papermill, nbconvert) and tests keep the full traceback
 task's traceback appended: the same rule as the magics' short errors
 (:mod:`samza_nb.notebook.magics._core`).
 
+Every other error samza_nb raises on purpose (a :class:`~samza_nb.errors.SamzaNbError`: a lost
+metadata store, a job already running, a service that is not up) reads in a cell as it does
+from ``%samza run``: one line, ``MetadataStoreError: …``, its hints in the notebook's words
+(:mod:`samza_nb.notebook.hints`: ``reset_job(app.plan())``, not ``samza-nb reset MODULE:APP``).
+
 :func:`job_error_handler` makes the IPython custom-exception handler ``%load_ext samza_nb``
-registers (``InteractiveShell.set_custom_exc``).
+registers (``InteractiveShell.set_custom_exc``) for :data:`SHORT_ERRORS`.
 """
 
 from __future__ import annotations
@@ -20,14 +25,30 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from samza_nb.errors import JobInterruptedError, TaskError
+from samza_nb.errors import JobInterruptedError, SamzaNbError, TaskError
+from samza_nb.notebook.hints import in_notebook_words
 from samza_nb.notebook.widgets._html import ERROR, FONT, TEXT
 from samza_nb.runtime.user_code import describe
 
-__all__ = ["JOB_ERRORS", "job_error_handler", "task_error_html", "task_error_text"]
+__all__ = [
+    "JOB_ERRORS",
+    "SHORT_ERRORS",
+    "job_error_handler",
+    "one_line",
+    "task_error_html",
+    "task_error_text",
+]
 
-#: The errors the handler shows in short.
+#: A job's failure or interruption: a block (TaskError) or a line (an interrupt).
 JOB_ERRORS: tuple[type[BaseException], ...] = (TaskError, JobInterruptedError)
+#: The errors the handler shows in short: the job's and every error samza_nb raises on purpose
+#: (bugs, any other exception, keep their traceback).
+SHORT_ERRORS: tuple[type[BaseException], ...] = (*JOB_ERRORS, SamzaNbError)
+
+
+def one_line(error: BaseException) -> str:
+    """An expected error's message as one line, its hints in the notebook's words."""
+    return " ".join(in_notebook_words(str(error)).split())
 
 _RED = "\x1b[0;31m"
 _BOLD_RED = "\x1b[1;31m"
@@ -116,8 +137,9 @@ def task_error_html(error: TaskError) -> str:
 
 
 def job_error_handler(short: Callable[[], bool]) -> Callable[..., list[str]]:
-    """An IPython custom-exception handler for :data:`JOB_ERRORS`; ``short()`` says whether a
-    person reads the output (then the short block) or a batch run does (the full traceback)."""
+    """An IPython custom-exception handler for :data:`SHORT_ERRORS`; ``short()`` says whether a
+    person reads the output (then the short block or line) or a batch run does (the full
+    traceback)."""
 
     def handler(
         shell: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: Any = None
@@ -140,8 +162,10 @@ def _structured(
         return stb
     colour = _in_colour(shell)
     _, bold, reset = _colours(colour)
-    if not isinstance(value, TaskError):
+    if isinstance(value, JobInterruptedError):
         return [f"{bold}KeyboardInterrupt{reset}: {value}"]
+    if not isinstance(value, TaskError):
+        return [f"{bold}{type(value).__name__}{reset}: {one_line(value)}"]
     from IPython.display import display
 
     plain = "\n".join(task_error_text(value, colour=colour))

@@ -61,7 +61,9 @@ class ProcessorProcess:
         self.location = location
         self.cwd = Path(cwd)
         logs = Path(log_dir) if log_dir is not None else self.cwd / "processor-logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        # Owner only: a log names the job's streams, hosts and failures.
+        logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        logs.chmod(0o700)
         self.log_path = logs / f"{processor_id}.log"
         argv = [sys.executable, "-m", "samza_nb.cli", "run", app, "--executor", executor, "--until", until]
         entries = {**settings, "processor.id": processor_id, "processor.locations": location}
@@ -86,7 +88,9 @@ class ProcessorProcess:
         # Unsalted string hashes, as PySpark gives its Python workers (and bin/pyspark its
         # driver): the processor may then run its small epochs itself (SparkExecutor).
         env = {"PYTHONHASHSEED": "0", **os.environ} if "PYTHONHASHSEED" not in os.environ else None
-        with self.log_path.open("ab") as log, _forgotten_on_failure(self):
+        descriptor = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(descriptor, 0o600)  # a log left by an older version may be wider
+        with os.fdopen(descriptor, "ab") as log, _forgotten_on_failure(self):
             self._process = subprocess.Popen(  # noqa: S603 - our own CLI, no shell
                 argv,
                 cwd=self.cwd,
@@ -141,8 +145,14 @@ class ProcessorProcess:
 
     def terminate(self, timeout: float = 60) -> int:
         """SIGTERM: stop after the epoch in flight and leave the group at once; the exit code
-        (143 for that clean stop, as a JVM's; another one names a failure)."""
-        self.signal(signal.SIGTERM)
+        (143 for that clean stop, as a JVM's; another one names a failure).
+
+        Only the processor gets the signal: sent to its group, it would stop the Spark JVM
+        under the epoch in flight, which then could not commit. The JVM ends with the
+        processor (PySpark's gateway exits when its parent's pipe closes)."""
+        if self.alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
         return self.wait(timeout)
 
     def wait(self, timeout: float | None = None) -> int:

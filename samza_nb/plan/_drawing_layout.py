@@ -4,13 +4,13 @@ longest path over the block graph and in rows by a barycenter pass, and the edge
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from samza_nb.plan._drawing_parts import (
     _BAND_GAP,
     _BLOCK_GAP,
-    _CHAR_W,
     _EXTRA_LINE_H,
     _LABEL_H,
     _LAYER_GAP,
@@ -18,15 +18,24 @@ from samza_nb.plan._drawing_parts import (
     _NODE_H,
     _NODE_W,
     _PAD,
+    _SPARK_W,
     _STREAM_COLOURS,
     _TABLE_COLOUR,
     MAX_WIDTH,
     _Block,
     _Edge,
     _Layout,
+    _lines_w,
     _Node,
     _partitions,
     _suffix,
+    _text_w,
+)
+from samza_nb.plan._edge_routes import (
+    _assign_lanes,
+    _assign_sides,
+    _place_labels,
+    _title_clear_of_edges,
 )
 from samza_nb.plan._stage_layout import _collapsed_stage, _layout_stage, _op_node
 from samza_nb.plan.operators import (
@@ -50,10 +59,9 @@ def _stream_node(
     lines = [stream_id, f"{label} · {_partitions(partitions)}"]
     if extra:
         lines.append(extra)
-    # A stream node is as wide as its text (within reason): it stands alone in its band.
-    width = min(max(_NODE_W, max(len(line) for line in lines) * _CHAR_W + 16), 2 * _NODE_W)
+    # A stream node is as wide as its text: it stands alone in its band.
     return _Node(
-        w=width,
+        w=max(_NODE_W, _lines_w(lines)),
         key=f"stream:{stream_id}",
         lines=lines,
         title=f"{label} stream {stream_id} ({_partitions(partitions)})",
@@ -73,7 +81,10 @@ def _layout(
     folded: frozenset[int] = frozenset(),
     stage_labels: Mapping[int, str] | None = None,
     max_width: float = MAX_WIDTH,
+    sparklines: frozenset[int] = frozenset(),
 ) -> _Layout:
+    """Every node, block and edge placed; labels are measured, never cut: a box grows to
+    its text, and the drawing's width to its widest line (it scales down to its box)."""
     # Streams, tables and folded stages hold one line of counters; operators as many as
     # their labels have (rate, lag, watermark, state).
     node_h = _NODE_H + (_EXTRA_LINE_H if stream_labels or operator_labels else 0.0)
@@ -97,8 +108,10 @@ def _layout(
     for stream_id, count in [*plan.inputs.items(), *plan.side_inputs.items()]:
         kind = plan.streams[stream_id].kind
         single(_stream_node(stream_id, kind, count, stream_labels.get(stream_id), node_h), "stream")
+    # Every operator is as wide as the widest operator's text, so layers line up.
+    op_w = max((node.w for node in op_nodes.values()), default=_NODE_W)
     per_line = max(
-        1, int((max_width - 2 * _MARGIN - 2 * _PAD + _LAYER_GAP) // (_NODE_W + _LAYER_GAP))
+        1, int((max_width - 2 * _MARGIN - 2 * _PAD + _LAYER_GAP) // (op_w + _LAYER_GAP))
     )
     edge_nodes = dict(op_nodes)
     for stage in plan.stages:
@@ -109,19 +122,19 @@ def _layout(
             for op_id in stage.operators:
                 edge_nodes[op_id] = node
         else:
-            block = _layout_stage(plan, stage.id, stage.operators, op_nodes, op_h, per_line)
+            block = _layout_stage(
+                plan, stage.id, stage.operators, op_nodes, op_h, per_line, node_w=op_w
+            )
             count = len(stage.operators)
             block.title = f"stage {stage.id} · {count} op{'' if count == 1 else 's'}"
             if stage.id in (stage_labels or {}):
                 block.title += f" · {(stage_labels or {})[stage.id]}"
-            # Wide enough for its title (counters included), up to the drawing's width.
-            title_w = len(block.title) * _CHAR_W + 2 * _PAD
-            block.w = min(max(block.w, title_w), max(block.w, max_width - 2 * _MARGIN))
         block.order = len(blocks)
         blocks.append(block)
     for table_id in plan.tables:
         fill = stroke = _TABLE_COLOUR
         node = _Node(
+            w=max(_NODE_W, _lines_w(["table", table_id])),
             key=f"table:{table_id}",
             lines=["table", table_id],
             title=f"table {table_id}",
@@ -150,10 +163,23 @@ def _layout(
                 seen.add(key)
                 kept.append(edge)
         edges = kept
+    for block in blocks:
+        if block.kind == "stage":
+            # Wide enough for its title (counters included), clear of the edges coming in,
+            # and its sparkline.
+            title_w = _text_w(block.title, bold=True)
+            _title_clear_of_edges(block, edges, title_w)
+            spark = _SPARK_W + _PAD if int(block.data["stage"]) in sparklines else 0.0
+            block.w = max(block.w, block.title_x + title_w + _PAD + spark)
     _assign_columns(blocks, edges, set(map(id, output_blocks)))
     _place(blocks, edges, max_width)
-    width = max((b.x + b.w for b in blocks), default=0.0) + _MARGIN
-    height = max((b.y + b.h for b in blocks), default=0.0) + _MARGIN
+    _assign_sides(blocks, edges)
+    _place_labels(blocks, edges, max_width)
+    label_right = max((e.label_box[2] for e in edges if e.label_box is not None), default=0.0)
+    right = max(max((b.x + b.w for b in blocks), default=0.0), label_right)
+    # Whole pixels: a browser lays the drawing out at its max-width exactly, unscaled.
+    width = float(math.ceil(_assign_lanes(blocks, edges, right) + _MARGIN))
+    height = float(math.ceil(max((b.y + b.h for b in blocks), default=0.0) + _MARGIN))
     return _Layout(blocks=blocks, nodes=nodes, edges=edges, width=width, height=height)
 
 
@@ -282,16 +308,26 @@ def _place(blocks: list[_Block], edges: list[_Edge], max_width: float) -> None:
             return (sum(xs) / len(xs) if xs else 0.0, block.order)
 
         members.sort(key=where)
-        x, line_top, line_h = _MARGIN, y, 0.0
+        lines: list[list[_Block]] = [[]]
+        x = _MARGIN
         for block in members:
-            if x > _MARGIN and x + block.w > max_width - _MARGIN:
-                x, line_top = _MARGIN, line_top + line_h + _BLOCK_GAP
-                line_h = 0.0
-            block.x, block.y = x, line_top
+            if lines[-1] and x + block.w > max_width - _MARGIN:
+                lines.append([])
+                x = _MARGIN
+            lines[-1].append(block)
+            block.x = x
             x += block.w + _BLOCK_GAP
-            line_h = max(line_h, block.h)
-        label_room = max((labels.get(id(b), 0) for b in members), default=0) * _LABEL_H
-        y = line_top + line_h + _BAND_GAP + max(0.0, label_room - _LABEL_H)
+        for index, line in enumerate(lines):
+            for block in line:
+                block.y = y
+            bottom = y + max(block.h for block in line)
+            # One row per stream label of the line, under it; edges turn below the rows.
+            rows = sum(labels.get(id(block), 0) for block in line)
+            exit_y = bottom + (rows * _LABEL_H + 6 if rows else 0.0)
+            for block in line:
+                block.exit_y = exit_y
+            gap = _BAND_GAP if index == len(lines) - 1 else _BLOCK_GAP
+            y = exit_y + gap - (6 if rows else 0)
     for block in blocks:
         for node in block.nodes:
             if block.kind == "stage":

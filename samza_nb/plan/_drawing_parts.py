@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from html import escape as _escape
 
+from samza_nb.plan._text_width import text_width
 from samza_nb.plan.operators import OpCode, OperatorSpec
 
 _NODE_W = 140.0
@@ -21,14 +22,15 @@ _TITLE_H = 18.0
 _BAND_GAP = 48.0
 _BLOCK_GAP = 26.0
 _LABEL_H = 13.0
-_CHAR_W = 6.4
+#: Between a node's text and its sides.
+_TEXT_INSET = 8.0
 _MARGIN = 14.0
 _SPARK_W = 60.0
 _FONT = "-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
 #: The width the layout keeps to (a notebook cell is about 900 px wide): stages wrap their
 #: operators into lines and bands wrap their blocks rather than grow wider.
 MAX_WIDTH = 880.0
-#: Text size in px; the drawing is never scaled down, so this is the size people read.
+#: Text size in px at the drawing's natural size (it scales down only to fit a narrower box).
 FONT_SIZE = 11
 
 # Colours that read on JupyterLab's light and dark themes: nodes are a faint tint of their
@@ -80,9 +82,15 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
 
 
-def _clip(text: str, width: float) -> str:
-    limit = max(4, int((width - 12) / _CHAR_W))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _text_w(text: str, *, bold: bool = False) -> float:
+    """The drawn width of one line of text in px (see _text_width.py)."""
+    return text_width(text, FONT_SIZE, bold=bold)
+
+
+def _lines_w(lines: list[str]) -> float:
+    """The width a node needs for its lines (the first in bold), insets included."""
+    widest = max((_text_w(line, bold=i == 0) for i, line in enumerate(lines)), default=0.0)
+    return widest + 2 * _TEXT_INSET
 
 
 def _partitions(count: int) -> str:
@@ -128,6 +136,11 @@ class _Block:
     y: float = 0.0
     column: int = 0
     title: str = ""
+    #: Where the edges leaving the block turn towards their targets: below its line of
+    #: blocks and below the stream labels under that line.
+    exit_y: float = 0.0
+    #: Where a stage's title starts, from the block's left: right of the edges coming in.
+    title_x: float = _PAD
     data: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -143,6 +156,14 @@ class _Edge:
     stream: str | None = None
     table: str | None = None
     label: str | None = None
+    #: The label's box (left, top, right, bottom), set by the layout.
+    label_box: tuple[float, float, float, float] | None = None
+    #: The x of the lane right of the blocks that an edge passing other lines of blocks
+    #: runs down (set by the layout); None for an edge to the next line.
+    lane: float | None = None
+    #: The x of the gap beside its source that an edge leaving a stage runs down when
+    #: another operator sits below its source (set by the layout); None: from its bottom.
+    side_x: float | None = None
 
 
 @dataclass

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from samza_nb.plan._drawing_parts import (
-    _CHAR_W,
     _LAYER_GAP,
     _LINE_GAP,
     _NODE_W,
@@ -16,9 +15,9 @@ from samza_nb.plan._drawing_parts import (
     _ROW_GAP,
     _STAGE_COLOUR,
     _TITLE_H,
-    MAX_WIDTH,
     _Block,
     _category,
+    _lines_w,
     _Node,
     _suffix,
 )
@@ -68,6 +67,7 @@ def _op_node(plan: ExecutionPlan, spec: OperatorSpec, extra: str | None) -> _Nod
         data={"op": spec.op_id},
         fill=fill,
         stroke=stroke,
+        w=max(_NODE_W, _lines_w(lines)),
     )
 
 
@@ -78,7 +78,9 @@ def _layout_stage(
     nodes: dict[str, _Node],
     node_h: float,
     per_line: int,
+    node_w: float = _NODE_W,
 ) -> _Block:
+    """The stage's box with its operators placed inside it, every node ``node_w`` wide."""
     specs = [plan.operators[op_id] for op_id in op_ids]
     preds: dict[str, list[str]] = {spec.op_id: [] for spec in specs}
     for spec in specs:
@@ -116,7 +118,7 @@ def _layout_stage(
         key=f"stage:{stage_id}",
         kind="stage",
         order=stage_id,
-        w=2 * _PAD + widest * _NODE_W + (widest - 1) * _LAYER_GAP,
+        w=2 * _PAD + widest * node_w + (widest - 1) * _LAYER_GAP,
         h=2 * _PAD
         + _TITLE_H
         + sum(rows * row_h - _ROW_GAP for rows in line_rows)
@@ -131,7 +133,8 @@ def _layout_stage(
                 node = nodes[op_id]
                 node.block = block
                 node.h = node_h
-                node.x = _PAD + index * (_NODE_W + _LAYER_GAP)
+                node.w = node_w
+                node.x = _PAD + index * (node_w + _LAYER_GAP)
                 node.y = top + offset + row * row_h
                 node.data["stage"] = str(stage_id)
                 block.nodes.append(node)
@@ -155,7 +158,7 @@ def _collapsed_stage(
         data={"stage": str(stage_id)},
         fill=_STAGE_COLOUR,
         stroke=_STAGE_COLOUR,
-        w=max(_NODE_W + 40, min(len(extra or "") * _CHAR_W + 16, MAX_WIDTH / 2)),
+        w=max(_NODE_W + 40, _lines_w(lines)),
         h=node_h,
     )
     block = _Block(

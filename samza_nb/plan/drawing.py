@@ -15,8 +15,14 @@ Every element a live view may want to restyle carries a class and a data attribu
 ``operator_labels`` (lines split at "\\n"), ``operator_styles``, ``stage_labels`` and
 ``stage_sparklines`` so a widget can colour streams and operators and show counters and trends.
 
+Text is measured (_text_width.py) and every box grows to its text, so no label is cut; edges
+run straight down past stream labels and stage titles, and edges passing other lines of blocks
+take a lane right of them (_edge_routes.py), so no edge crosses a label. The SVG has a viewBox
+and is drawn at ``width:100%`` up to its natural width: it scales down to a narrower box.
+
 The sizes, colours and records of a drawing live in _drawing_parts.py, the layout of a stage in
-_stage_layout.py and of the whole plan in _drawing_layout.py, the text outline in outline.py.
+_stage_layout.py and of the whole plan in _drawing_layout.py, edge routes and label places in
+_edge_routes.py, the text outline in outline.py.
 """
 
 from __future__ import annotations
@@ -31,13 +37,10 @@ from samza_nb.errors import PlanError
 from samza_nb.plan._drawing_layout import _layout
 from samza_nb.plan._drawing_parts import (
     _ATTRIBUTE,
-    _CHAR_W,
     _EDGE_COLOURS,
     _EDGE_DEFAULT,
     _EXTRA_LINE_H,
     _FONT,
-    _LABEL_H,
-    _MARGIN,
     _PAD,
     _SPARK_W,
     _STAGE_COLOUR,
@@ -51,14 +54,12 @@ from samza_nb.plan._drawing_parts import (
     _TITLE_H,
     FONT_SIZE,
     MAX_WIDTH,
-    _Block,
-    _clip,
-    _Edge,
     _fmt,
     _Node,
     escape,
     quoteattr,
 )
+from samza_nb.plan._edge_routes import _path
 from samza_nb.plan.outline import render_text
 
 if TYPE_CHECKING:
@@ -99,35 +100,6 @@ def _style_attrs(style: StreamStyle | None) -> dict[str, str]:
     return result
 
 
-def _path(edge: _Edge) -> str:
-    """Left to right between neighbours on one line of a stage; otherwise down from the
-    source's bottom to the target's top (an S-curve through the gap between them); a target
-    that is not below its source (a cycle through a table, a stage reading what it writes)
-    is reached around the right-hand side."""
-    src, dst = edge.src, edge.dst
-    same_line = src.block is dst.block and abs(src.y - dst.y) < src.h and dst.x > src.x
-    if same_line:
-        sx, sy, tx, ty = src.x + src.w, src.cy, dst.x, dst.cy
-        d = max(8.0, (tx - sx) / 2)
-        return (
-            f"M{_fmt(sx)},{_fmt(sy)} C{_fmt(sx + d)},{_fmt(sy)} {_fmt(tx - d)},{_fmt(ty)} "
-            f"{_fmt(tx)},{_fmt(ty)}"
-        )
-    sx, sy = src.x + src.w / 2, src.y + src.h
-    tx, ty = dst.x + dst.w / 2, dst.y
-    if ty - sy >= 8:
-        d = max(10.0, (ty - sy) / 2)
-        return (
-            f"M{_fmt(sx)},{_fmt(sy)} C{_fmt(sx)},{_fmt(sy + d)} {_fmt(tx)},{_fmt(ty - d)} "
-            f"{_fmt(tx)},{_fmt(ty)}"
-        )
-    right = max((b.x + b.w for b in (src.block, dst.block) if b is not None), default=src.x + src.w)
-    return (
-        f"M{_fmt(src.x + src.w)},{_fmt(src.cy)} H{_fmt(right + 12)} V{_fmt(dst.cy)} "
-        f"H{_fmt(dst.x + dst.w)}"
-    )
-
-
 def _text_lines(node: _Node) -> str:
     parts = []
     for index, line in enumerate(node.lines):
@@ -136,7 +108,7 @@ def _text_lines(node: _Node) -> str:
         colour = _TEXT if index < 2 else _TEXT_COUNTER
         parts.append(
             f'<text x="{_fmt(node.w / 2)}" y="{_fmt(y)}" text-anchor="middle" '
-            f'style="fill:{colour}"{weight}>{escape(_clip(line, node.w))}</text>'
+            f'style="fill:{colour}"{weight}>{escape(line)}</text>'
         )
     return "".join(parts)
 
@@ -154,16 +126,21 @@ def render_svg(
     max_width: float = MAX_WIDTH,
     scale: float = 1.0,
 ) -> str:
-    """The plan as an SVG document (a string), at most about ``max_width`` px wide.
+    """The plan as an SVG document (a string), about ``max_width`` px wide at its natural size.
+
+    Every label is measured and its box sized to it, so none is cut; the SVG has a viewBox
+    and is drawn at ``width:100%`` up to its natural width, so it scales down to fit a
+    narrower box instead of overflowing it.
 
     ``stream_styles`` maps stream ids to a colour or to SVG attributes for the stream's edges
     and node; ``stream_labels`` adds text to a stream (its node, or its edge label for
     intermediate streams); ``operator_labels`` adds lines (split at "\\n") to operator nodes;
     ``operator_styles`` maps operator ids to a colour or SVG attributes for their box;
     ``stage_labels`` adds text to stage titles; ``stage_sparklines`` draws a small line of
-    each stage's values (oldest first) at its box's top right. Use them for live counters. ``folded`` stages
-    are drawn as one box (title and counters) instead of their operators; ``scale`` sets the
-    drawn size (the layout, and so what fits in ``max_width``, does not change).
+    each stage's values (oldest first) at its box's top right. Use them for live counters.
+    ``folded`` stages are drawn as one box (title and counters) instead of their operators;
+    a ``scale`` other than 1 (a zoom) draws the SVG at that multiple of its natural width,
+    scrolling in its box when larger (the layout does not change).
     """
     if not scale > 0:
         msg = f"scale must be a positive number, got {scale!r}"
@@ -179,14 +156,16 @@ def render_svg(
         folded=frozenset(folded),
         stage_labels=stage_texts,
         max_width=max_width,
+        sparklines=frozenset(sid for sid, values in trends.items() if len(values) >= 2),
     )
+    natural = f"{_fmt(layout.width)}px"
+    if scale == 1:
+        size = f"width:100%;max-width:{natural};height:auto"
+    else:
+        size = f"width:{_fmt(layout.width * scale)}px;max-width:none;height:auto"
     out: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="samza-plan" '
-        f'width="{_fmt(layout.width * scale)}" height="{_fmt(layout.height * scale)}" '
-        f'viewBox="0 0 {_fmt(layout.width)} {_fmt(layout.height)}" '
-        # Never scaled down to the cell (JupyterLab's max-width:100%): the text stays readable
-        # and the container around the drawing scrolls instead.
-        f'style="max-width:none;height:auto" '
+        f'viewBox="0 0 {_fmt(layout.width)} {_fmt(layout.height)}" style="{size}" '
         f'font-family="{_FONT}" font-size="{FONT_SIZE}" data-app={quoteattr(plan.app_name)} '
         f"data-job-id={quoteattr(plan.job_id)}>",
         f"<title>{escape(f'plan of {plan.app_name} (job {plan.job_id})')}</title>",
@@ -203,7 +182,6 @@ def render_svg(
             continue
         stage_id = int(block.data["stage"])
         trend = ""
-        title_room = block.w - _PAD
         if len(trends.get(stage_id, ())) >= 2:
             spark_w = _SPARK_W
             points = sparkline_points(trends[stage_id], width=spark_w, height=_TITLE_H)
@@ -213,17 +191,15 @@ def render_svg(
                 f'<polyline points="{points}" fill="none" stroke="{_STAGE_COLOUR}" '
                 'stroke-width="1.5"/></g>'
             )
-            title_room -= spark_w + _PAD
         out.append(
             f'<g class="samza-stage"{_attrs(block.data)}>'
             f'<rect x="{_fmt(block.x)}" y="{_fmt(block.y)}" width="{_fmt(block.w)}" '
             f'height="{_fmt(block.h)}" rx="8" stroke-dasharray="4 3" '
             f'style="fill:{_STAGE_FILL};stroke:{_STAGE_STROKE}"/>'
-            f'<text x="{_fmt(block.x + _PAD)}" y="{_fmt(block.y + _PAD + 8)}" '
+            f'<text x="{_fmt(block.x + block.title_x)}" y="{_fmt(block.y + _PAD + 8)}" '
             f'style="fill:{_TEXT_MUTED}" font-weight="600">'
-            f"{escape(_clip(block.title, title_room))}</text>{trend}</g>"
+            f"{escape(block.title)}</text>{trend}</g>"
         )
-    labels_below: dict[int, int] = {}
     for edge in layout.edges:
         colour = _EDGE_COLOURS.get(edge.kind, _EDGE_DEFAULT)
         attributes = {
@@ -238,8 +214,8 @@ def render_svg(
         attr_text = "".join(f" {name}={quoteattr(value)}" for name, value in attributes.items())
         path = f'<path d="{_path(edge)}"{attr_text} marker-end="url(#samza-arrow)"/>'
         label = ""
-        if edge.label is not None and edge.src.block is not None:
-            label = _edge_label(edge, edge.src.block, labels_below, layout.width)
+        if edge.label is not None and edge.label_box is not None:
+            label = _edge_label(edge.label, edge.label_box)
         if edge.stream is not None:
             out.append(
                 f'<g class="samza-stream samza-edge samza-edge-{edge.kind.replace("_", "-")}" '
@@ -290,23 +266,12 @@ def sparkline_points(values: Sequence[float], *, width: float, height: float) ->
     )
 
 
-def _edge_label(edge: _Edge, block: _Block, below: dict[int, int], width: float) -> str:
-    """A stream's label in the gap under the block that writes it, beside its edge (left of
-    it when the right side has no room), one line per stream that block writes."""
-    text = edge.label or ""
-    index = below.get(id(block), 0)
-    below[id(block)] = index + 1
-    sx = edge.src.x + edge.src.w / 2
-    y = block.y + block.h + _LABEL_H + index * _LABEL_H
-    room_right = width - _MARGIN - (sx + 6)
-    if len(text) * _CHAR_W <= room_right or sx - 6 < room_right:
-        x, anchor, room = sx + 6, "start", room_right
-    else:
-        x, anchor, room = sx - 6, "end", sx - 6 - _MARGIN
+def _edge_label(text: str, box: tuple[float, float, float, float]) -> str:
+    """A stream's label in its box (placed by _edge_routes.py), on a halo of the background."""
     return (
-        f'<text class="samza-stream-label" x="{_fmt(x)}" y="{_fmt(y)}" text-anchor="{anchor}" '
+        f'<text class="samza-stream-label" x="{_fmt(box[0])}" y="{_fmt(box[3] - 3)}" '
         f'style="fill:{_TEXT_STREAM};stroke:var(--jp-layout-color0,#ffffff);stroke-width:3px;'
-        f'paint-order:stroke">{escape(_clip(text, room + 12))}</text>'
+        f'paint-order:stroke">{escape(text)}</text>'
     )
 
 
@@ -337,20 +302,27 @@ def svg_image(html: str) -> str:
     For snapshots kept in saved notebooks: JupyterLab's sanitizer drops ``<svg>`` from
     untrusted notebooks (leaving its text as a jumble) but keeps an ``<img>``, shown once the
     notebook is trusted and, until then, reduced to its alt text; nbconvert and trusted
-    notebooks show the image. Not scaled down: it scrolls in its box like the drawing.
+    notebooks show the image. Like the drawing, it scales down to its box.
     """
 
     def image(match: re.Match[str]) -> str:
         svg = match.group(0)
         root = re.match(r'<svg [^>]*width="([\d.]+)" height="([\d.]+)"', svg)
-        size = f' width="{root.group(1)}" height="{root.group(2)}"' if root else ""
+        view = re.match(r'<svg [^>]*viewBox="0 0 ([\d.]+) ([\d.]+)"', svg)
+        size, style = "", "max-width:none"
+        if root:
+            size = f' width="{root.group(1)}" height="{root.group(2)}"'
+        elif view:
+            # A drawing sized by its viewBox (render_svg): as wide as the box, up to its own width.
+            size = f' width="{view.group(1)}" height="{view.group(2)}"'
+            style = f"width:100%;max-width:{view.group(1)}px;height:auto"
         title = re.search(r"<title>([^<]*)</title>", svg)
         alt = f"drawing: {html_unescape(title.group(1))}" if title else "drawing"
         data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
         return (
             f'<img class="samza-plan-image" src="data:image/svg+xml;base64,{data}"{size} '
             f"alt={quoteattr(alt + ' (shown once the notebook is trusted)')} "
-            'style="max-width:none"/>'
+            f'style="{style}"/>'
         )
 
     return re.sub(r"<svg .*?</svg>", image, html, flags=re.DOTALL)

@@ -9,13 +9,15 @@ variables with light-theme fallbacks, readable on the dark theme too.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from samza_nb.plan.drawing import sparkline_points, svg_image
+from samza_nb.runtime.rates import RATE_WINDOW
 
-__all__ = ["JobChart", "LagHeatmap", "line_chart_svg", "sparkline_svg"]
+__all__ = ["ChartPanel", "JobChart", "LagHeatmap", "line_chart_svg", "sparkline_svg"]
 
 _TEXT = "var(--jp-content-font-color1,#24292f)"
 _GRID = "var(--jp-border-color2,#d0d7de)"
@@ -48,58 +50,113 @@ def sparkline_svg(values: Sequence[float], *, width: int = 120, height: int = 24
     )
 
 
-def line_chart_svg(
-    x: Sequence[float],
-    series: Mapping[str, Sequence[float]],
-    *,
-    x_label: str,
-    title: str,
-    width: int = 640,
-    height: int = 190,
-) -> str:
-    """One panel: each series a line over ``x``, each scaled to its own maximum (the legend
-    gives every maximum), a left axis in percent of it."""
-    left, right, top, bottom = 40, 12, 40, 30
+def _nice_ceiling(value: float) -> float:
+    """The round number (1, 2, 2.5 or 5 times a power of ten) at or above ``value``."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= value * (1 - 1e-9))
+
+
+def _per_second(value: float) -> str:
+    """A rate as RunProgress writes it."""
+    return f"{value:,.1f}/s"
+
+
+#: Per panel: its title and the unit of its y axis.
+_PANELS: dict[str, tuple[str, str]] = {
+    "rate": ("input rate", "messages/s"),
+    "lag": ("input lag (messages not read yet)", "messages"),
+    "messages_in": ("input messages read", "messages"),
+    "messages_out": ("messages written to outputs", "messages"),
+    "epoch": ("epochs committed", "epochs"),
+}
+_X_LABELS = {"seconds": "seconds since the job started", "epoch": "epoch"}
+
+
+@dataclass(frozen=True)
+class ChartPanel:
+    """One panel of ``job.plot()`` as drawn: its points, its axes in real units and its legend.
+
+    ``x_range`` is the same for every panel of a chart (the job's whole course); ``y_max`` is
+    the top of the y axis (a round number at or above every value and the ``average`` line);
+    ``average`` is a horizontal line (the rate panel's average rate), None for none.
+    """
+
+    name: str
+    title: str
+    unit: str
+    x_label: str
+    x: list[float]
+    values: list[float]
+    x_range: tuple[float, float]
+    y_max: float
+    legend: list[str]
+    average: float | None = None
+
+
+def line_chart_svg(panel: ChartPanel, *, width: int = 640, height: int = 210) -> str:
+    """One panel: its series as a line over the shared x range, a y axis in the panel's unit
+    (0, half and top), the average as a dashed line when there is one, the legend above."""
+    legend_h = 14 * len(panel.legend)
+    left, right, top, bottom = 62, 14, 24 + legend_h, 40
     inner_w, inner_h = width - left - right, height - top - bottom
+    lo, hi = panel.x_range
+    span = (hi - lo) or 1.0
+
+    def px(value: float) -> str:
+        return _fmt(left + inner_w * (value - lo) / span)
+
+    def py(value: float) -> str:
+        return _fmt(top + inner_h * (1 - value / panel.y_max))
+
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="samza-chart" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" font-family="{_FONT}" font-size="11" '
         f'style="max-width:100%;height:auto">',
-        f'<text x="{left}" y="14" fill="{_TEXT}" font-weight="600">{html.escape(title)}</text>',
+        f'<text x="{left}" y="14" fill="{_TEXT}" font-weight="600">{html.escape(panel.title)}</text>',
     ]
     for fraction in (0.0, 0.5, 1.0):
-        y = top + inner_h * (1 - fraction)
+        value = panel.y_max * fraction
         out.append(
-            f'<line x1="{left}" x2="{left + inner_w}" y1="{_fmt(y)}" y2="{_fmt(y)}" stroke="{_GRID}"/>'
-            f'<text x="{left - 4}" y="{_fmt(y + 4)}" text-anchor="end" fill="{_TEXT}">'
-            f"{int(fraction * 100)}%</text>"
+            f'<line x1="{left}" x2="{left + inner_w}" y1="{py(value)}" y2="{py(value)}" stroke="{_GRID}"/>'
+            f'<text class="samza-y-tick" x="{left - 4}" y="{_fmt(float(py(value)) + 4)}" '
+            f'text-anchor="end" fill="{_TEXT}">{_short(value)}</text>'
         )
-    lo, hi = (min(x), max(x)) if x else (0.0, 1.0)
-    span = (hi - lo) or 1.0
+    middle_y = _fmt(top + inner_h / 2)
     out.append(
-        f'<text x="{left}" y="{height - 8}" fill="{_TEXT}">{_short(lo)}</text>'
-        f'<text x="{left + inner_w}" y="{height - 8}" text-anchor="end" fill="{_TEXT}">'
-        f"{_short(hi)} {html.escape(x_label)}</text>"
+        f'<text class="samza-y-label" x="12" y="{middle_y}" text-anchor="middle" fill="{_TEXT}" '
+        f'transform="rotate(-90 12 {middle_y})">{html.escape(panel.unit)}</text>'
     )
-    legend_x = left
-    for index, (name, values) in enumerate(series.items()):
-        colour = _COLOURS[index % len(_COLOURS)]
-        peak = max(values, default=0.0)
-        top_value = peak or 1.0
-        points = " ".join(
-            f"{_fmt(left + inner_w * (xi - lo) / span)},{_fmt(top + inner_h * (1 - v / top_value))}"
-            for xi, v in zip(x, values, strict=True)
-        )
-        if len(values) > 1:
-            out.append(
-                f'<polyline class="samza-series" data-series="{html.escape(name)}" points="{points}" '
-                f'fill="none" stroke="{colour}" stroke-width="1.8"/>'
-            )
+    axis_y = top + inner_h
+    for value, anchor in ((lo, "start"), ((lo + hi) / 2, "middle"), (hi, "end")):
         out.append(
-            f'<text x="{legend_x}" y="30" fill="{colour}">■ {html.escape(name)} '
-            f"(max {_short(peak)})</text>"
+            f'<text class="samza-x-tick" x="{px(value)}" y="{axis_y + 14}" text-anchor="{anchor}" '
+            f'fill="{_TEXT}">{_short(value)}</text>'
         )
-        legend_x += 160
+    out.append(
+        f'<text class="samza-x-label" x="{_fmt(left + inner_w / 2)}" y="{height - 6}" '
+        f'text-anchor="middle" fill="{_TEXT}">{html.escape(panel.x_label)}</text>'
+    )
+    colour = _COLOURS[0]
+    if len(panel.values) > 1:
+        points = " ".join(f"{px(xi)},{py(v)}" for xi, v in zip(panel.x, panel.values, strict=True))
+        out.append(
+            f'<polyline class="samza-series" data-series="{html.escape(panel.name)}" points="{points}" '
+            f'fill="none" stroke="{colour}" stroke-width="1.8"/>'
+        )
+    if panel.average is not None:
+        out.append(
+            f'<line class="samza-average" x1="{left}" x2="{left + inner_w}" y1="{py(panel.average)}" '
+            f'y2="{py(panel.average)}" stroke="{_COLOURS[1]}" stroke-width="1.5" stroke-dasharray="5 3"/>'
+        )
+    for index, text in enumerate(panel.legend):
+        entry_colour = _COLOURS[index % len(_COLOURS)]
+        mark = "■" if index == 0 else "┅"
+        out.append(
+            f'<text class="samza-legend" x="{left}" y="{30 + 14 * index}" fill="{entry_colour}">'
+            f"{mark} {html.escape(text)}</text>"
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -108,42 +165,71 @@ def line_chart_svg(
 class JobChart:
     """What ``job.plot()`` returns: the job's history as charts (SVG) and as data.
 
-    ``rows``: one dict per committed epoch, oldest first (``seconds`` since the first, ``epoch``,
-    ``messages_in``, ``messages_out``, ``rate`` and ``lag``); ``panels``: the charts drawn.
+    ``rows``: one dict per committed epoch, oldest first (``seconds`` since the job started,
+    ``epoch``, ``messages_in``, ``messages_out``, ``rate`` and ``lag``); ``panels``: the charts
+    drawn. Every panel shares one x axis, the job's whole course. ``rate`` is input messages per
+    second over the trailing ``window`` seconds, the rule RunProgress's running rate follows;
+    ``average_rate`` is the job's average from its start to the commit that read its last input
+    message, the rate RunProgress shows once the job is done. ``panel(name)`` gives a panel's
+    data as drawn.
     """
 
     app_name: str
     rows: list[dict[str, Any]]
     panels: tuple[str, ...] = ("rate", "lag")
     x: str = "seconds"
+    average_rate: float | None = None
+    window: float = RATE_WINDOW
 
     def to_frame(self) -> Any:
         import pandas as pd
 
         return pd.DataFrame(self.rows)
 
-    def to_svg(self) -> str:
+    @property
+    def x_range(self) -> tuple[float, float]:
+        """The x axis every panel shares: from the job's start (0 s) or its first epoch to its
+        last sample."""
         xs = [float(row[self.x]) for row in self.rows]
-        charts = []
-        titles = {
-            "rate": "input messages per second",
-            "lag": "input lag (messages not read yet)",
-            "messages_in": "input messages read",
-            "messages_out": "messages written to outputs",
-            "epoch": "epochs",
-        }
-        for panel in self.panels:
-            # Samples without the value (the first rate, lag not measured) are left out.
-            points = [(x, row[panel]) for x, row in zip(xs, self.rows, strict=True) if row.get(panel) is not None]
-            charts.append(
-                line_chart_svg(
-                    [x for x, _ in points],
-                    {panel: [float(v) for _, v in points]},
-                    x_label=self.x,
-                    title=f"{self.app_name}: {titles.get(panel, panel)}",
+        if not xs:
+            return (0.0, 1.0)
+        return (0.0 if self.x == "seconds" else min(xs), max(xs))
+
+    def panel(self, name: str) -> ChartPanel:
+        """The data of panel ``name`` as drawn (values in the panel's unit)."""
+        title, unit = _PANELS.get(name, (name, name))
+        # Samples without the value (the first rate, lag not measured) are left out.
+        points = [
+            (float(row[self.x]), float(row[name])) for row in self.rows if row.get(name) is not None
+        ]
+        values = [value for _, value in points]
+        peak = max(values, default=0.0)
+        average = self.average_rate if name == "rate" else None
+        if name == "rate":
+            legend = [f"rate over the last {self.window:g} s (peak {_per_second(peak)})"]
+            if average is not None:
+                legend.append(
+                    f"average {_per_second(average)} from the start to the last input read "
+                    "(RunProgress's rate once done)"
                 )
-            )
-        return "".join(charts)
+        else:
+            latest = f"{values[-1]:,.0f}" if values else "–"
+            legend = [f"{name} (latest {latest}, peak {peak:,.0f} {unit})"]
+        return ChartPanel(
+            name=name,
+            title=f"{self.app_name}: {title}, {unit}",
+            unit=unit,
+            x_label=_X_LABELS.get(self.x, self.x),
+            x=[x for x, _ in points],
+            values=values,
+            x_range=self.x_range,
+            y_max=_nice_ceiling(max(peak, average or 0.0)),
+            legend=legend,
+            average=average,
+        )
+
+    def to_svg(self) -> str:
+        return "".join(line_chart_svg(self.panel(name)) for name in self.panels)
 
     def _repr_html_(self) -> str:
         if len(self.rows) < 2:

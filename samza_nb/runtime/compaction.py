@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from samza_nb.errors import StreamSystemError
 from samza_nb.model import JobModel
 from samza_nb.runtime.checkpoints import Checkpoint
-from samza_nb.runtime.context import default_system_of
 from samza_nb.runtime.epoch import ssp_key
+from samza_nb.runtime.plan_systems import default_system_of
 from samza_nb.runtime.stores import is_tombstone
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from samza_nb.errors import StreamSystemError
 from samza_nb.model import SystemStream
 from samza_nb.model.keys import check_table_key
 from samza_nb.plan.tables import LocalTable
@@ -23,38 +22,17 @@ from samza_nb.runtime.control import (
     control_to_payload,
 )
 from samza_nb.runtime.epoch import EpochAssignment, ssp_key
+from samza_nb.runtime.plan_systems import default_system_of
 from samza_nb.runtime.stores import ChangelogRef, TaskStore, store_path
-from samza_nb.systems.base import StreamSystem
 from samza_nb.systems.batch_format import StoredBatch
 from samza_nb.systems.partitioning import partition_for_key
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["PartitionBuffer", "StreamWriter", "TableView", "TaskContext", "default_system_of", "system_of"]
+__all__ = ["PartitionBuffer", "StreamWriter", "TableView", "TaskContext"]
 
 _KEY_PARTITION_CACHE_LIMIT = 100_000
-
-
-def system_of(plan: ExecutionPlan, stream_id: str) -> StreamSystem:
-    """The system of one of the plan's streams, as the runtime uses it."""
-    return _checked(plan.streams[stream_id].system, f"stream {stream_id!r}")
-
-
-def default_system_of(plan: ExecutionPlan) -> StreamSystem | None:
-    """The plan's default system (changelogs and intermediate streams), if it has one."""
-    system = plan.default_system
-    return None if system is None else _checked(system, "the default system")
-
-
-def _checked(system: Any, what: str) -> StreamSystem:
-    if not isinstance(system, StreamSystem):
-        msg = (
-            f"{what}: system {getattr(system, 'name', system)!r} is a {type(system).__name__}, "
-            "not a samza_nb StreamSystem; the runtime reads and writes only StreamSystems"
-        )
-        raise StreamSystemError(msg)
-    return system
 
 
 class PartitionBuffer:
@@ -242,7 +220,9 @@ class TaskContext:
                 else None
             )
             store = self.stores[name] = TaskStore(
-                name, Path(path), changelog, a.task_name, a.producer
+                name, Path(path), changelog, a.task_name, a.producer,
+                look_past_end=changelog is not None
+                and ssp_key(changelog.stream_id, changelog.partition) in a.changelogs_made_again,
             )
         return store
 

@@ -53,6 +53,9 @@ class EpochAssignment:
     #: The incarnations of the task's inputs its offsets are of (runtime/offsets.py), written
     #: with its checkpoint.
     inputs: dict[str, str] = field(default_factory=dict)
+    #: Changelog SSP keys of the task found made again behind its checkpoint (shorter than
+    #: it says: broker data lost), until the task commits: its stores look (runtime/stores.py).
+    changelogs_made_again: list[str] = field(default_factory=list)
     #: How many times the epoch ran before in this run of the job (its workers were lost):
     #: any attempt may have committed it (exactly-once reads the checkpoint topic then).
     retry: int = 0
@@ -102,3 +105,6 @@ class EpochResult:
     #: The latest messages each sampled operator received, as text, oldest first.
     samples: dict[str, list[str]] = field(default_factory=dict)
     error: dict[str, Any] | None = None
+    #: Where the task's stores are, when not at its processor's location: an epoch on a
+    #: cluster's executors keeps them on the executor's host (runtime/spark_jobs.py).
+    location_id: str = ""

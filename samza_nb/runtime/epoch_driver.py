@@ -10,6 +10,7 @@ failure into a :class:`TaskError`.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import uuid
 from collections.abc import Iterable, Mapping
@@ -19,15 +20,17 @@ from samza_nb.coordination.lease import JobLease
 from samza_nb.errors import CheckpointError, StreamNotFoundError, TaskError
 from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
-from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
-from samza_nb.runtime.offsets import OffsetPolicy
+from samza_nb.runtime.offsets import OffsetPolicy, past_end_warning
+from samza_nb.runtime.plan_systems import default_system_of, system_of
 from samza_nb.runtime.user_code import describe, source_line
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
 __all__ = ["EpochDriver", "newest_offsets", "producer_counts", "ssp_lags"]
+
+_log = logging.getLogger(__name__)
 
 #: A drain reads the whole intermediate backlog in one epoch (in bounded fetches).
 _UNLIMITED = 2**62
@@ -146,6 +149,10 @@ class EpochDriver:
         #: Operators sampled inside the tasks (``job.show(op_id)``): op id → messages kept.
         self.samples: dict[str, int] = {}
         self.offsets = OffsetPolicy(plan)
+        #: Changelog SSP keys looked at for a changelog made again (:meth:`_look_at_changelogs`).
+        self._changelogs_seen: set[str] = set()
+        #: Those found made again, with the checkpoint sequence number they were found behind.
+        self._changelogs_made_again: dict[str, int] = {}
 
     def assignments(
         self,
@@ -162,6 +169,8 @@ class EpochDriver:
         metadata-store transaction (one synced write per epoch, not one per task)."""
         self.offsets.look_at_inputs()
         planned = [self._plan(task, now_ms=now_ms, newest=newest, drain=drain) for task in tasks]
+        self.offsets.report()
+        self._look_at_changelogs(planned)
         new_plans = {p.task.name: p.plan for p in planned if p.new}
         if new_plans:
             self.checkpoints.write_plans(new_plans)
@@ -202,6 +211,47 @@ class EpochDriver:
         plan = self._new_plan(checkpoint.seq, ssps, start_offsets, now_ms, newest, drain)
         return _Planned(task, checkpoint, ssps, start_offsets, plan, new=True, rewound=rewound, inputs=inputs)
 
+    def _look_at_changelogs(self, planned: Iterable[_Planned]) -> None:
+        """Once per task and store in this process: warn, one line per changelog, when a
+        checkpoint names a changelog offset past the changelog's newest one (the changelog was
+        made again: broker data lost). The task's store keeps what it holds and logs on from the
+        new end (runtime/stores.py); a store rebuilt elsewhere has only what is logged since."""
+        system = default_system_of(self.plan)
+        if system is None:
+            return
+        past_end: dict[str, list[tuple[int, int, int]]] = {}
+        ends: dict[str, dict[int, int]] = {}
+        for p in planned:
+            partition = p.task.changelog_partition
+            for store in self.plan.store_names:
+                stream_id = self.plan.changelog_stream_id(store)
+                key = ssp_key(stream_id, partition)
+                if key in self._changelogs_seen:
+                    continue
+                self._changelogs_seen.add(key)
+                checkpointed = p.checkpoint.offsets.get(key)
+                if checkpointed is None:
+                    continue
+                if stream_id not in ends:
+                    try:
+                        ends[stream_id] = system.newest_offsets(stream_id)
+                    except StreamNotFoundError:
+                        ends[stream_id] = {}
+                end = ends[stream_id].get(partition, 0)
+                if checkpointed > end:
+                    past_end.setdefault(stream_id, []).append((partition, checkpointed, end))
+                    self._changelogs_made_again[key] = p.checkpoint.seq
+        for stream_id, partitions in sorted(past_end.items()):
+            _log.warning(
+                "%s",
+                past_end_warning(
+                    f"changelog {stream_id} (system {system.name!r})",
+                    partitions,
+                    "each store keeps what it holds where it is kept and logs on from the new end; "
+                    "a store rebuilt from the changelog has only what was logged since",
+                ),
+            )
+
     def _assignment(self, planned: _Planned, location_id: str, counts: dict[str, int]) -> EpochAssignment:
         task, checkpoint, plan = planned.task, planned.checkpoint, planned.plan
         return EpochAssignment(
@@ -226,6 +276,14 @@ class EpochDriver:
             samples=dict(self.samples),
             rewound=planned.rewound,
             inputs=planned.inputs or {},
+            changelogs_made_again=[
+                key
+                for key in (
+                    ssp_key(self.plan.changelog_stream_id(store), task.changelog_partition)
+                    for store in self.plan.store_names
+                )
+                if self._changelogs_made_again.get(key) == checkpoint.seq
+            ],
         )
 
     def _new_plan(

@@ -5,8 +5,8 @@ after its outputs are durable. Exactly-once moves the checkpoint into the Kafka 
 the task's epoch, as Samza's ``KafkaCheckpointManager`` keeps checkpoints in a checkpoint topic
 (SAMZA.md §7): the task's transactional producer (``transactional.id`` =
 ``<app>-<job id>-<task>``) writes the epoch's outputs, intermediate records, changelog records
-and, last, its checkpoint record to the one-partition checkpoint topic
-``__samza_checkpoint_ver_1_for_<app>_<job id>`` of the Kafka system ``task.checkpoint.system``
+and, last, its checkpoint record to the one-partition checkpoint topic of Samza's name and
+record format (runtime/checkpoint_topic.py) of the Kafka system ``task.checkpoint.system``
 (default ``job.default.system``), then commits. That topic is the only source of checkpoints:
 :class:`TopicCheckpointStore` reads them (``read_committed``) and the driver's commit only
 records what the tasks committed. Its local RocksDB write comes after the commit, so a store
@@ -27,19 +27,23 @@ consumers of a Tansu topic may therefore see an aborted epoch's records; samza_n
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from samza_nb.errors import ConfigError, StreamSystemError
+from samza_nb.runtime.checkpoint_topic import (
+    CheckpointRecords,
+    carry_over_legacy_topic,
+    checkpoint_topic,
+    read_topic_checkpoints,
+)
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore
-from samza_nb.runtime.context import default_system_of, system_of
 from samza_nb.runtime.faults import reached as kill_point
-from samza_nb.systems.base import MessageKind, Record
+from samza_nb.runtime.plan_systems import default_system_of, system_of
+from samza_nb.systems.base import Record
 from samza_nb.systems.kafka import KafkaSystem
-from samza_nb.systems.kafka_transaction import KafkaTransaction
+from samza_nb.systems.kafka.transaction import KafkaTransaction
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,7 +76,6 @@ _log = logging.getLogger(__name__)
 
 AT_LEAST_ONCE = "at-least-once"
 EXACTLY_ONCE = "exactly-once"
-_CHUNK = 10_000
 
 
 def exactly_once(plan: ExecutionPlan) -> bool:
@@ -82,12 +85,6 @@ def exactly_once(plan: ExecutionPlan) -> bool:
         msg = f"task.processing.guarantee={value!r}: use {AT_LEAST_ONCE!r} or {EXACTLY_ONCE!r}"
         raise ConfigError(msg)
     return value == EXACTLY_ONCE
-
-
-def checkpoint_topic(plan: ExecutionPlan) -> str:
-    """Samza's checkpoint topic name: ``__samza_checkpoint_ver_1_for_<job name>_<job id>``."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "-", f"{plan.app_name}_{plan.job_id}")
-    return f"__samza_checkpoint_ver_1_for_{name}"
 
 
 def checkpoint_system(plan: ExecutionPlan) -> KafkaSystem:
@@ -112,7 +109,8 @@ def checkpoint_system(plan: ExecutionPlan) -> KafkaSystem:
         msg = (
             f"task.processing.guarantee=exactly-once needs a Kafka checkpoint system; "
             f"task.checkpoint.system / job.default.system is {name!r} "
-            f"({type(system).__name__}), not a KafkaSystem"
+            f"({type(system).__name__}), not a KafkaSystem: put the job's streams on Kafka "
+            f"(samza_nb.systems.KafkaSystem), or use task.processing.guarantee=at-least-once"
         )
         raise ConfigError(msg)
     for stream_id, info in sorted(plan.streams.items()):
@@ -129,41 +127,14 @@ def checkpoint_system(plan: ExecutionPlan) -> KafkaSystem:
     return system
 
 
-def _record_key(task: str) -> bytes:
-    # Samza's KafkaCheckpointLogKey (JSON, sorted keys).
-    return json.dumps({"taskName": task, "type": "checkpoint"}, sort_keys=True).encode()
-
-
-def read_topic_checkpoints(system: KafkaSystem, topic: str) -> dict[str, Checkpoint]:
-    """The newest checkpoint of every task in the checkpoint topic (highest ``seq`` wins: on a
-    broker that shows aborted records a replayed epoch's record repeats, never regresses)."""
-    if system.partition_count(topic) is None:
-        return {}
-    newest = system.newest_offsets(topic).get(0, 0)
-    offset = system.oldest_offsets(topic).get(0, 0)
-    found: dict[str, Checkpoint] = {}
-    while offset < newest:
-        fetched = system.fetch(topic, 0, offset, newest, _CHUNK)
-        for _first, records in fetched.batches:
-            for kind, key, value, _ts in records:
-                if kind != MessageKind.USER or key is None or value is None:
-                    continue
-                task = json.loads(key).get("taskName")
-                checkpoint = Checkpoint.from_json(value)
-                if task is not None and checkpoint.seq >= found.get(task, Checkpoint(-1)).seq:
-                    found[task] = checkpoint
-        if fetched.next_offset <= offset:
-            break
-        offset = fetched.next_offset
-    return found
-
-
 class TopicCheckpointStore(CheckpointStore):
     """Checkpoints from the checkpoint topic; epoch plans stay in the metadata store.
 
     The tasks commit their checkpoints in their transactions: :meth:`write_all` only records
     them in this process's cache (a lost lease stops the processor before its next epoch, and
-    a stale transactional producer is fenced by its successor's ``init_transactions``).
+    a stale transactional producer is fenced by its successor's ``init_transactions``). Reads
+    go through the process's tail of the topic (runtime/checkpoint_topic.py): each costs the
+    records appended since the last one.
     """
 
     def __init__(
@@ -178,18 +149,26 @@ class TopicCheckpointStore(CheckpointStore):
         super().__init__(store, fence=fence, guard=guard)
         self.system = system
         self.topic = topic
+        self.grouper_factory: str | None = None
+
+    def _topic(self) -> dict[str, Checkpoint]:
+        return read_topic_checkpoints(self.system, self.topic, grouper_factory=self.grouper_factory)
 
     def read(self, task: str) -> Checkpoint:
         cached = self._cache.get(task)
         if cached is not None:
             return cached
-        checkpoints = read_topic_checkpoints(self.system, self.topic)
-        for name, checkpoint in checkpoints.items():
+        for name, checkpoint in self._topic().items():
             self._cache.setdefault(name, checkpoint)
         return self._cache.setdefault(task, Checkpoint())
 
+    def read_committed(self, task: str) -> Checkpoint:
+        """The task's newest checkpoint in the topic (a standby follows an active task that
+        another process may commit), bypassing the cache."""
+        return self._topic().get(task) or Checkpoint()
+
     def read_all(self) -> dict[str, Checkpoint]:
-        return read_topic_checkpoints(self.system, self.topic)
+        return self._topic()
 
     def write(self, task: str, checkpoint: Checkpoint) -> None:
         self._cache[task] = checkpoint
@@ -216,7 +195,11 @@ def open_checkpoint_store(
     topic = checkpoint_topic(plan)
     if system.partition_count(topic) is None:
         system.create_stream(topic, 1, compacted=True)
-    return TopicCheckpointStore(store, system, topic, fence=fence, guard=guard)
+    records = CheckpointRecords.for_plan(plan, system.name)
+    carry_over_legacy_topic(plan, system, records)
+    opened = TopicCheckpointStore(store, system, topic, fence=fence, guard=guard)
+    opened.grouper_factory = records.grouper_factory
+    return opened
 
 
 class EpochCommittedElsewhere(Exception):
@@ -242,6 +225,7 @@ class TaskTransaction:
     def __init__(self, plan: ExecutionPlan, assignment: EpochAssignment):
         self.system = checkpoint_system(plan)
         self.topic = checkpoint_topic(plan)
+        self.records = CheckpointRecords.for_plan(plan, self.system.name)
         self.assignment = assignment
         self.transactional_id = f"{plan.app_name}-{plan.job_id}-{assignment.task_name}"
         self._key = (self.system.settings.fingerprint(), self.transactional_id)
@@ -310,15 +294,37 @@ class TaskTransaction:
         return self._ahead_in_topic()
 
     def _ahead_in_topic(self) -> Checkpoint | None:
-        """The task's checkpoint in the topic when it is past this epoch."""
-        checkpoint = read_topic_checkpoints(self.system, self.topic).get(self.assignment.task_name)
-        return checkpoint if checkpoint is not None and checkpoint.seq > self.assignment.seq else None
+        """The task's checkpoint in the topic when it is past this epoch. What this process
+        read of the topic is confirmed by reading it afresh before it counts: a worker that
+        outlived a reset of the job (its topic deleted and made again elsewhere) must not
+        take the old topic's checkpoints for this run's."""
+        for afresh in (False, True):
+            checkpoint = read_topic_checkpoints(
+                self.system, self.topic, grouper_factory=self.records.grouper_factory, afresh=afresh
+            ).get(self.assignment.task_name)
+            if checkpoint is None or checkpoint.seq <= self.assignment.seq:
+                return None
+        return checkpoint
 
-    def append_checkpoint(self, checkpoint: Checkpoint) -> None:
-        """The epoch's last record, after every other one is acknowledged."""
-        self._committed().flush()
-        record = Record(MessageKind.USER, _record_key(self.assignment.task_name), checkpoint.to_json(), None)
-        self.append(self.topic, 0, [record], self.assignment.seq)
+    def append_checkpoint(self, checkpoint: Checkpoint, changelogs: Mapping[str, int | None] | None = None) -> Checkpoint:
+        """The epoch's last record, after every other one is acknowledged; returns the
+        checkpoint as written.
+
+        ``changelogs``: per changelog SSP key of the task's stores, the offset the store
+        reflected before this epoch. The checkpoint names, for each, the offset past this
+        epoch's changelog records (known once they are acknowledged), so a hot standby
+        applies the changelog up to exactly what this transaction commits."""
+        transaction = self._committed()
+        transaction.flush()
+        offsets = dict(checkpoint.offsets)
+        for key, before in (changelogs or {}).items():
+            stream_id, _, partition = key.rpartition("#")
+            end = transaction.acknowledged_end(stream_id, int(partition))
+            if end is not None or before is not None:
+                offsets[key] = end if end is not None else int(before or 0)
+        written = Checkpoint(checkpoint.seq, offsets, checkpoint.control)
+        self.append(self.topic, 0, [self.records.record(self.assignment.task_name, written)], self.assignment.seq)
+        return written
 
     def discard(self) -> None:
         """Abort what is open and forget the producer (after a failure)."""

@@ -13,28 +13,29 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
-import socket
 import sys
 import threading
-import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.config import Config
-from samza_nb.errors import ConfigError, ServiceError, WorkerLostError
+from samza_nb.errors import ConfigError, WorkerLostError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.exactly_once import exactly_once
 from samza_nb.runtime.lost_workers import (
-    failure_reason,
-    python_worker_lost,
     rerun_when_workers_are_lost,
 )
+from samza_nb.runtime.masters import check_master, is_local_master, on_this_machine, running_session
 from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
+from samza_nb.runtime.spark_jobs import (
+    ClusterJobs,
+    run_as_spark_job,
+    slots_rdd,
+    spark_partitions,
+)
 from samza_nb.runtime.task import run_task_epoch
-from samza_nb.runtime.worker_epochs import collector_paused, plan_in_worker
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
@@ -79,6 +80,24 @@ class Executor(ABC):
         """Close the stores of the tasks at ``folders`` if kept open between epochs (Spark:
         its resident workers keep those of the tasks they ran): the tasks may run elsewhere
         next, and their stores be opened at this location by another process."""
+
+    def places_on_hosts(self) -> bool:
+        """Whether task epochs run on hosts this executor chooses (a Spark cluster), so it
+        wants to hear where the job's processors hold the tasks' stores."""
+        return False
+
+    def stores_held(  # noqa: B027 - no hosts to choose
+        self,
+        stores: Mapping[str, Mapping[str, int]],
+        copies: Mapping[str, Mapping[str, int]],
+        standbys: Mapping[str, Iterable[str]],
+        arrived: Iterable[str],
+        mine: Iterable[str],
+    ) -> None:
+        """Where the job's processors reported holding the active tasks' stores and the
+        standbys' copies (each location -> {task -> epoch}), where the tasks' standbys are now
+        (task -> locations), which tasks came to this processor since its last epoch and which
+        active tasks it runs now, for :meth:`places_on_hosts` executors."""
 
 
 class LocalExecutor(Executor):
@@ -152,6 +171,8 @@ class SparkExecutor(Executor):
         #: (task, location) -> the checkpoint seq of its last epoch run by this executor: a
         #: task whose next epoch follows it has its stores up to date here.
         self._last_seq: dict[tuple[str, str], int] = {}
+        #: On a cluster (executors on other hosts): which host runs each task's epochs.
+        self.cluster = ClusterJobs(config)
 
     def start(self) -> None:
         context = self.session().sparkContext
@@ -233,34 +254,28 @@ class SparkExecutor(Executor):
             noted=self._worker_lost,
         )
 
+    def places_on_hosts(self) -> bool:
+        spark = self._spark
+        return spark is not None and not on_this_machine(str(spark.sparkContext.master))
+
+    def stores_held(
+        self,
+        stores: Mapping[str, Mapping[str, int]],
+        copies: Mapping[str, Mapping[str, int]],
+        standbys: Mapping[str, Iterable[str]],
+        arrived: Iterable[str],
+        mine: Iterable[str],
+    ) -> None:
+        self.cluster.held(stores, copies, standbys, arrived, mine)
+
     def _as_spark_job(
         self, context: Any, digest: str, blob: bytes, assignments: list[EpochAssignment]
     ) -> list[EpochResult]:
-        """The epoch as one Spark job; a lost Python worker fails it with WorkerLostError."""
-        slices = spark_partitions(self._config, len(assignments), context.defaultParallelism)
-        # The index puts the results back in the assignments' order.
-        groups = balanced_groups(assignments, slices)
-
-        def run_partition(slot: int, _items: Any) -> Any:
-            worker_plan = plan_in_worker(digest, blob)
-            for index, assignment in groups[slot]:
-                with collector_paused():
-                    result = run_task_epoch(worker_plan, assignment)
-                yield index, result
-
-        try:
-            done = dict(self._slots_rdd(context, slices).mapPartitionsWithIndex(run_partition, True).collect())
-        except Exception as error:  # py4j's Py4JJavaError: Spark's failure, as text
-            if not python_worker_lost(error):
-                raise
-            tasks = ", ".join(a.task_name for a in assignments)
-            msg = (
-                f"a Spark Python worker running the epoch of tasks {tasks} (checkpoint seqs "
-                f"{min(a.seq for a in assignments)}-{max(a.seq for a in assignments)}) ended "
-                f"before it returned: {failure_reason(error)}; nothing of the epoch was committed"
-            )
-            raise WorkerLostError(msg) from error
-        return [done[index] for index in range(len(assignments))]
+        """The epoch as one Spark job (runtime/spark_jobs.py); on a cluster, each task on the
+        host its stores are on."""
+        if not on_this_machine(str(context.master)):
+            return self.cluster.run(context, digest, blob, assignments)
+        return run_as_spark_job(context, self._config, digest, blob, assignments)
 
     def _stopping(self) -> bool:
         with self._lock:
@@ -300,7 +315,7 @@ class SparkExecutor(Executor):
         return (
             pinned
             and self._config.get_bool("job.spark.resident.workers")
-            and bool(_LOCAL_MASTER.match(str(context.master)))
+            and bool(is_local_master(str(context.master)))
         )
 
     def _resident_workers(self, context: Any) -> ResidentWorkers | None:
@@ -311,7 +326,7 @@ class SparkExecutor(Executor):
             if pool is not None and not pool.closed and pool.context is context:
                 return pool
         configured = self._config.get_int("job.spark.partitions")
-        slots = self._slots_rdd(context, configured if configured > 0 else max(1, int(context.defaultParallelism)))
+        slots = slots_rdd(context, configured if configured > 0 else max(1, int(context.defaultParallelism)))
         with self._lock:
             if self._closed:
                 # The job released its executor (a leaving processor's last epoch may still
@@ -356,7 +371,7 @@ class SparkExecutor(Executor):
             return False
         if self._resident_workers_on(context):  # they keep the tasks' stores open
             return False
-        if not _LOCAL_MASTER.match(str(context.master)) or not _hashes_as_workers(context):
+        if not is_local_master(str(context.master)) or not _hashes_as_workers(context):
             return False
         if len(assignments) > DRIVER_TASKS_PER_CORE * max(1, int(context.defaultParallelism)):
             return False
@@ -365,47 +380,6 @@ class SparkExecutor(Executor):
             if any(last.get((a.task_name, a.location_id)) != a.seq - 1 for a in assignments):
                 return False
         return sum(a.backlog() for a in assignments) <= limit
-
-    def _slots_rdd(self, context: Any, slices: int) -> Any:
-        """An RDD of ``slices`` partitions, made once per SparkContext and shared by the
-        process's jobs: an epoch's task epochs travel in its job's function (a few KB), so no
-        epoch ships data through ``parallelize`` (a temporary file and a JVM read each time:
-        about 10 ms of a 35 ms job here, and 15 ms of each job's start)."""
-        with _SLOTS_LOCK:
-            rdd = _SLOTS.get(slices)
-            if rdd is None or rdd.context is not context:
-                rdd = _SLOTS[slices] = context.parallelize(range(slices), slices)
-            return rdd
-
-
-def balanced_groups(
-    assignments: list[EpochAssignment], slices: int
-) -> list[list[tuple[int, EpochAssignment]]]:
-    """The task epochs numbered and split into ``slices`` groups of about equal work: the
-    largest backlog first, each onto the group with the least so far (an epoch lasts as long
-    as its busiest Spark partition). Tasks with nothing to read still spread out: each counts
-    one message."""
-    groups: list[list[tuple[int, EpochAssignment]]] = [[] for _ in range(slices)]
-    loads = [0] * slices
-    sized = sorted(((a.backlog(), index, a) for index, a in enumerate(assignments)), key=lambda s: (-s[0], s[1]))
-    for size, index, assignment in sized:
-        lightest = loads.index(min(loads))
-        groups[lightest].append((index, assignment))
-        loads[lightest] += size + 1
-    return groups
-
-
-def spark_partitions(config: Config, tasks: int, parallelism: int) -> int:
-    """How many Spark partitions carry an epoch's ``tasks`` task epochs: ``job.spark.partitions``
-    when set, else Spark's default parallelism (its cores); never more than the tasks.
-
-    Spark costs tens of milliseconds per partition it runs (scheduling, handing the work to a
-    Python worker), so 64 tasks on 2 cores run as 2 partitions of 32 task epochs each. Measured
-    (bench/latency.py, 4 tasks, 2 cores): one partition per core instead of one per task or two
-    per core cuts the median epoch from about 300 to 200 ms at the same throughput."""
-    configured = config.get_int("job.spark.partitions")
-    wanted = configured if configured > 0 else max(1, parallelism)
-    return max(1, min(tasks, wanted))
 
 
 #: Task epochs per Spark core an epoch run in the driver may have (each opens its stores,
@@ -420,61 +394,15 @@ def _hashes_as_workers(context: Any) -> bool:
     return sys.flags.hash_randomization == 0 and workers == "0"
 
 
-#: Masters whose executors run on this machine, with this process's filesystem.
-_LOCAL_MASTER = re.compile(r"^local(\[[^\]]*\])?$")
-#: Slice count -> the RDD of that many one-element partitions of the current SparkContext.
-_SLOTS: dict[int, Any] = {}
-_SLOTS_LOCK = threading.Lock()
-_MASTER = re.compile(
-    r"^(local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]"
-    r"|spark://[^/\s]+(:\d+)?(,[^/\s]+(:\d+)?)*|yarn|k8s://\S+|mesos://\S+)$"
-)
-_MASTER_TRIES = 3
-
-
-def check_master(master: str) -> None:
-    """Fail in one line, before a JVM starts, on a malformed master URL or a standalone
-    master that does not answer (bounded tries), instead of Spark's minute of retries."""
-    if not _MASTER.match(master):
-        msg = (
-            f"spark.master={master!r} is not a Spark master URL; use local[*], local[N], "
-            "spark://host:port, yarn or k8s://..."
-        )
-        raise ConfigError(msg)
-    if not master.startswith("spark://"):
-        return
-    for address in master[len("spark://"):].split(","):
-        host, _, port = address.rpartition(":")
-        error: OSError | None = None
-        for attempt in range(_MASTER_TRIES):
-            try:
-                socket.create_connection((host or address, int(port or 7077)), timeout=2).close()
-                error = None
-                break
-            except OSError as failure:
-                error = failure
-                time.sleep(0.2 * (attempt + 1))
-        if error is not None:
-            msg = (
-                f"the Spark master {master} does not answer at {address} after {_MASTER_TRIES} "
-                f"tries ({error.strerror or error}); start it (samza-nb services up spark) or "
-                "fix spark.master"
-            )
-            raise ServiceError(msg, service="spark")
-
-
 def _session_for(config: Config) -> Any:
     from samza_nb.runtime.spark import get_spark
 
     if "spark.master" in config:
         check_master(config["spark.master"])
-
-    if "spark.master" not in config:
-        from pyspark.sql import SparkSession
-
+    else:
         # The active session is thread-local; the one instantiated in this process is not.
-        active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-        if active is not None and getattr(active.sparkContext, "_jsc", None) is not None:
+        active = running_session()
+        if active is not None:
             return active
     return get_spark(config)
 

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from samza_nb.runtime.rates import RATE_WINDOW, trailing_rate
+
 __all__ = ["JobHistory"]
 
 
@@ -78,29 +80,25 @@ class JobHistory:
         reached = next(sample[0] for sample in samples if sample[2] == total)
         return total / (reached - begun) if total and reached > begun else None
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One dict per sample, oldest first: seconds (since the first sample), epoch,
-        messages_in, messages_out, rate (input messages per second since the previous
-        sample; None for the first) and lag (None where it was not measured)."""
+    def rows(self, window: float = RATE_WINDOW) -> list[dict[str, Any]]:
+        """One dict per sample, oldest first: seconds (since the job started, :meth:`begin`;
+        else since the first sample), epoch, messages_in, messages_out, rate (input messages
+        per second over the trailing ``window`` seconds, the rule RunProgress's rate follows;
+        None for the first sample) and lag (None where it was not measured)."""
         with self._lock:
-            samples = list(self._samples)
+            begun, samples = self._begun, list(self._samples)
+        start = begun if begun is not None else (samples[0][0] if samples else 0.0)
+        points = [(sample[0], sample[2]) for sample in samples]
         rows: list[dict[str, Any]] = []
-        start = samples[0][0] if samples else 0.0
-        previous: tuple[float, int, int, int, int | None] | None = None
-        for sample in samples:
-            at, epoch, read, written, lag = sample
-            rate = None
-            if previous is not None and at > previous[0]:
-                rate = (read - previous[2]) / (at - previous[0])
+        for index, (at, epoch, read, written, lag) in enumerate(samples):
             rows.append(
                 {
                     "seconds": round(at - start, 3),
                     "epoch": epoch,
                     "messages_in": read,
                     "messages_out": written,
-                    "rate": rate,
+                    "rate": trailing_rate(points[: index + 1], window),
                     "lag": lag,
                 }
             )
-            previous = sample
         return rows

@@ -20,7 +20,7 @@ from samza_nb.systems.embedded import EmbeddedSystem, default_data_dir
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["job_home", "mark_run_ended", "metadata_store_path", "resolve_run_id"]
+__all__ = ["job_home", "make_job_home", "mark_run_ended", "metadata_store_path", "resolve_run_id"]
 
 
 def job_home(plan: ExecutionPlan) -> Path:
@@ -34,6 +34,21 @@ def job_home(plan: ExecutionPlan) -> Path:
     if isinstance(system, EmbeddedSystem):
         return system.path / "jobs" / folder
     return default_data_dir() / "jobs" / folder
+
+
+def make_job_home(plan: ExecutionPlan) -> Path:
+    """The job home, made (owner only) when missing; one ConfigError line when it cannot be.
+    Processes of one job on one machine may make it at the same moment."""
+    home = job_home(plan)
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as error:
+        key = "job.home" if plan.config.get_str("job.home") else "the job home (set job.home to move it)"
+        msg = f"{key} {home} cannot be created: {error.strerror or error}"
+        if error.filename and str(error.filename) != str(home):
+            msg += f" ({error.filename})"
+        raise ConfigError(msg) from error
+    return home
 
 
 def metadata_store_path(plan_or_home: ExecutionPlan | Path) -> Path:

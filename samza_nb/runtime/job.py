@@ -26,14 +26,19 @@ from samza_nb.errors import ConfigError, JobError, JobInterruptedError, JobTimeo
 from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
 from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.runtime.compatibility import check_compatibility
-from samza_nb.runtime.context import system_of
+from samza_nb.runtime.compatibility import check_job
 from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.epoch_driver import EpochDriver
 from samza_nb.runtime.exactly_once import close_task_producers, open_checkpoint_store
 from samza_nb.runtime.executor import get_executor
 from samza_nb.runtime.history import JobHistory
-from samza_nb.runtime.home import job_home, mark_run_ended, metadata_store_path, resolve_run_id
+from samza_nb.runtime.home import (
+    job_home,
+    make_job_home,
+    mark_run_ended,
+    metadata_store_path,
+    resolve_run_id,
+)
 from samza_nb.runtime.interrupts import plain_interrupts
 from samza_nb.runtime.job_regrouping import JobRegrouping
 from samza_nb.runtime.job_setup import (
@@ -42,10 +47,12 @@ from samza_nb.runtime.job_setup import (
     create_streams,
     existing_job_data,
     initial_processors,
+    input_partition_counts,
     job_inputs,
     open_metadata_store,
 )
 from samza_nb.runtime.metrics import JobMetrics
+from samza_nb.runtime.plan_systems import default_system_of, system_of
 from samza_nb.runtime.processor import StreamProcessor
 from samza_nb.runtime.status import DrainStatesView, JobStatus, ProcessorStatus
 
@@ -80,12 +87,12 @@ class Job(JobRegrouping):
         self._clock = clock or (lambda: int(time.time() * 1000))
         check_inputs(self.plan)
         check_grouping(self.plan)
-        check_compatibility(self.config)
-        self.system = self.plan.default_system
-        self.home = job_home(self.plan)
         self.coordinator_name = self.config.get_str("job.coordinator.factory") or "embedded"
-        # Owner only; processes of one job on one machine may create it at the same moment.
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A process of a distributed job hosts one processor; the embedded coordinator all.
+        hosted = initial_processors(self.config, processors, single=self.coordinator_name != "embedded")
+        check_job(self.plan, executor, hosted, spark)
+        self.system = self.plan.default_system
+        self.home = make_job_home(self.plan)
         self.metadata: MetadataStore = open_metadata_store(self.config, self.home)
         self.store_root = str(self.home / "stores")
         # One incarnation of the job at a time: with the embedded coordinator the job home's
@@ -99,7 +106,7 @@ class Job(JobRegrouping):
             self.lease.acquire(wait=lease_wait, timeout=lease_timeout)
         try:
             JobHomeGuard(self.home, self.metadata).check(existing_job_data(self.plan, Path(self.store_root)))
-            self._setup(processors, grouper, executor, spark)
+            self._setup(hosted, grouper, executor, spark)
         except BaseException:
             self._release()
             raise
@@ -112,7 +119,7 @@ class Job(JobRegrouping):
         if self.lease is not None:
             self.lease.release()
 
-    def _setup(self, processors: int | None, grouper: str | None, executor: str, spark: Any) -> None:
+    def _setup(self, hosted: dict[str, str], grouper: str | None, executor: str, spark: Any) -> None:
         self.checkpoints = open_checkpoint_store(
             self.plan,
             self.metadata,
@@ -121,13 +128,20 @@ class Job(JobRegrouping):
         )
         # A ZooKeeper processor learns the run id its group agreed on once it joined (start).
         self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id")) if self.lease else ""
-        for stream_id, info in self.plan.streams.items():
-            if info.kind == "input":  # what this process saw of them may be another topic's
-                system_of(self.plan, stream_id).forget_cached_offsets(stream_id)
+        # What this process saw of the job's streams may be of topics made again since (broker
+        # data lost, or deleted and created by another process): a run starts from the broker.
+        for stream_id in self.plan.streams:
+            system_of(self.plan, stream_id).forget_cached_offsets(stream_id)
+        default = default_system_of(self.plan)
+        if default is not None:
+            for store in self.plan.store_names:
+                default.forget_cached_offsets(self.plan.changelog_stream_id(store))
         if self.lease is not None:
             create_streams(self.plan)
         # A distributed job's streams are created by its leader only, before its first model.
-        setup = {} if self.lease is not None else {"before_first_publish": self._create_streams}
+        setup: dict[str, Any] = {} if self.lease is not None else {"before_first_publish": self._create_streams}
+        if self.coordinator_name == "zookeeper":  # its leader watches the inputs' partition counts
+            setup["partition_counts"] = input_partition_counts(self.plan)
         self._executor = get_executor(executor, self.config, spark)
         self._driver = EpochDriver(
             self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root, lease=self.lease
@@ -167,7 +181,6 @@ class Job(JobRegrouping):
             **setup,
         )
         self._processors: dict[str, StreamProcessor] = {}
-        hosted = initial_processors(self.config, processors, single=self.lease is None)
         for pid, location in hosted.items():
             self._add(pid, location)
 
@@ -328,6 +341,14 @@ class Job(JobRegrouping):
                 self._finish("finished")
 
     def processor_idle(self, processor: StreamProcessor) -> None:
+        if self.lease is None and self._state == "running":
+            # A process of a distributed job whose own tasks ended learns here that the
+            # others' did: no epoch of its own commits any more to tell it.
+            done = NamespacedMetadataStore(self.metadata, _DONE_NAMESPACE).all()
+            with self._progress:
+                self._done_tasks.update(t for t, run in done.items() if run.decode() == self.run_id)
+                if self._finish_if_all_done():
+                    return
         if self._until != "caught-up":
             return
         with self._progress:

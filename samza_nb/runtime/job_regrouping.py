@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import JobError
 from samza_nb.model import JobModel
-from samza_nb.runtime.compatibility import check_standbys
 from samza_nb.runtime.job_setup import base_location
 from samza_nb.runtime.job_views import JobViews
 
@@ -71,8 +70,6 @@ class JobRegrouping(JobViews):
         if propose is None:
             msg = f"the {self.coordinator.name} coordinator decides models itself; nothing to propose"
             raise JobError(msg)
-        if replication_factor is not None:
-            check_standbys(self.config, replication_factor)
         extra = {} if replication_factor is None else {"replication_factor": replication_factor}
         return propose(dict(processors or self.processors), grouper, options if grouper else None, **extra)
 
@@ -98,8 +95,6 @@ class JobRegrouping(JobViews):
         if not processors:
             msg = "regroup needs at least one processor; stop the job instead"
             raise JobError(msg)
-        if replication_factor is not None:
-            check_standbys(self.config, replication_factor)
         regroup = getattr(self.coordinator, "regroup", None)
         if regroup is None:
             msg = f"the {self.coordinator.name} coordinator regroups by itself when processors join or leave"

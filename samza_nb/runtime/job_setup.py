@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from samza_nb.config import Config
@@ -16,8 +17,8 @@ from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.registry import get_metadata_store
 from samza_nb.model import SystemStreamPartition
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.runtime.context import default_system_of, system_of
 from samza_nb.runtime.home import metadata_store_path
+from samza_nb.runtime.plan_systems import default_system_of, system_of
 
 __all__ = [
     "MAX_PROCESSORS",
@@ -26,6 +27,7 @@ __all__ = [
     "check_inputs",
     "create_streams",
     "initial_processors",
+    "input_partition_counts",
     "job_inputs",
     "metadata_store_name",
     "open_metadata_store",
@@ -180,6 +182,20 @@ def job_inputs(plan: ExecutionPlan) -> JobInputs:
             if info.is_broadcast:
                 broadcast.add(ssp)
     return JobInputs(frozenset(ssps), frozenset(broadcast), bool(plan.store_names), plan.config)
+
+
+def input_partition_counts(plan: ExecutionPlan) -> Callable[[], dict[str, int]]:
+    """A callable reading each input stream's partition count from its system now (Kafka's
+    topic metadata, the embedded log's table), for a leader's partition-count monitor
+    (``job.coordinator.monitor-partition-change.frequency.ms``). A stream its system does not
+    list at that moment (a topic being re-created) is left out: its count did not change."""
+    inputs = sorted(stream_id for stream_id, info in plan.streams.items() if info.kind == "input")
+
+    def counts() -> dict[str, int]:
+        found = {stream_id: system_of(plan, stream_id).partition_count(stream_id) for stream_id in inputs}
+        return {stream_id: count for stream_id, count in found.items() if count is not None}
+
+    return counts
 
 
 def initial_processors(config: Config, count: int | None, *, single: bool = False) -> dict[str, str]:

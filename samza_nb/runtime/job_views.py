@@ -18,10 +18,10 @@ from samza_nb.grouping.standby import active_task_name
 from samza_nb.model import JobModel, SystemStreamPartition, TaskMode
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.charts import JobChart, LagHeatmap
-from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.epoch_driver import newest_offsets, producer_counts, ssp_lags
 from samza_nb.runtime.overview import JobOverview, LatestMessages, latest_stream_messages
+from samza_nb.runtime.plan_systems import system_of
 from samza_nb.runtime.standby import standby_lag
 from samza_nb.runtime.status import JobStatus, ProcessorStatus
 
@@ -335,9 +335,11 @@ class JobViews:
         return self._timeline.average_rate()
 
     def plot(self, *panels: str, x: str = "seconds") -> JobChart:
-        """The job's course after every committed epoch, drawn: by default input rate and
-        input lag over seconds; panels may also be messages_in, messages_out and epoch, and
-        ``x`` may be "epoch". ``.to_frame()`` gives the numbers."""
+        """The job's course after every committed epoch, drawn in real units on one time axis
+        (seconds since the job started): by default the input rate (messages/s over the last
+        10 s, with the job's average rate, both as RunProgress computes them) and the input lag
+        (messages); panels may also be messages_in, messages_out and epoch, and ``x`` may be
+        "epoch". ``.to_frame()`` gives the numbers."""
         chosen = panels or ("rate", "lag")
         known = ("rate", "lag", "messages_in", "messages_out", "epoch")
         wrong = [panel for panel in (*chosen, x) if panel not in (*known, "seconds")]
@@ -346,7 +348,9 @@ class JobViews:
             raise JobError(msg)
         kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
         self._timeline.set_last_lag(self._input_lag(kinds))
-        return JobChart(self.plan.app_name, self._timeline.rows(), tuple(chosen), x)
+        return JobChart(
+            self.plan.app_name, self._timeline.rows(), tuple(chosen), x, self._timeline.average_rate()
+        )
 
     @property
     def spark_ui(self) -> str | None:

@@ -19,8 +19,16 @@ Samza's keys, most specific first:
   naming the topic, partition, offset and range); unset, it follows the offset default. The
   reset is logged with the topic, partition and both offsets.
 
-Only inputs follow the policy: intermediate streams always start where their checkpoint says
-(or at their oldest offset). Offsets are compared, never subtracted (Kafka's have gaps).
+Only inputs follow the policy: intermediate streams and side inputs start where their checkpoint
+says (or at their oldest offset). Offsets are compared, never subtracted (Kafka's have gaps).
+
+A stream made again behind the job (a broker that came back empty, a topic deleted and
+created): a checkpointed offset past the stream's newest one. Looked at once per process for
+every stream a task reads: an input follows ``auto.offset.reset`` as above; an intermediate
+stream or side input is read from its start (what the job wrote to it since is all there is,
+as in Samza, whose intermediate streams start at ``oldest``). Each such stream gets one warning
+(:meth:`OffsetPolicy.report`) naming its partitions, the checkpointed offsets and the new ends;
+changelogs are looked at by the epoch driver and their stores by runtime/stores.py.
 
 Within a run, a read can find that retention deleted what it was about to read (a Kafka
 topic's ``retention.ms`` overtaking a lagging job, ``delete_before`` on an input):
@@ -35,14 +43,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from samza_nb.errors import CheckpointError, ConfigError
-from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
+from samza_nb.runtime.plan_systems import system_of
 from samza_nb.systems.base import MessageKind, StreamSystem
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["OffsetPolicy", "after_deletion"]
+__all__ = ["OffsetPolicy", "after_deletion", "past_end_warning"]
 
 _log = logging.getLogger(__name__)
 
@@ -60,6 +68,9 @@ class OffsetPolicy:
         self._started: set[str] = set()
         #: Input stream -> its incarnation as last looked at (:meth:`look_at_inputs`).
         self._incarnations: dict[str, str] = {}
+        #: Streams found made again behind their checkpoints, not reported yet: stream ->
+        #: (what the job reads from now, [(partition, checkpointed offset, newest offset)]).
+        self._past_end: dict[str, tuple[str, list[tuple[int, int, int]]]] = {}
 
     def _system_name(self, stream_id: str) -> str:
         return str(self.plan.streams[stream_id].system.name)
@@ -162,9 +173,8 @@ class OffsetPolicy:
         new stream's): that raises :class:`CheckpointError`, naming the way to start over."""
         key = ssp_key(stream_id, partition)
         is_input = self.plan.streams[stream_id].kind == "input"
-        first = is_input and key not in self._started
-        if is_input:
-            self._started.add(key)
+        first = key not in self._started
+        self._started.add(key)
         if checkpointed is None:
             return self._policy_offset(stream_id, partition, self.default(stream_id), newest), False
         if is_input and self.made_again(stream_id, recorded) and not (first and self.resets(stream_id)):
@@ -180,6 +190,8 @@ class OffsetPolicy:
             return start, True
         if not first:
             return checkpointed, False
+        if not is_input:
+            return self._within_end(stream_id, partition, checkpointed, newest)
         if self.resets(stream_id):
             start = self._policy_offset(stream_id, partition, self.default(stream_id), newest)
             _log.info(
@@ -189,14 +201,47 @@ class OffsetPolicy:
             return start, start != checkpointed
         return self._in_range(stream_id, partition, checkpointed, newest)
 
+    def _end(self, stream_id: str, partition: int, newest: Mapping[str, int]) -> int:
+        end = newest.get(ssp_key(stream_id, partition))
+        if end is None:
+            end = system_of(self.plan, stream_id).newest_offsets(stream_id).get(partition, 0)
+        return end
+
+    def _within_end(
+        self, stream_id: str, partition: int, checkpointed: int, newest: Mapping[str, int]
+    ) -> tuple[int, bool]:
+        """An intermediate stream or side input: past its end, it was made again, and is read
+        from its start."""
+        end = self._end(stream_id, partition, newest)
+        if checkpointed <= end:
+            return checkpointed, False
+        start = system_of(self.plan, stream_id).oldest_offsets(stream_id).get(partition, 0)
+        self._note_past_end(stream_id, "its start", partition, checkpointed, end)
+        return start, True
+
+    def _note_past_end(self, stream_id: str, reads: str, partition: int, checkpointed: int, end: int) -> None:
+        self._past_end.setdefault(stream_id, (reads, []))[1].append((partition, checkpointed, end))
+
+    def report(self) -> None:
+        """Log one warning per stream found made again since the last report (:meth:`start`)."""
+        found, self._past_end = self._past_end, {}
+        for stream_id, (reads, partitions) in sorted(found.items()):
+            info = self.plan.streams[stream_id]
+            _log.warning(
+                "%s",
+                past_end_warning(
+                    f"{info.kind.replace('_', ' ')} {stream_id} (system {info.system.name!r})",
+                    partitions,
+                    f"the job reads it from {reads}",
+                ),
+            )
+
     def _in_range(
         self, stream_id: str, partition: int, checkpointed: int, newest: Mapping[str, int]
     ) -> tuple[int, bool]:
         system = system_of(self.plan, stream_id)
         oldest = system.oldest_offsets(stream_id).get(partition, 0)
-        end = newest.get(ssp_key(stream_id, partition))
-        if end is None:
-            end = system.newest_offsets(stream_id).get(partition, 0)
+        end = self._end(stream_id, partition, newest)
         if oldest <= checkpointed <= end:
             return checkpointed, False
         where = f"{stream_id}[{partition}]"
@@ -210,6 +255,10 @@ class OffsetPolicy:
             )
             raise CheckpointError(msg)
         start = oldest if rule == "oldest" else end
+        if checkpointed > end:
+            reads = "its start" if rule == "oldest" else "its newest offset"
+            self._note_past_end(stream_id, f"{reads} ({rule_key})", partition, checkpointed, end)
+            return start, True
         _log.warning(
             "input %s: the checkpointed offset %d is outside the stored offsets %d..%d; "
             "starting at the %s offset %d (%s)",
@@ -226,6 +275,19 @@ class OffsetPolicy:
             end = newest[key] if key in newest else system.newest_offsets(stream_id).get(partition, 0)
             return _before_end_of_stream(system, stream_id, partition, end)
         return system.oldest_offsets(stream_id).get(partition, 0)
+
+
+def past_end_warning(what: str, partitions: list[tuple[int, int, int]], then: str) -> str:
+    """The one line that says ``what`` (a stream) was made again behind the job's checkpoints:
+    per partition, the checkpointed offset and the newest offset now."""
+    where = ", ".join(
+        f"partition {partition} checkpointed at {checkpointed}, now ends at {end}"
+        for partition, checkpointed, end in sorted(partitions)
+    )
+    return (
+        f"{what} was made again since the job last committed (broker data lost, or the topic "
+        f"deleted and created): {where}; {then}"
+    )
 
 
 def _ended_then_made_again(task: str, stream_id: str, partition: int, system: str) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from samza_nb.plan.serdes import KVSerde
-from samza_nb.runtime.context import system_of
+from samza_nb.runtime.plan_systems import system_of
 from samza_nb.systems.base import MessageKind
 
 if TYPE_CHECKING:

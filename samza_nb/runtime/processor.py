@@ -33,7 +33,13 @@ from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets, producer_
 from samza_nb.runtime.executor import Executor
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.retention import BackgroundRetention
-from samza_nb.runtime.standby import StandbyProgress, apply_standby, standby_lag, standby_progress
+from samza_nb.runtime.standby import (
+    StandbyProgress,
+    apply_standby,
+    standby_lag,
+    standby_locations,
+    standby_progress,
+)
 from samza_nb.runtime.store_reports import StoreReports
 from samza_nb.runtime.stores import task_store_folder
 
@@ -114,6 +120,9 @@ class StreamProcessor:
         self._cond = threading.Condition()
         self._paused = True
         self._stale_cache = False
+        self._locations_stale = False
+        #: Tasks that came to this processor since its last epoch (they may have run elsewhere).
+        self._arrived: set[str] = set()
         self._in_epoch = False
         self._stop = False
         self._thread: threading.Thread | None = None
@@ -171,6 +180,12 @@ class StreamProcessor:
             after = set(self._container.tasks) if self._container is not None else set()
             self.checkpoints.forget(after if self._stale_cache else after - before)
             self.store_reports.forget(None if self._stale_cache else (before ^ after))
+            # Tasks that arrive may have run on another processor's executors, and standbys
+            # may have moved: on a cluster, the executor places the epochs by where the stores
+            # were reported and where the standbys are (read before the next epoch, not on the
+            # coordinator's thread).
+            self._locations_stale = True
+            self._arrived |= after if self._stale_cache else after - before
             self._stale_cache = False
             active = {
                 name: task.ssps for name, task in job_model.active_tasks().items()
@@ -388,13 +403,20 @@ class StreamProcessor:
         assignments = self.driver.assignments(
             tasks, location, now_ms=now, newest=newest, drain=drain, counts=self._counts
         )
+        with self._cond:  # set by the coordinator's thread
+            stale, arrived = self._locations_stale, self._arrived
+            self._locations_stale, self._arrived = False, set()
+        if stale and self.executor.places_on_hosts():
+            actives, copies = self.store_reports.held()
+            self.executor.stores_held(actives, copies, standby_locations(model), arrived, self.active_tasks())
         results = self.executor.run_epoch(self.plan, assignments)
         kill_point("after-flush-before-commit")
         committed, failure = self.driver.commit(results)
         kill_point("mid-commit")
         self.events.epoch_committed(self, committed)
         self.store_reports.actives_committed(location, committed)
-        for note in (note for result in committed for note in result.deleted_unread):
+        # Inputs deleted before they were read, and stores rebuilt because they were corrupt.
+        for note in (note for result in committed for note in (*result.deleted_unread, *result.rebuilt)):
             _log.warning("processor %s: %s", self.processor_id, note)
         if failure is not None:
             raise failure

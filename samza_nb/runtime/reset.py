@@ -17,10 +17,11 @@ from samza_nb.coordination.liveness import live_processors
 from samza_nb.errors import JobLeaseError
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.runtime.context import default_system_of, system_of
+from samza_nb.runtime.checkpoint_topic import legacy_checkpoint_topic
 from samza_nb.runtime.exactly_once import checkpoint_system, checkpoint_topic, exactly_once
 from samza_nb.runtime.home import job_home
 from samza_nb.runtime.job_setup import metadata_store_name, open_metadata_store
+from samza_nb.runtime.plan_systems import default_system_of, system_of
 
 __all__ = ["reset_job"]
 
@@ -36,7 +37,8 @@ def reset_job(plan: ExecutionPlan, *, dry_run: bool = False) -> list[str]:
     if system is not None:
         streams += [(system, plan.changelog_stream_id(store)) for store in plan.store_names]
     if exactly_once(plan):  # the checkpoints live in the checkpoint topic
-        streams.append((checkpoint_system(plan), checkpoint_topic(plan)))
+        # (and under samza_nb's old name of that topic, which a restart would carry over)
+        streams += [(checkpoint_system(plan), checkpoint_topic(plan)), (checkpoint_system(plan), legacy_checkpoint_topic(plan))]
     existing = [(owner, sid) for owner, sid in streams if owner.partition_count(sid) is not None]
     doomed += [f"stream {sid!r} of system {owner.name!r}" for owner, sid in existing]
     store = open_metadata_store(plan.config, home) if metadata_store_name(plan.config) != "embedded" or home.exists() else None

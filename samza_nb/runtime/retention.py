@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from samza_nb.model import SystemStreamPartition
 from samza_nb.runtime.checkpoints import Checkpoint
-from samza_nb.runtime.context import system_of
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.faults import reached as kill_point
+from samza_nb.runtime.plan_systems import system_of
 from samza_nb.systems.base import StreamSystem
 
 if TYPE_CHECKING:

@@ -18,10 +18,11 @@ from samza_nb.errors import SerdeError
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.plan.tables import LocalTable
-from samza_nb.runtime.context import TaskContext, system_of
+from samza_nb.runtime.context import TaskContext
 from samza_nb.runtime.decoding import message_decoder
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.operators import UserFunctionError
+from samza_nb.runtime.plan_systems import system_of
 from samza_nb.systems.base import MessageKind
 
 if TYPE_CHECKING:

@@ -24,22 +24,22 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from samza_nb.config import Config, environment
 from samza_nb.runtime.interrupts import handlers_deferred
+from samza_nb.runtime.masters import DEFAULT_MASTER
 from samza_nb.runtime.other_spark_jobs import wait_for_closing_pools
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "get_spark", "spark_conf_dir", "stop_spark"]
+__all__ = ["DEFAULT_MASTER", "SESSION_START_HOOKS", "get_spark", "spark_conf_dir", "stop_spark"]
 
 log = logging.getLogger("samza_nb.runtime.spark")
 
-DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "samza_nb"
 
 # Settings every session gets unless the config says otherwise. They mirror
@@ -67,6 +67,9 @@ _JVM_NOISE = (b"WARNING: Using incubator modules:",)
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
+#: Entered (with the master URL) while a new session starts, seconds when a JVM starts first:
+#: the notebook layer registers one that shows a status line at once.
+SESSION_START_HOOKS: list[Callable[[str], contextlib.AbstractContextManager[object]]] = []
 
 
 def spark_conf_dir() -> Path | None:
@@ -114,7 +117,10 @@ def get_spark(
                 master,
             )
             current.stop()
-        _session = _build(config, master, app_name, ui)
+        with contextlib.ExitStack() as hooks:
+            for hook in SESSION_START_HOOKS:
+                hooks.enter_context(hook(master))
+            _session = _build(config, master, app_name, ui)
         return _session
 
 

@@ -7,6 +7,8 @@ committed epochs only — into the store the active task would use at the standb
 ``{store_root}/{location}/{active task}/{store}``. When the active task's processor dies, the
 task is promoted onto the standby's processor and opens that very store: it is at most a few
 epochs behind, so the restore replays only the changelog's tail, whatever the state's size.
+On a Spark cluster the active task's epochs keep off its standbys' hosts, and a promoted task's
+epochs go to its former standby's host (runtime/host_placement.py, :func:`standby_locations`).
 
 Standbys run on the processor's own thread, next to its active tasks' epoch (a processor
 holding only standbys still runs epochs). Their progress (:class:`StandbyProgress`) is what
@@ -22,16 +24,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from samza_nb.grouping.standby import active_task_name
-from samza_nb.model import TaskModel
+from samza_nb.model import JobModel, LocationId, TaskMode, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint
-from samza_nb.runtime.context import default_system_of
 from samza_nb.runtime.epoch import ssp_key
+from samza_nb.runtime.plan_systems import default_system_of
 from samza_nb.runtime.stores import ChangelogRef, TaskStore, store_path
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["StandbyProgress", "apply_standby", "standby_lag", "standby_progress"]
+__all__ = ["StandbyProgress", "apply_standby", "standby_lag", "standby_locations", "standby_progress"]
+
+
+def standby_locations(model: JobModel) -> dict[str, set[LocationId]]:
+    """Active task -> the locations of the processors that hold its standbys in ``model``."""
+    found: dict[str, set[LocationId]] = {}
+    for container in model.containers.values():
+        if container.location_id is None:
+            continue
+        for name, task in container.tasks.items():
+            if task.mode is TaskMode.STANDBY:
+                found.setdefault(active_task_name(name), set()).add(container.location_id)
+    return found
 
 
 @dataclass
@@ -77,6 +91,9 @@ def apply_standby(
     system = default_system_of(plan)
     targets = _targets(plan, task, checkpoint)
     if system is None or not targets:
+        # Nothing to follow (a task without stores): the standby is where its active is, and
+        # is not behind it (else its processor would step it again at once, forever).
+        progress.applied_seq = checkpoint.seq
         return 0
     started = time.perf_counter()
     applied = 0

@@ -27,8 +27,15 @@ from typing import Any
 import msgspec
 from rocksdict import Options, Rdict, WriteBatch
 
-from samza_nb.errors import JobError
+from samza_nb.errors import DiskFullError, JobError, is_disk_full
 from samza_nb.model import location_folder, path_safe
+from samza_nb.runtime.changelog_dedup import (
+    CHANGELOG_DEDUP,
+    changelog_dedup_kept,
+    changelog_state_after_append,
+    changelog_state_after_catch_up,
+    resume_changelog,
+)
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.kept_stores import kept_stores
 from samza_nb.secrecy import private_dir
@@ -105,6 +112,8 @@ def _open_rdict(path: Path, name: str, task: str, wait_s: float | None = None) -
             return Rdict(str(path), _options())
         except Exception as error:  # RocksDB reports everything as a bare Exception
             text = str(error)
+            if is_disk_full(error):
+                raise DiskFullError(_no_space(name, task, path)) from error
             if "lock hold by current process" in text or "Too many open files" in text:
                 # Not the store's fault, and waiting would not help: never rebuild it.
                 msg = f"store {name!r} of task {task!r} at {path} cannot be opened here: {text}"
@@ -118,6 +127,14 @@ def _open_rdict(path: Path, name: str, task: str, wait_s: float | None = None) -
                 )
                 raise StoreHeldOpen(msg) from error
             time.sleep(_LOCK_RETRY_S)
+
+
+def _no_space(name: str, task: str, path: Path) -> str:
+    """The one line for a store whose device is full (RocksDB's own text repeats the path)."""
+    return (
+        f"store {name!r} of task {task!r} at {path}: no space left on device; free space "
+        f"there and run the job again"
+    )
 
 
 class ChangelogRef:
@@ -135,9 +152,18 @@ class TaskStore:
     """One store of one task for one epoch: a read-through, write-back cache over RocksDB."""
 
     def __init__(
-        self, name: str, path: Path, changelog: ChangelogRef | None, task: str, producer: str
+        self,
+        name: str,
+        path: Path,
+        changelog: ChangelogRef | None,
+        task: str,
+        producer: str,
+        *,
+        look_past_end: bool = False,
     ):
         self.name = name
+        #: Whether :meth:`open` compares the store's changelog offset with the changelog's end.
+        self.look_past_end = look_past_end
         self.path = path
         self.task = task
         self.producer = producer
@@ -163,6 +189,7 @@ class TaskStore:
         #: This epoch's append: (the partition's newest offset before it, its records, whether
         #: in a transaction); write_local checks the partition grew by exactly that.
         self._appended: tuple[int, int, bool] | None = None
+        self._appended_seq = 0
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, committed_seq: int) -> dict[str, Any]:
@@ -181,17 +208,40 @@ class TaskStore:
             except JobError:
                 raise
             except Exception as error:  # RocksDB reports corruption as a bare Exception
-                self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
+                self.rebuilt_because = self._unopenable(error)
                 return self.restore(committed_seq)
         meta = self.meta()
         seq = int(meta.get("seq", 0))
         offset = meta.get("changelogOffset")
         self.changelog_offset = None if offset is None else int(offset)
+        self._look_past_end()
         if seq in (committed_seq, committed_seq + 1):
             return meta
         if seq < committed_seq and self._resumable():
             return self.catch_up(committed_seq)
         return self.restore(committed_seq)
+
+    def _look_past_end(self) -> None:
+        """When the epoch driver found this store's changelog made again (shorter than the
+        task's checkpoint says: broker data lost), a store whose changelog offset is past the
+        changelog's newest one keeps what it holds, the only copy now, and logs on from the new
+        end (else its next append would take the shorter changelog for another process's
+        records, and drop this store's updates)."""
+        log = self._changelog
+        if log is None or self.changelog_offset is None or not self.look_past_end:
+            return
+        end = self._newest(log)
+        if self.changelog_offset > end:
+            self.changelog_offset = end
+
+    def _unopenable(self, error: Exception) -> str:
+        """Why this store is rebuilt although its files are there, in one line naming the
+        store, its task and what RocksDB found."""
+        found = " ".join(str(error).split())
+        return (
+            f"store {self.name!r} of task {self.task!r} is rebuilt from its changelog: "
+            f"RocksDB could not open {self.path}: {found}"
+        )
 
     def _resumable(self) -> bool:
         """Whether replaying the changelog after this store's offset gives the right state:
@@ -234,7 +284,7 @@ class TaskStore:
         except JobError:
             raise
         except Exception as error:  # RocksDB reports corruption as a bare Exception
-            self.rebuilt_because = f"RocksDB could not open {self.path}: {error}"
+            self.rebuilt_because = self._unopenable(error)
             self.restore(committed_seq, upto)
             return self.restored_records - before
         meta = self.meta()
@@ -258,15 +308,16 @@ class TaskStore:
         ``committed_seq`` epochs. Each chunk's data and the offset it reaches are written in
         one RocksDB write batch, so a restore cut short resumes where it stopped."""
         started = time.perf_counter()
-        db = self._rdict()
         meta = self.meta()
         seq = int(meta.get("seq", 0))
         restored = restored_bytes = 0
         log = self._changelog
         offset = self.changelog_offset or 0
+        dedup = meta.get(CHANGELOG_DEDUP)
         if log is not None and committed_seq > 0:
             system = log.system
             end = system.newest_offsets(log.stream_id).get(log.partition, 0) if upto is None else upto
+            resume_changelog(system, log.stream_id, log.partition, meta, offset)
             while offset < end:
                 fetched = system.fetch(
                     log.stream_id, log.partition, offset, end, _RESTORE_CHUNK,
@@ -286,14 +337,20 @@ class TaskStore:
                         restored += 1
                         restored_bytes += len(key) + len(value)
                 offset = fetched.next_offset
-                batch.put(_META_KEY, _json_encode({"seq": seq, "changelogOffset": offset}))
-                db.write(batch)
+                kept = changelog_state_after_catch_up(system, log.stream_id, log.partition, offset)
+                dedup = kept.get(CHANGELOG_DEDUP)
+                batch.put(_META_KEY, _json_encode({"seq": seq, "changelogOffset": offset, **kept}))
+                self._write(batch)
             self.changelog_offset = offset
         meta = {"seq": committed_seq} if committed_seq > 0 else {}
         if meta:
             if self.changelog_offset is not None:
                 meta["changelogOffset"] = self.changelog_offset
-            db[_META_KEY] = _json_encode(meta)
+                if dedup and dedup.get("position") == self.changelog_offset:
+                    meta[CHANGELOG_DEDUP] = dedup
+            batch = WriteBatch(raw_mode=True)
+            batch.put(_META_KEY, _json_encode(meta))
+            self._write(batch)
         self.restored_records += restored
         self.restored_bytes += restored_bytes
         self.restore_seconds += time.perf_counter() - started
@@ -321,6 +378,14 @@ class TaskStore:
             msg = f"store {self.name!r} of task {self.task!r} is not open"
             raise JobError(msg)
         return self._db
+
+    def _write(self, batch: WriteBatch) -> None:
+        try:
+            self._rdict().write(batch)
+        except Exception as error:  # RocksDB reports a full device as a bare Exception
+            if not is_disk_full(error):
+                raise
+            raise DiskFullError(_no_space(self.name, self.task, self.path)) from error
 
     # -- data ------------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
@@ -398,6 +463,21 @@ class TaskStore:
         kill_point("mid-store-flush")
         # (newest before, records, a commit marker may follow): write_local checks the growth.
         self._appended = (newest, len(records), transaction is not None)
+        self._appended_seq = producer_seq
+
+    def _changelog_dedup(self, appended: tuple[int, int, bool] | None, own: int | None) -> dict[str, Any]:
+        """The changelog's dedup state as of the offset this store now reflects
+        (runtime/changelog_dedup.py): after this epoch's append, or kept from before."""
+        log = self._changelog
+        if log is None or self.changelog_offset is None or not changelog_dedup_kept(log.system):
+            return {}
+        before = self.meta()
+        if appended is not None:
+            return changelog_state_after_append(
+                log.system, before, own, self.producer, self._appended_seq, appended[1], self.changelog_offset
+            )
+        kept = before.get(CHANGELOG_DEDUP)
+        return {CHANGELOG_DEDUP: kept} if kept and kept.get("position") == self.changelog_offset else {}
 
     @staticmethod
     def _newest(log: ChangelogRef) -> int:
@@ -423,6 +503,7 @@ class TaskStore:
         processor that resumed once lost an epoch's counts so)."""
         appended, self._appended = self._appended, None
         log = self._changelog
+        own = self.changelog_offset
         if appended is not None and not self._overtaken and log is not None:
             before, count, transactional = appended
             grown = self._newest(log) - before
@@ -451,7 +532,7 @@ class TaskStore:
             else:
                 batch.put(key, value)
         if self.changelog_offset is not None:
-            meta = {**meta, "changelogOffset": self.changelog_offset}
+            meta = {**meta, "changelogOffset": self.changelog_offset, **self._changelog_dedup(appended, own)}
         batch.put(_META_KEY, _json_encode(meta))
-        self._rdict().write(batch)
+        self._write(batch)
         self._dirty.clear()

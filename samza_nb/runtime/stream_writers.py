@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from samza_nb.errors import StreamSystemError
 from samza_nb.model.keys import check_partition_key, encode_partition_key
 from samza_nb.plan.functions import identity
 from samza_nb.plan.kv import KV
@@ -27,6 +28,7 @@ from samza_nb.runtime.control import (
     WatermarkMessage,
 )
 from samza_nb.runtime.operators import OperatorImpl, Receiver, _drop, _FusedImpl
+from samza_nb.runtime.plan_systems import system_of
 
 if TYPE_CHECKING:
     from samza_nb.runtime.context import TaskContext
@@ -35,6 +37,30 @@ __all__ = ["BroadcastImpl", "OutputImpl", "PartitionByImpl"]
 
 _json_encode = msgspec.json.Encoder().encode
 _UNSET: Final = object()
+#: Room kept in a destination's record limit for what an append adds to key and value: the
+#: record's headers (kind, producer, epoch, ordinal) and its batch's framing.
+_RECORD_OVERHEAD = 512
+_NO_LIMIT: Final = 1 << 62
+
+
+def _record_room(context: TaskContext, stream_id: str) -> int:
+    """How many key and value bytes a record to ``stream_id`` may hold: its system's record
+    limit (Kafka: the topic's max.message.bytes) less the append's overhead; no limit for a
+    system without one (the embedded log)."""
+    limit_of = getattr(system_of(context.plan, stream_id), "max_record_bytes", None)
+    return _NO_LIMIT if limit_of is None else int(limit_of(stream_id)) - _RECORD_OVERHEAD
+
+
+def _too_large(stream_id: str, size: int, room: int) -> StreamSystemError:
+    """The error of a record the destination would refuse: raised before the epoch appends,
+    so it names the input message (operator, task, stream, partition, offset) and
+    ``task.errors.skip`` skips it."""
+    msg = (
+        f"a record of {size:,} bytes (key and value) is larger than stream {stream_id!r} takes "
+        f"({room + _RECORD_OVERHEAD:,} bytes less {_RECORD_OVERHEAD} for headers); to take it, "
+        "raise the topic's max.message.bytes and the producer's message.max.bytes"
+    )
+    return StreamSystemError(msg)
 
 
 def _serde_error(serde: Any, value: Any, error: Exception) -> Exception:
@@ -64,6 +90,7 @@ class OutputImpl(_FusedImpl):
         )
         self.value_encode = serde.value_serde.to_bytes if isinstance(serde, KVSerde) else serde.to_bytes
         self.value_serde = serde.value_serde if isinstance(serde, KVSerde) else serde
+        self.room = _record_room(context, spec.stream_id)
 
     def _fuse(self, emit: Receiver, failed: Callable[[Exception], Any]) -> Receiver:
         key_encode, value_serde = self.key_encode, self.value_serde
@@ -74,6 +101,8 @@ class OutputImpl(_FusedImpl):
         buffers, buffer_of, place, rotation = writer.buffers, writer.buffer, writer.place, writer.rotation
         partitions = writer.partitions
         passes_on = emit is not _drop
+        room, stream_id = self.room, self.stream_id
+        limited = room < _NO_LIMIT  # a system without a record limit pays one test per record
         count = 0
 
         def receive(message: Any) -> None:
@@ -95,6 +124,9 @@ class OutputImpl(_FusedImpl):
             except Exception as error:
                 failed(_serde_error(value_serde, value, error))
                 return
+            if limited and len(value_bytes) > room - (len(key_bytes) if key_bytes else 0):
+                failed(_too_large(stream_id, len(value_bytes) + len(key_bytes or b""), room))
+                return
             buffer = buffers.get(partition)
             if buffer is None:
                 buffer = buffer_of(partition)
@@ -107,12 +139,16 @@ class OutputImpl(_FusedImpl):
         return receive
 
     def _write(self, message: Any) -> None:
-        if isinstance(message, KV):
-            key = message.key
-            key_bytes = self.key_encode(key) if key is not None else None
-            self.writer.write_keyed(key_bytes, self.value_encode(message.value))
+        keyed = isinstance(message, KV)
+        key_bytes = self.key_encode(message.key) if keyed and message.key is not None else None
+        value_bytes = self.value_encode(message.value if keyed else message)
+        size = len(value_bytes) + len(key_bytes or b"")
+        if size > self.room:
+            self.failed(_too_large(self.stream_id, size, self.room))
+        elif keyed:
+            self.writer.write_keyed(key_bytes, value_bytes)
         else:
-            self.writer.write_unkeyed(self.value_encode(message))
+            self.writer.write_unkeyed(value_bytes)
 
 
 _KEY_CACHE_LIMIT = 100_000
@@ -131,6 +167,7 @@ class PartitionByImpl(_FusedImpl):
         self.value_serde = serde.value_serde
         self.value_encode = serde.value_serde.to_bytes
         self.writer = context.writer(spec.stream_id)
+        self.room = _record_room(context, spec.stream_id)
         #: Folds the messages for the window that alone reads the stream (set with the
         #: receiver when the planner combines this partition_by).
         self.combiner: ShuffleCombiner | None = None
@@ -153,6 +190,8 @@ class PartitionByImpl(_FusedImpl):
         # entry.)
         placed: dict[Any, Placed] = {}
         cached_types = _CACHED_KEY_TYPES
+        room, stream_id = self.room, self.spec.stream_id  # type: ignore[attr-defined]
+        limited = room < _NO_LIMIT  # a system without a record limit pays one test per record
         count = 0
 
         def place_key(key_bytes: bytes | None) -> Placed:
@@ -202,6 +241,9 @@ class PartitionByImpl(_FusedImpl):
                 value_bytes = value_encode(value)
             except Exception as error:
                 failed(_serde_error(value_serde, value, error))
+                return
+            if limited and len(value_bytes) > room - (len(where[0]) if where[0] else 0):
+                failed(_too_large(stream_id, len(value_bytes) + len(where[0] or b""), room))
                 return
             where[1](where[0])
             where[2](value_bytes)
@@ -255,21 +297,26 @@ class BroadcastImpl(OperatorImpl):
         self.kv = isinstance(serde, KVSerde)
         self.serde = serde
         self.writer = context.writer(spec.stream_id)
+        self.room = _record_room(context, spec.stream_id)
 
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.messages_in += 1
         self.call(self._write, message)
 
     def _write(self, message: Any) -> None:
+        key_bytes: bytes | None = None
         if isinstance(self.serde, KVSerde):
             if not isinstance(message, KV):
                 message = KV(None, message)
-            key_bytes = (
-                self.serde.key_serde.to_bytes(message.key) if message.key is not None else None
-            )
-            self.writer.write_to(0, key_bytes, self.serde.value_serde.to_bytes(message.value))
+            if message.key is not None:
+                key_bytes = self.serde.key_serde.to_bytes(message.key)
+            value_bytes = self.serde.value_serde.to_bytes(message.value)
         else:
-            self.writer.write_to(0, None, self.serde.to_bytes(message))  # type: ignore[union-attr]
+            value_bytes = self.serde.to_bytes(message)  # type: ignore[union-attr]
+        size = len(value_bytes) + len(key_bytes or b"")
+        if size > self.room:  # raised inside call(): skipped, or named with the input offset
+            raise _too_large(self.spec.stream_id, size, self.room)  # type: ignore[attr-defined]
+        self.writer.write_to(0, key_bytes, value_bytes)
 
     def _control(self, message: ControlMessage) -> list[Any]:
         self.writer.send_control_to(0, message)

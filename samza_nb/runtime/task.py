@@ -24,7 +24,7 @@ from samza_nb.model import SystemStreamPartition
 from samza_nb.plan.combining import partial_message_count
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import Checkpoint
-from samza_nb.runtime.context import TaskContext, system_of
+from samza_nb.runtime.context import TaskContext
 from samza_nb.runtime.control import (
     control_from_payload,
     control_of_run,
@@ -36,6 +36,7 @@ from samza_nb.runtime.decoding import (
     raw_decoder,
     serde_error,
 )
+from samza_nb.runtime.dedup_state import DEDUP, dedup_states, resume_dedup
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
 from samza_nb.runtime.exactly_once import EpochCommittedElsewhere, TaskTransaction, task_transaction
 from samza_nb.runtime.faults import reached as kill_point
@@ -43,6 +44,7 @@ from samza_nb.runtime.fusion import one_by_one
 from samza_nb.runtime.graph import build_operator_graph
 from samza_nb.runtime.offsets import after_deletion
 from samza_nb.runtime.operators import UserFunctionError
+from samza_nb.runtime.plan_systems import system_of
 from samza_nb.runtime.sampling import tap_operators
 from samza_nb.runtime.side_inputs import read_side_input
 from samza_nb.runtime.task_control import TaskControl
@@ -170,6 +172,7 @@ class _TaskRun:
         offset = start
         user = MessageKind.USER
         decode_batch = BatchDecoder(serde)
+        resume_dedup(self.plan, self.a, stream_id, partition)
         while offset < bound and remaining > 0:
             try:
                 fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
@@ -266,11 +269,13 @@ class _TaskRun:
 
     # -- finishing -------------------------------------------------------------------------
     def control_snapshot(self) -> dict[str, Any]:
+        dedup = dedup_states(self.plan, self.a, self.offsets)
         return {
             "runId": self.a.run_id,
             **self.control.snapshot(),
             "operators": {op_id: impl.snapshot() for op_id, impl in self.impls.items()},
             **({"inputs": dict(self.a.inputs)} if self.a.inputs else {}),
+            **({DEDUP: dedup} if dedup else {}),
         }
 
     def write_outputs(self, transaction: TaskTransaction | None = None) -> dict[str, int]:
@@ -324,9 +329,11 @@ class _TaskRun:
         def body(open_transaction: TaskTransaction) -> dict[str, int]:
             messages_out = self.write_outputs(open_transaction)
             kill_point("after-output-append")
-            for store in self.context.stores.values():
+            changelogs = {}
+            for name, store in self.context.stores.items():
+                changelogs[ssp_key(self.plan.changelog_stream_id(name), self.a.changelog_partition)] = store.changelog_offset
                 store.append_changelog(self.a.seq, open_transaction)
-            open_transaction.append_checkpoint(Checkpoint(self.a.seq + 1, dict(self.offsets), control))
+            open_transaction.append_checkpoint(Checkpoint(self.a.seq + 1, dict(self.offsets), control), changelogs)
             return messages_out
 
         messages_out = transaction.run(body)

@@ -42,6 +42,8 @@ __all__ = [
     "env_file_path",
     "install",
     "read_service_env",
+    "service_address",
+    "start_hint",
     "status",
     "up",
 ]
@@ -267,6 +269,57 @@ def read_service_env(path: str | os.PathLike[str] | None = None) -> dict[str, st
         if external:
             entries.update(external)
     if text is None and not entries:
-        msg = f"no services env file at {env_file}; start the services with `samza-nb services up`"
+        msg = f"no services env file at {env_file}; {start_hint(home)}"
         raise ServiceError(msg)
     return entries
+
+
+#: The service that writes each env-file key.
+_KEY_SERVICE = {
+    "SAMZA_NB_ZK_CONNECT": "zookeeper",
+    "SAMZA_NB_KAFKA_BOOTSTRAP": "kafka",
+    "SAMZA_NB_AZURE_CONNECTION_STRING": "azurite",
+    "SAMZA_NB_AZURE_BLOB_ENDPOINT": "azurite",
+    "SAMZA_NB_AZURE_TABLE_ENDPOINT": "azurite",
+    "SAMZA_NB_SPARK_MASTER_URL": "spark",
+    "SAMZA_NB_CLUSTER_MASTER_URL": "cluster",
+}
+
+
+def start_hint(home: ServicesHome | None = None, name: str | None = None) -> str:
+    """How to start the services where the shared lookup finds them (a clause for messages):
+    ``make services-up`` in a project whose Makefile has that target, else the CLI."""
+    home = home or ServicesHome.resolve()
+    project = home.root.parent
+    named = f" {name}" if name else ""
+    cli = f"samza-nb services up{named}"
+    try:
+        has_target = "services-up:" in (project / "Makefile").read_text(encoding="utf-8")
+    except OSError:
+        has_target = False
+    default = name is None or SERVICES[name].default
+    if has_target and default:
+        return f"start the services with `make services-up` in {project} (or `{cli}` there)"
+    return f"start the services with `{cli}` in {project}"
+
+
+def service_address(key: str) -> str:
+    """One address (``SAMZA_NB_KAFKA_BOOTSTRAP`` …): the environment's, else the env file's of
+    the shared services folder (:func:`~samza_nb.services._base.find_services_dir`). Raises a
+    one-line :class:`ServiceError` saying where it looked and how to start the service."""
+    if key not in _KEY_SERVICE:
+        msg = f"unknown service address {key!r}; known: {', '.join(_KEY_SERVICE)}"
+        raise ServiceError(msg)
+    name = _KEY_SERVICE[key]
+    home = ServicesHome.resolve()
+    try:
+        value = read_service_env(home.env_file).get(key)
+    except ServiceError:
+        value = None
+    if not value:
+        msg = (
+            f"{name} is not running: no {key} in the environment nor in {home.env_file} "
+            f"(services folder from {home.found_by}); {start_hint(home, name)}"
+        )
+        raise ServiceError(msg, service=name)
+    return value

@@ -30,11 +30,14 @@ from samza_nb.services._process import (
     wait_healthy,
 )
 
-__all__ = ["Service", "ServiceInfo", "ServicesHome", "repo_engine_dir"]
+__all__ = ["Service", "ServiceInfo", "ServicesHome", "find_services_dir", "repo_engine_dir"]
 
 log = logging.getLogger("samza_nb.services")
 
 ENV_FILE_NAME = "services.env"
+SERVICES_DIR_NAME = ".services"
+#: Files that mark a project root: where `make services-up` runs and keeps ``.services/``.
+PROJECT_MARKERS = ("pyproject.toml", ".git")
 
 
 def repo_engine_dir() -> Path | None:
@@ -43,12 +46,40 @@ def repo_engine_dir() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
+def find_services_dir(start: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
+    """The services folder every caller shares, and how it was found (for messages).
+
+    In order: ``$SAMZA_NB_SERVICES_DIR``; else, walking up from ``start`` (default: the current
+    folder, which is the notebook's folder in a Jupyter kernel), the nearest folder that holds
+    ``.services/services.env`` or is a project root (``pyproject.toml`` or ``.git``): its
+    ``.services``, so a notebook in ``notebooks/`` finds what ``make services-up`` started in
+    the project root and starts nothing of its own in ``notebooks/.services``; else the checkout
+    this package runs from (an editable install), when its services run; else
+    ``<start>/.services``.
+    """
+    configured = environment("SAMZA_NB_SERVICES_DIR")
+    if configured:
+        return Path(configured).resolve(), "$SAMZA_NB_SERVICES_DIR"
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / SERVICES_DIR_NAME / ENV_FILE_NAME).is_file():
+            return folder / SERVICES_DIR_NAME, f"the services env file of {folder}"
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder / SERVICES_DIR_NAME, f"the project root {folder}"
+    engine = repo_engine_dir()
+    if engine is not None and (engine.parent / SERVICES_DIR_NAME / ENV_FILE_NAME).is_file():
+        return engine.parent / SERVICES_DIR_NAME, f"the samza_nb checkout {engine.parent}"
+    return here / SERVICES_DIR_NAME, f"the current folder {here} (no project root above it)"
+
+
 @dataclass(frozen=True)
 class ServicesHome:
     """Where services keep their data, logs and pid files, and where the env file goes."""
 
     root: Path
     env_file: Path
+    #: How the folder was found: "$SAMZA_NB_SERVICES_DIR", "the project root …" (messages only).
+    found_by: str = field(default="given", compare=False)
 
     @classmethod
     def resolve(
@@ -56,18 +87,18 @@ class ServicesHome:
         services_dir: str | os.PathLike[str] | None = None,
         env_file: str | os.PathLike[str] | None = None,
     ) -> ServicesHome:
-        """An explicit folder wins over ``$SAMZA_NB_SERVICES_DIR`` (default ``./.services``).
+        """An explicit folder wins over the shared lookup (:func:`find_services_dir`).
 
-        ``$SAMZA_NB_SERVICES_ENV`` only applies to the default folder: a caller that names its own
-        folder (a test's temporary one) must never overwrite the suite's env file.
+        ``$SAMZA_NB_SERVICES_ENV`` only applies to the looked-up folder: a caller that names its
+        own folder (a test's temporary one) must never overwrite the suite's env file.
         """
         if services_dir is not None:
             root = Path(services_dir).resolve()
             env = Path(env_file) if env_file is not None else root / ENV_FILE_NAME
             return cls(root, env.resolve())
-        root = Path(environment("SAMZA_NB_SERVICES_DIR") or Path.cwd() / ".services").resolve()
+        root, found_by = find_services_dir()
         default_env = environment("SAMZA_NB_SERVICES_ENV") or root / ENV_FILE_NAME
-        return cls(root, Path(env_file or default_env).resolve())
+        return cls(root, Path(env_file or default_env).resolve(), found_by)
 
 
 @dataclass(frozen=True)

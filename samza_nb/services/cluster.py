@@ -6,7 +6,7 @@ veth pairs to the bridge ``snb-br0`` at ``10.213.0.1`` that the project creates)
 private disk: ``<services dir>/cluster/hosts/<host>/disk``, bind-mounted in a private mount
 namespace over one path (:attr:`SimCluster.mount_point`), so each host sees its own files there.
 On the bridge address the cluster runs its own ZooKeeper, Kafka test broker (advertising that
-address), Azurite and a Spark standalone master; each host runs one Spark worker (1 core, 1 GiB,
+address), Azurite and a Spark standalone master; each host runs one Spark worker (2 cores, 1 GiB,
 ``SPARK_LOCAL_IP`` the host's address). Hosts share nothing but these services.
 
 :meth:`SimCluster.run` starts a process on a host (inside its namespaces, with the cluster's
@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import samza_nb
 import samza_nb.services._netns as _netns
 from samza_nb.errors import ServiceError
 from samza_nb.services._base import Service, ServiceInfo, ServicesHome
@@ -54,7 +53,9 @@ from samza_nb.services.zookeeper import ZooKeeper
 __all__ = ["DEFAULT_HOSTS", "SimCluster", "SimHost"]
 
 DEFAULT_HOSTS = 3
-WORKER_CORES = 1
+#: Two Spark cores per host: two applications (the processors of one job on two hosts) can each
+#: have an executor on every host, so either can run a task where its stores are.
+WORKER_CORES = 2
 WORKER_MEMORY = "1g"
 _WORKER_WAIT = 120.0
 # Addresses the hosts' processes get, under the keys samza_nb reads everywhere.
@@ -99,6 +100,11 @@ class SimCluster(Service):
 
     def _host_dir(self, name: str) -> Path:
         return self.directory / "hosts" / name
+
+    def host_log(self, host: str | SimHost, role: str) -> Path:
+        """Where the output of what :meth:`run` started on ``host`` as ``role`` goes."""
+        name = host if isinstance(host, str) else host.name
+        return self._host_dir(name) / "logs" / f"{role}.log"
 
     def _support(self) -> list[Service]:
         """ZooKeeper, the Kafka broker and Azurite of the cluster, bound to the bridge address."""
@@ -149,7 +155,7 @@ class SimCluster(Service):
         addresses, the host's identity and address, and this checkout on PYTHONPATH (Spark's
         Python workers on the host import the same samza_nb)."""
         state = self._state()
-        package_root = str(Path(samza_nb.__file__).resolve().parents[1])
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding samza_nb/
         python_path = os.environ.get("PYTHONPATH")
         env = {key: str(value) for key, value in state.get("host_env", {}).items()}
         env.update(
@@ -161,6 +167,9 @@ class SimCluster(Service):
                 "SAMZA_NB_HOST_NAME": host.name,
                 "SAMZA_NB_HOST_ADDRESS": host.address,
                 "SAMZA_NB_HOST_ROOT": str(self.mount_point),
+                # A processor's location is its host (SAMZA.md §9), named as Spark names the
+                # host's executors: the hosts share this machine's host name, not their disks.
+                "SAMZA_NB_LOCATION_ID": host.address,
                 "SPARK_LOCAL_IP": host.address,
                 "SPARK_LOCAL_HOSTNAME": host.address,
                 "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable,
@@ -190,7 +199,7 @@ class SimCluster(Service):
         record = spawn(
             f"{target.name}:{role}",
             self.command(target, argv),
-            log_file=host_dir / "logs" / f"{role}.log",
+            log_file=self.host_log(target, role),
             cwd=host_dir,
             env=full_env,
         )

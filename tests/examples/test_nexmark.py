@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from samza_nb.examples.nexmark import build_query, generate, reference, write_events
+from samza_nb.examples.nexmark.generator import AVERAGE_SIZES, size_in_bytes
 from samza_nb.examples.nexmark.reference import result
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import run_local
@@ -54,13 +55,14 @@ def test_q5_keeps_every_auction_tied_for_the_most_bids(tmp_path: Path) -> None:
     assert result("q5", system.read("q5-out")) == expected
 
 
-def test_q7_breaks_ties_across_tasks_by_auction_then_bidder(tmp_path: Path) -> None:
-    """q7 keeps each task's best bid per window, then the best of those: a tie between bids
-    that different tasks hold still goes to the smallest auction, then the smallest bidder."""
+def test_q7_joins_back_every_bid_at_the_highest_price_of_its_window(tmp_path: Path) -> None:
+    """q7 emits each bid at its window's highest price, wherever its task: bids tied at the
+    highest price in different partitions all come out, and a bid at a price that is the
+    highest of another window does not."""
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     placed = [  # (date_time, auction, bidder, price), round robin over two partitions
-        (100, 9, 1, 50), (200, 4, 8, 50), (300, 4, 2, 50), (400, 6, 1, 10),
-        (10_100, 5, 5, 70), (10_200, 5, 3, 70), (10_300, 2, 9, 60), (10_400, 1, 1, 20),
+        (100, 9, 1, 60), (200, 4, 8, 50), (300, 4, 2, 70), (400, 6, 1, 70),
+        (10_100, 5, 5, 50), (10_200, 5, 3, 60), (10_300, 2, 9, 10), (10_400, 1, 1, 20),
     ]
     bids = [
         {"type": "bid", "auction": auction, "bidder": bidder, "price": price, "date_time": ts}
@@ -70,8 +72,40 @@ def test_q7_breaks_ties_across_tasks_by_auction_then_bidder(tmp_path: Path) -> N
     run_local(build_query("q7", system, partitions=2), until="end-of-stream")
     expected = reference("q7", bids)
     assert result("q7", system.read("q7-out")) == expected
-    rows = sorted(json.loads(row) for row in expected)
-    assert [(row[1]["auction"], row[1]["bidder"]) for row in rows] == [(4, 2), (5, 3)]
+    rows = sorted((start, bid["date_time"]) for start, bid in map(json.loads, expected))
+    assert rows == [(0, 300), (0, 400), (10_000, 10_200)]
+
+
+def test_q7_reference_is_the_highest_price_joined_back_to_the_bids() -> None:
+    """The reference itself, against a direct reading of the nexmark SQL: the bids whose price
+    equals the MAX(price) of their 10 s window."""
+    bids = [e for e in generate(EVENTS, gap_ms=10) if e["type"] == "bid"]
+    windows: dict[int, list[dict[str, Any]]] = {}
+    for bid in bids:
+        windows.setdefault(bid["date_time"] // 10_000 * 10_000, []).append(bid)
+    joined = [
+        [start, bid] for start, members in windows.items()
+        for bid in members if bid["price"] == max(b["price"] for b in members)
+    ]
+    assert len(windows) == 3
+    assert Counter(json.dumps(row, sort_keys=True) for row in joined) == reference("q7", bids)
+
+
+def test_events_carry_nexmarks_average_sizes_in_their_extra_field() -> None:
+    events = generate(20_000)
+    sizes: dict[str, list[int]] = {}
+    for event in events:
+        assert isinstance(event["extra"], str)
+        sizes.setdefault(event["type"], []).append(size_in_bytes(event))
+    for kind, average in AVERAGE_SIZES.items():
+        mean = sum(sizes[kind]) / len(sizes[kind])
+        assert abs(mean - average) <= 0.02 * average, (kind, mean)
+        assert max(sizes[kind]) - min(sizes[kind]) > 0.1 * average, "padding drawn, not fixed"
+    assert AVERAGE_SIZES == {"person": 200, "auction": 500, "bid": 100}
+    # A bid's size counts each number as 8 bytes and each string by its length.
+    bid = next(e for e in events if e["type"] == "bid")
+    strings = len(bid["channel"]) + len(bid["url"]) + len(bid["extra"])
+    assert size_in_bytes(bid) == 4 * 8 + strings
 
 
 def _q3_events() -> list[dict[str, Any]]:

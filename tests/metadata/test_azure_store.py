@@ -89,7 +89,7 @@ def test_fenced_put_all_checks_the_generation(store: AzureBlobMetadataStore) -> 
 
 def test_a_guard_that_fences_writes_nothing(store: AzureBlobMetadataStore) -> None:
     def guard(conditions) -> None:
-        conditions.require_lease(store.blob("gen"), None, "processor p1")
+        conditions.require_token("p1", None, "processor p1")
 
     with pytest.raises(JobLeaseError, match="processor p1"):
         store.put_all({"c": b"1"}, guard=guard)
@@ -114,14 +114,14 @@ def test_a_guarded_write_after_the_fence_check_never_overwrites_a_newer_owners_w
         assert raised.value.key == "checkpoint" and isinstance(raised.value, JobLeaseError)
         assert owner.get("checkpoint") == b"seq 3"
         # A key read as missing that someone created since is refused the same way, and so is
-        # a JobLease's fenced write; keys before the changed one are written, none after it.
+        # a JobLease's fenced write; the commit is one write: no key of it is written.
         assert store.get("plan") is None
         owner.put("plan", b"owner's plan")
         store.put("gen", b"1")
         with pytest.raises(CommitConflictError, match="'plan'"):
             store.put_all({"first": b"1", "plan": b"stale plan", "last": b"1"}, fence=("gen", 1))
         assert owner.get("plan") == b"owner's plan"
-        assert owner.get("first") == b"1" and owner.get("last") is None
+        assert owner.get("first") is None and owner.get("last") is None
         # A write whose bytes are already there (its response was lost and the client retried
         # it) is not a conflict.
         owner.put("checkpoint", b"seq 2")
@@ -133,6 +133,36 @@ def test_a_guarded_write_after_the_fence_check_never_overwrites_a_newer_owners_w
         owner.put("checkpoint", b"seq 5")
         store.put_all({"checkpoint": b"seq 6"})
         assert owner.get("checkpoint") == b"seq 6"
+
+
+def test_a_fenced_commit_is_one_write_that_every_store_reads(
+    store: AzureBlobMetadataStore, azure_connection_string: str, azure_container: str
+) -> None:
+    checkpoint = namespaced_key("checkpoint", "Partition 0")
+    store.put(checkpoint, b"seq 1")  # a plain write first: its blob is taken over by the commit
+    store.register_fence("p1", "lease-1")
+    store.put_all({checkpoint: b"seq 2", "plan": b"p"}, guard=lambda g: g.require_token("p1", "lease-1", "p1"))
+    with AzureBlobMetadataStore(AzureAccount(azure_connection_string), azure_container) as other:
+        assert other.get(checkpoint) == b"seq 2" and other.get("plan") == b"p"
+        assert other.entries_in_namespace("checkpoint") == {"Partition 0": b"seq 2"}
+        assert other.all() == {checkpoint: b"seq 2", "plan": b"p"}
+        other.put("plan", b"q")  # a plain write of a committed key goes to the commit blob
+        assert store.get("plan") == b"q"
+        value, etag = other.read("plan")  # and so does a conditional one, with its version
+        other.put_if("plan", b"r", etag)
+        with pytest.raises(ConditionFailed, match="changed since it was read"):
+            store.put_if("plan", b"s", etag)
+        assert (value, store.get("plan")) == (b"q", b"r")
+        other.delete("plan")
+        assert store.get("plan") is None and "plan" not in store.all()
+        # Revoking someone else's token does nothing; revoking p1's fences it out.
+        other.revoke_fence("p1", "lease-0")
+        store.put_all({checkpoint: b"seq 3"}, guard=lambda g: g.require_token("p1", "lease-1", "p1"))
+        other.revoke_fence("p1", "lease-1")
+        assert store.fence_token("p1") is None
+        with pytest.raises(JobLeaseError, match=r"^p1: the fencing lease is no longer held .*nothing was written$"):
+            store.put_all({checkpoint: b"seq 4"}, guard=lambda g: g.require_token("p1", "lease-1", "p1"))
+        assert other.get(checkpoint) == b"seq 3"
 
 
 def test_drain_run_ids_and_assignments_work_unchanged(store: AzureBlobMetadataStore) -> None:

@@ -4,14 +4,21 @@ The kernelspec is written to a temporary folder that is put on ``JUPYTER_PATH`` 
 papermill starts the kernel, so the tests never depend on (or change) a user's global
 kernelspecs. Every notebook gets the same small parameters (the names every ``parameters``
 cell defines) and a fresh data folder; the executed notebook is kept under
-``.artifacts/notebooks/`` for inspection, also when it fails. An execution is cached for the
-session, so the HTML export test reuses the 03-drain run of test_notebooks.py (one Spark JVM
-start less) when both run in one pytest process.
+``.artifacts/notebooks/`` for inspection, also when it fails.
+
+Each notebook runs once per test session, whichever test asks first: the papermill tests, the
+HTML export and the browser's saved-output tests all read the same executed copy, also from
+different xdist workers. The copy lives in a folder the session's workers share (the
+``executed_notebook`` fixture of conftest.py names it); a file lock per notebook makes a second
+worker wait for the run in progress instead of starting its own, and a failed run is recorded
+there, so every test that needs the notebook fails with the first run's error instead of
+running it again.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
 import json
 import os
@@ -74,21 +81,80 @@ def _kernelspec_on_path() -> Iterator[None]:
             os.environ["JUPYTER_PATH"] = previous
 
 
-@functools.cache
-def execute(stem: str) -> Path:
-    """Execute ``notebooks/<stem>.ipynb`` with the small parameters; returns the executed copy.
+@contextmanager
+def _services_found_as_a_user_finds_them() -> Iterator[None]:
+    """The kernel starts without ``$SAMZA_NB_SERVICES_DIR``/``$SAMZA_NB_SERVICES_ENV`` when they
+    name this checkout's ``.services`` (as ``make test`` sets them): a person's kernel has no
+    such variable, and the notebooks must find what ``make services-up`` started by themselves
+    (samza_nb.services._base.find_services_dir). A folder of the user's own is kept."""
+    default = ROOT / ".services"
+    saved = {
+        name: os.environ[name]
+        for name in ("SAMZA_NB_SERVICES_DIR", "SAMZA_NB_SERVICES_ENV")
+        if name in os.environ
+        and Path(os.environ[name]).resolve() in (default, default / "services.env")
+    }
+    for name in saved:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
-    Raises papermill's PapermillExecutionError (naming the failing cell) if a cell fails.
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (an advisory fcntl lock: released by the kernel if
+    the holder dies, so a killed worker never blocks the others)."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def execute(stem: str, shared: Path) -> Path:
+    """``notebooks/<stem>.ipynb`` executed with the small parameters, run at most once for all
+    the processes that pass the same ``shared`` folder; returns the executed copy.
+
+    Raises papermill's PapermillExecutionError (naming the failing cell) in the test whose call
+    ran the notebook, and a RuntimeError quoting it in every later call.
     """
+    shared.mkdir(parents=True, exist_ok=True)
+    output = shared / f"{stem}.ipynb"
+    done = shared / f"{stem}.done"
+    failed = shared / f"{stem}.failed"
+    with _locked(shared / f"{stem}.lock"):
+        if failed.exists():
+            msg = (
+                f"{stem}.ipynb failed under papermill earlier in this session "
+                f"(see {ARTIFACTS / output.name}): {failed.read_text(encoding='utf-8')}"
+            )
+            raise RuntimeError(msg)
+        if not done.exists():
+            try:
+                _run_papermill(stem, output)
+            except Exception as error:
+                failed.write_text(f"{type(error).__name__}: {error}", encoding="utf-8")
+                raise
+            finally:
+                # Papermill writes the copy as it goes, so a failed run is kept for inspection too.
+                if output.exists():
+                    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(output, ARTIFACTS / output.name)
+            done.touch()
+    return output
+
+
+def _run_papermill(stem: str, output: Path) -> None:
     import papermill
 
     source = NOTEBOOKS / f"{stem}.ipynb"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    output = ARTIFACTS / f"{stem}.ipynb"
     work = Path(tempfile.mkdtemp(prefix=f"samza-nb-{stem}-"))
     atexit.register(shutil.rmtree, work, ignore_errors=True)
     parameters = {**SMALL_PARAMETERS, **service_parameters(), "data_dir": str(work / "data")}
-    with _kernelspec_on_path():
+    with _kernelspec_on_path(), _services_found_as_a_user_finds_them():
         papermill.execute_notebook(
             str(source),
             str(output),
@@ -100,7 +166,6 @@ def execute(stem: str) -> Path:
             execution_timeout=_CELL_TIMEOUT_S,
             start_timeout=120,
         )
-    return output
 
 
 def service_parameters() -> dict[str, Any]:

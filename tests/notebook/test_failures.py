@@ -13,7 +13,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from samza_nb.api import StreamApplication
-from samza_nb.errors import TaskError
+from samza_nb.errors import MetadataStoreError, TaskError
 from samza_nb.notebook.failures import task_error_html, task_error_text
 from samza_nb.notebook.magics import SamzaMagics
 from samza_nb.systems import EmbeddedSystem
@@ -118,3 +118,60 @@ def test_the_short_block_follows_the_shells_colour_scheme(
     with capture_output() as coloured:
         shell.run_cell("job = run_local(app)")
     assert "\x1b[1;31mTaskError" in coloured.stdout
+
+
+COUNTING = """\
+counting = StreamApplication("counting")
+counted = counting.output(system.output("counted", partitions=1))
+counting.input(system.input("numbers", partitions=1)).partition_by(
+    lambda n: n, lambda n: n, op_id="by-number"
+).send_to(counted)
+"""
+
+
+def test_an_expected_error_from_the_python_api_is_one_line_in_the_notebooks_words(
+    shell: InteractiveShell, magics: SamzaMagics, tmp_path: Path
+) -> None:
+    # A job whose metadata store was lost while its data remain: run() refuses it with a
+    # MetadataStoreError whose hint, for a shell, is `samza-nb reset MODULE:APP`.
+    assert shell.run_cell(COUNTING).success
+    assert shell.run_cell("run_local(counting)").success
+    for path in (tmp_path / "log" / "jobs" / "counting-1").glob("metadata.sqlite3*"):
+        path.unlink()
+    magics.short_errors = True
+    with capture_output() as captured:
+        result = shell.run_cell("job = run_local(counting)")
+    assert isinstance(result.error_in_exec, MetadataStoreError)
+    text = _ANSI.sub("", captured.stdout).strip()
+    assert "\n" not in text
+    assert text.startswith("MetadataStoreError: the metadata store ")
+    assert "reset it with `samza_nb.runtime.reset.reset_job(app.plan())`" in text
+    assert "MODULE:APP" not in text and "Traceback" not in text
+    # A batch run keeps the traceback and the runtime's own words.
+    magics.short_errors = False
+    with capture_output() as batch:
+        shell.run_cell("job = run_local(counting)")
+    assert "Traceback" in batch.stdout and "samza-nb reset MODULE:APP" in batch.stdout
+    # The hint works from a cell.
+    assert shell.run_cell(
+        "from samza_nb.runtime.reset import reset_job\nreset_job(counting.plan())\n"
+        "job = run_local(counting)"
+    ).success
+
+
+def test_hints_that_need_module_app_are_rewritten_for_the_notebook() -> None:
+    from samza_nb.notebook.hints import in_notebook_words
+
+    runtime = (
+        "start the job over with `samza-nb reset MODULE:APP --yes` (reset_job(app.plan()) from "
+        "samza_nb.runtime.reset in Python; inputs and outputs stay)"
+    )
+    assert in_notebook_words(runtime) == (
+        "start the job over with `samza_nb.runtime.reset.reset_job(app.plan())` "
+        "(inputs and outputs stay)"
+    )
+    busy = "stop or drain that run first (samza-nb drain MODULE:APP --wait), then reset"
+    assert in_notebook_words(busy) == (
+        "stop or drain that run first (job.drain(wait=True), or %samza drain --wait), then reset"
+    )
+    assert in_notebook_words("nothing to rewrite") == "nothing to rewrite"

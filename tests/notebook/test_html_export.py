@@ -4,7 +4,7 @@ html`` of it shows every widget's final state, with no JavaScript and nothing fr
 The mechanism (samza_nb/notebook/widgets/_live.py): a final view that a batch run displayed
 and no frontend drew is re-published under its display id as its snapshot alone (text/html
 and text/plain, no widget view), so the saved output is plain HTML. notebooks/03-drain.ipynb
-is executed with small parameters, exported with the ``jupyter nbconvert`` command, and the
+is executed with small parameters (the run the other notebook tests share), exported with the ``jupyter nbconvert`` command, and the
 HTML is checked: the StageGraph's drawing (an image of the SVG) shows the three stages, the
 DrainStates table shows every SSP drained, and no output is a widget view that would need a
 widget manager. The page is opened in headless Chromium with every host name unresolvable;
@@ -18,12 +18,13 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from ._execution import ARTIFACTS, execute
+from ._execution import ARTIFACTS
 
 CHROMIUM = Path("/usr/bin/chromium")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -74,10 +75,12 @@ def _export(executed: Path, out_dir: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_drain_notebook_exports_offline_with_every_views_final_state(tmp_path: Path) -> None:
+def test_drain_notebook_exports_offline_with_every_views_final_state(
+    tmp_path: Path, executed_notebook: Callable[[str], Path]
+) -> None:
     from bs4 import BeautifulSoup
 
-    executed = execute(NOTEBOOK)
+    executed = executed_notebook(NOTEBOOK)
     notebook = nbformat.read(executed, as_version=4)
     outputs = [o for cell in notebook.cells for o in cell.get("outputs", [])]
     # Every view was frozen into its snapshot: no output needs a widget manager any more.

@@ -277,13 +277,19 @@ def test_background_run_then_drain_wait_returns_the_drain_states(
     shell: InteractiveShell,
     magics: SamzaMagics,
     system: EmbeddedSystem,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     shell.push({"app": numbers_app(system, "drained")})
     shell.run_cell_magic("samza", "config", "job.drain-monitor.poll.interval.ms=100")
     job = samza(shell, "run app --background --until forever")
     assert isinstance(job, Job)
     assert samza(shell, "status").state == "running"
+    capsys.readouterr()
     widget = samza(shell, "drain --wait")
+    # The wait says what it waits for at once, and how long it took (a status line).
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("draining drained: inputs stop"), lines
+    assert any(line.startswith("drained drained in ") for line in lines), lines
     assert isinstance(widget, DrainStatesWidget) and widget.job is job
     assert widget.states is not None and widget.states.all_drained
     assert job.status().state == "drained"

@@ -8,12 +8,13 @@ tasks), so a wrong result fails its cell and therefore this test. Executed copie
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from ._execution import PARAMETER_NAMES, execute, notebook_paths
+from ._execution import PARAMETER_NAMES, notebook_paths
 
 NOTEBOOKS = notebook_paths()
 EXPECTED = ("01-quickstart", "02-stages-and-shuffles", "03-drain", "04-groupers-and-host-affinity")
@@ -50,8 +51,10 @@ def test_notebook_has_a_parameters_cell_and_checks_its_results(path: Path) -> No
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
-def test_notebook_runs_under_papermill(path: Path) -> None:
-    executed = nbformat.read(execute(path.stem), as_version=4)
+def test_notebook_runs_under_papermill(
+    path: Path, executed_notebook: Callable[[str], Path]
+) -> None:
+    executed = nbformat.read(executed_notebook(path.stem), as_version=4)
     injected = [
         cell for cell in executed.cells if "injected-parameters" in cell.metadata.get("tags", [])
     ]
@@ -65,3 +68,20 @@ def test_notebook_runs_under_papermill(path: Path) -> None:
     ]
     assert not errors
     assert executed.metadata.papermill.get("exception") is None
+
+
+def test_the_quickstart_names_the_operators_that_take_an_op_id() -> None:
+    import inspect
+    import re
+
+    from samza_nb.api.stream import MessageStream
+
+    notebook = nbformat.read(NOTEBOOKS[0].parent / "01-quickstart.ipynb", as_version=4)
+    text = next(cell.source for cell in notebook.cells if "`op_id=`" in cell.source)
+    taking = re.search(r"—(.*?)— take an id", text, re.S)
+    others = re.search(r"The others \((.*?)\) take no `op_id`", text, re.S)
+    assert taking and others, text
+    for names, takes in ((taking.group(1), True), (others.group(1), False)):
+        for name in re.findall(r"`(\w+)`", names):
+            parameters = inspect.signature(getattr(MessageStream, name)).parameters
+            assert ("op_id" in parameters) is takes, f"01 says {name} {'takes' if takes else 'takes no'} op_id"

@@ -122,3 +122,19 @@ def test_a_processor_restarted_under_its_id_keeps_its_own_secrets_file(tmp_path:
     finally:
         new.kill()
     assert not any(tmp_path.glob("processor-logs/*.secret-config.json"))
+
+
+def test_processor_logs_are_owner_only_even_where_an_older_run_left_them_wider(tmp_path: Path) -> None:
+    logs = tmp_path / "processor-logs"
+    logs.mkdir(mode=0o755)
+    (logs / "p8.log").write_text("an older run's line\n")
+    (logs / "p8.log").chmod(0o644)
+    process = start_processor("no_such_module:app", {}, processor_id="p8", location="here", cwd=tmp_path)
+    assert process.wait(60) != 0
+    assert logs.stat().st_mode & 0o777 == 0o700
+    assert process.log_path.stat().st_mode & 0o777 == 0o600
+    assert process.log().startswith("an older run's line\n")  # appended to, not replaced
+    fresh = start_processor("no_such_module:app", {}, processor_id="p7", location="here", cwd=tmp_path)
+    assert fresh.wait(60) != 0
+    assert sorted(path.name for path in logs.iterdir()) == ["p7.log", "p8.log"]
+    assert fresh.log_path.stat().st_mode & 0o777 == 0o600

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,15 @@ def test_standby_placement_and_invariant_checks() -> None:
     explorer.replication_factor.value = 3  # three copies cannot sit on two locations
     assert explorer.proposal is None and "needs 3 distinct locations" in explorer.error
     assert "cannot group" in explorer.summary.value
+    # In the explorer's words, shown once: no function or parameter names, the checkbox to
+    # untick instead, and no note about what Apply would do.
+    shown = explorer.snapshot_html()
+    assert shown.count("needs 3 distinct locations") == 1, shown
+    for internal in ("assign_with_standbys", "check_location", "job.standbytasks"):
+        assert internal not in shown
+    assert "untick “standbys on other locations”" in explorer.error
+    assert "lower the replication factor" in explorer.error
+    assert explorer.apply_note.value == ""
     explorer.check_location.value = False  # distinct processors are enough then
     assert explorer.error is None and explorer.violations == []
     assert len(explorer.proposal.standby_tasks()) == 12
@@ -386,6 +396,14 @@ def test_table_headers_and_text_follow_the_theme() -> None:
     assert "color:var(--jp-content-font-color1,#24292f)" in paragraph("x")
 
 
+def test_the_draining_colour_is_none_of_the_drawings_own() -> None:
+    from samza_nb.notebook.widgets.drain_states import DRAINING_COLOUR
+    from samza_nb.plan import _drawing_parts
+
+    assert DRAINING_COLOUR.lower() not in _drawing_parts.__dict__.__repr__().lower()
+    assert DRAINING_COLOUR != DRAINED_COLOUR
+
+
 def test_drain_labels_read_sensibly() -> None:
     from samza_nb.notebook.widgets.drain_states import _upstream
 
@@ -420,7 +438,9 @@ def test_stage_graph_folds_stages_and_zooms(tmp_path: Path) -> None:
 
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
     graph = StageGraph(shuffle_app(system, "fold").plan())
-    width = float(re.search(r'<svg [^>]*width="([\d.]+)"', graph.graph.value).group(1))
+    # As wide as its box, up to its natural width (which keeps to a notebook cell).
+    natural = re.search(r'<svg [^>]*style="width:100%;max-width:([\d.]+)px', graph.graph.value)
+    width = float(natural.group(1))
     assert width <= 900 and 'class="samza-plan-scroll"' in graph.graph.value
     graph.fold_buttons[1].value = True
     assert graph.folded == {1} and 'data-stage="1"' in graph.graph.value
@@ -430,7 +450,7 @@ def test_stage_graph_folds_stages_and_zooms(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no stage 7"):
         graph.fold(7)
     graph.zoom.value = 2.0
-    zoomed = float(re.search(r'<svg [^>]*width="([\d.]+)"', graph.graph.value).group(1))
+    zoomed = float(re.search(r'<svg [^>]*style="width:([\d.]+)px', graph.graph.value).group(1))
     assert zoomed == 2 * width
     # The snapshot keeps the drawing as an image (JupyterLab's sanitizer keeps <img>, drops <svg>).
     html = graph.snapshot_html()
@@ -506,7 +526,11 @@ def test_run_progress_of_a_finished_job(finished_job: Job) -> None:
     assert rate is not None and rate > 0
     assert progress.rate == rate
     progress.refresh()
-    assert progress.rate == rate and "0.0/s" not in progress.snapshot_text()
+    assert progress.rate == rate and not re.search(r"(?<![\d.,])0\.0/s", progress.snapshot_text())  # 60.0/s is fine
+    # job.plot() states the same average, in the same format.
+    chart = finished_job.plot()
+    assert chart.average_rate == progress.rate
+    assert f"average {rate:,.1f}/s" in chart.to_svg() and f"{rate:,.1f}/s" in progress.snapshot_text()
     assert progress.phase == "finished (average rate)"
     assert "40 of 40 input messages read (100%)" in progress.snapshot_text()
     # The Spark UI's address when the session has one (the suite's may run without the UI).
@@ -593,6 +617,15 @@ def test_explorer_starts_on_the_jobs_grouper_and_its_options(spark: Any, tmp_pat
     explorer.replication_factor.value = 2
     assert explorer.proposal is not None and explorer.proposal.standby_tasks()
     assert "Apply sets replication factor 2 on the running job" in explorer.apply_note.value
+    # A proposal that cannot be made: Apply is off, said once, and nothing invites to Apply.
+    explorer.replication_factor.value = 4
+    assert explorer.error is not None and explorer.apply_button.disabled
+    assert "Apply sets" not in explorer.apply_note.value
+    assert "Apply is off: the draft cannot be grouped (see above)" in explorer.apply_note.value
+    assert explorer.snapshot_html().count(explorer.error) == 1
+    for internal in ("assign_with_standbys", "check_location", "job.standbytasks"):
+        assert internal not in explorer.snapshot_html(), explorer.error
+    explorer.replication_factor.value = 2
     assert explorer.apply() is job.job_model
     assert job.replication_factor == 2 and job.job_model.standby_tasks()
     assert check_standby_invariants(job.job_model, replication_factor=2) == []
@@ -640,6 +673,11 @@ def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -
 
     drain.drain_button.click()
     assert drain.drain_button.disabled
+    # The drain reads as one while it runs: the button and the summary say so.
+    with drain._lock:
+        if not drain.job_status.done:
+            assert drain.drain_button.description == "Draining…"
+            assert "job draining" in drain.summary.value
     assert job.wait(timeout=120).state == "drained"
     for widget in (graph, progress, drain, explorer):
         assert widget.join(timeout=10) and not widget.auto_refreshing
@@ -655,6 +693,7 @@ def test_widgets_follow_a_running_job_to_its_drain(spark: Any, tmp_path: Path) -
     assert drain.rows and all(row["drained"] for row in drain.rows)
     assert set(drain.stream_states.values()) == {"drained"}
     assert DRAINED_COLOUR in drain.graph.value and "✓" in drain.table.value
+    assert drain.drain_button.description == "Drained" and "job drained" in drain.summary.value
     # Replaying: at the first epoch nothing had drained; inputs drain before the shuffle's stream.
     drain.epoch_slider.value = drain.epoch_slider.min
     assert not any(row["drained"] for row in drain.rows)
@@ -819,3 +858,5 @@ def test_apply_turns_off_when_the_job_ends_under_an_open_explorer(tmp_path: Path
     explorer.refresh()
     assert explorer.apply_button.disabled
     assert "Apply is off: the job has stopped" in explorer.apply_note.value
+    explorer.replication_factor.value = 2
+    assert "Apply sets" not in explorer.apply_note.value  # no invitation beside a disabled Apply

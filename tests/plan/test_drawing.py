@@ -273,12 +273,14 @@ def _fifty_operators(tmp_path) -> ExecutionPlan:
 def _drawn_size(svg: str) -> tuple[float, float, float]:
     """Width and height the browser draws the SVG at, and its text size in px."""
     root = ET.fromstring(svg)
-    width, height = float(root.get("width", 0)), float(root.get("height", 0))
     view = [float(v) for v in root.get("viewBox", "").split()]
+    style = root.get("style", "")
+    # At its natural size: as wide as the box up to its viewBox width; zoomed: a fixed width.
+    match = re.search(r"(?:max-width|^width):([\d.]+)px", style)
+    assert match is not None, style
+    width = float(match.group(1))
     scale = width / view[2]
-    # Not shrunk to the cell by JupyterLab's `svg {max-width: 100%}`: drawn at its own width.
-    assert "max-width:none" in root.get("style", "")
-    return width, height, float(root.get("font-size", 0)) * scale
+    return width, view[3] * scale, float(root.get("font-size", 0)) * scale
 
 
 @pytest.mark.parametrize("make", [_three_stages, _fifty_operators], ids=["3-stages", "50-ops"])

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from samza_nb.runtime import exactly_once
+from samza_nb.runtime.checkpoint_topic import CheckpointRecords
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import EpochAssignment
 from samza_nb.runtime.exactly_once import TaskTransaction
@@ -24,6 +25,7 @@ def _transaction(retry: int) -> TaskTransaction:
     transaction = TaskTransaction.__new__(TaskTransaction)  # no Kafka: the decision only
     transaction.system = None  # type: ignore[assignment]
     transaction.topic = "__samza_checkpoint_ver_1_for_app_1"
+    transaction.records = CheckpointRecords("GroupByPartitionFactory", {}, "kafka")
     transaction.assignment = assignment
     return transaction
 
@@ -35,7 +37,7 @@ def test_a_retried_epoch_reads_what_was_committed_instead_of_trusting_the_worker
     committed_by_another_worker = Checkpoint(seq=2, offsets={"in#0": 10})
     reads: list[Any] = []
 
-    def read(system: Any, topic: str) -> dict[str, Checkpoint]:
+    def read(system: Any, topic: str, **_: Any) -> dict[str, Checkpoint]:
         reads.append(topic)
         return {"Partition 0": committed_by_another_worker}
 

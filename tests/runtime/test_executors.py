@@ -311,7 +311,7 @@ def test_several_task_epochs_share_one_spark_partition(spark: Any, tmp_path: Pat
 
 def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> None:
     from samza_nb.config import Config
-    from samza_nb.runtime.executor import spark_partitions
+    from samza_nb.runtime.spark_jobs import spark_partitions
 
     default = Config({})
     assert spark_partitions(default, 64, 2) == 2
@@ -322,7 +322,7 @@ def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> N
 
 def test_task_epochs_are_grouped_by_their_backlog_largest_first() -> None:
     from samza_nb.runtime.epoch import EpochAssignment
-    from samza_nb.runtime.executor import balanced_groups
+    from samza_nb.runtime.spark_jobs import balanced_groups
 
     def assignment(task: str, start: int, bound: int) -> EpochAssignment:
         return EpochAssignment(

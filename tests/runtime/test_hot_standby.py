@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from samza_nb.errors import GroupingError
+from samza_nb.errors import ConfigError
 from samza_nb.examples.user_counts import (
     build_app,
     expected_totals,
@@ -144,9 +144,10 @@ def test_killing_a_standby_only_processor_changes_nothing_for_the_actives(system
 def test_fewer_locations_than_the_replication_factor_is_a_clear_error(system: EmbeddedSystem) -> None:
     write_events(system, generate_events(10, users=5), partitions=4)
     config = {"job.standbytasks.replication.factor": "3", "processor.locations": "host-a,host-b"}
-    with pytest.raises(GroupingError, match=r"replication factor 3 needs 3 distinct locations, .*lower job.standbytasks.replication.factor"):
+    # Refused when the job is planned (runtime/compatibility.py), before it takes its lease.
+    with pytest.raises(ConfigError, match=r"job.standbytasks.replication.factor=3 places each task's copies at 3 distinct locations, but the job's 2 processor\(s\) are at 2 \(host-a, host-b\): .*or set job.standbytasks.replication.factor=1"):
         run_local(build_app(system), config, processors=2, until="end-of-stream")
-    # The failed run released the job: the next one runs.
+    # The refused run left the job free: the next one runs.
     job = run_local(build_app(system), {"processor.locations": "host-a,host-b"}, processors=2, until="end-of-stream")
     assert job.status().state == "finished"
 

@@ -99,6 +99,12 @@ def test_the_job_at_a_glance_its_course_and_its_lag_heatmap(system: EmbeddedSyst
     assert chart._repr_html_().count('<img class="samza-plan-image" src="data:image/svg+xml') == 2
     svg = chart.to_svg()
     assert svg.count("<svg") == 2 and 'data-series="rate"' in svg and 'data-series="lag"' in svg
+    # Real units on one time axis from the job's start; the average is the job's own.
+    rate, lag = chart.panel("rate"), chart.panel("lag")
+    assert (rate.unit, lag.unit) == ("messages/s", "messages")
+    assert rate.x_range == lag.x_range == (0.0, chart.rows[-1]["seconds"])
+    assert chart.average_rate == job.average_rate() and rate.average == job.average_rate()
+    assert max(lag.values) <= lag.y_max and max(rate.values) <= rate.y_max
     by_epoch = job.plot("messages_in", x="epoch")
     assert by_epoch.to_svg().count("<svg") == 1
     with pytest.raises(JobError, match="plot\\(\\) knows"):

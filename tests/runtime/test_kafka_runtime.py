@@ -47,6 +47,7 @@ def _quickstart(system: KafkaSystem, prefix: str) -> StreamApplication:
         ("local", "at-least-once"),
         ("local", "exactly-once"),
         pytest.param("spark", "at-least-once", marks=pytest.mark.spark),
+        pytest.param("spark", "exactly-once", marks=pytest.mark.spark),
     ],
 )
 def test_the_quickstart_on_kafka_drains_with_exact_counts(
@@ -88,6 +89,12 @@ def test_the_quickstart_on_kafka_drains_with_exact_counts(
         assert sorted(in_topic) == sorted(job.status().tasks)
         assert {t: c.seq for t, c in in_topic.items()} == {t: c.seq for t, c in job.checkpoints.cached().items()}
         assert NamespacedMetadataStore(job.metadata, CHECKPOINT_NAMESPACE).all() == {}
+        # Each task's reads of the shuffle left their dedup state with the checkpoint (a cold
+        # restart resumes from it instead of scanning the topic back).
+        shuffle = next(sid for sid, info in job.plan.streams.items() if info.kind == "intermediate")
+        for task, checkpoint in in_topic.items():
+            state = checkpoint.control["dedup"][f"{shuffle}#{task.split()[-1]}"]
+            assert state["position"] == checkpoint.offsets[f"{shuffle}#{task.split()[-1]}"]
         assert any(repr(topic) in doomed for doomed in reset_job(job.plan, dry_run=True))
     else:
         assert in_topic == {}

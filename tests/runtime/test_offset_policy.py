@@ -401,3 +401,42 @@ def test_an_input_made_again_is_not_late_for_the_watermarks_of_the_old_one(tmp_p
     )
     run(app, until="end-of-stream", executor="local")
     assert remade and list(log.read_frame("late-out")["value"]) == [2, 2]
+
+
+def test_streams_made_again_past_their_checkpoints_are_reported_once_per_stream(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A broker that came back empty: the checkpoints of an input and an intermediate stream
+    # lie past their ends. The input follows auto.offset.reset (unset: the offset default),
+    # the intermediate stream is read from its start; one warning per stream.
+    log = EmbeddedSystem("log", path=tmp_path / "log")
+    app = StreamApplication("again", job_id="1")
+    views = app.input(log.input("in", partitions=2, serde="json"))
+    out = app.output(log.output("out", partitions=2, serde="json"))
+    views.partition_by(lambda v: v, lambda v: v, op_id="by-value").map(lambda kv: kv.value).send_to(out)
+    plan = app.plan({})
+    (intermediate,) = plan.intermediate_streams
+    log.create_stream("in", 2)
+    log.create_stream(intermediate, 2)
+    log.write("in", [1, 2, 3], partition=0)
+    policy = OffsetPolicy(plan)
+    newest = {"in#0": 3, "in#1": 0, f"{intermediate}#0": 0, f"{intermediate}#1": 0}
+    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.offsets"):
+        assert policy.start("in", 0, 40, newest) == (0, True)
+        assert policy.start("in", 1, 7, newest) == (0, True)
+        assert policy.start(intermediate, 0, 25, newest) == (0, True)
+        assert policy.start(intermediate, 1, 0, newest) == (0, False)  # within: as checkpointed
+        assert policy.start(intermediate, 0, 25, newest) == (25, False)  # looked at once per process
+        policy.report()
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        f"intermediate {intermediate} (system 'log') was made again since the job last committed "
+        "(broker data lost, or the topic deleted and created): partition 0 checkpointed at 25, now "
+        "ends at 0; the job reads it from its start",
+        "input in (system 'log') was made again since the job last committed (broker data lost, or "
+        "the topic deleted and created): partition 0 checkpointed at 40, now ends at 3, partition 1 "
+        "checkpointed at 7, now ends at 0; the job reads it from its start (the offset default)",
+    ]
+    strict = OffsetPolicy(app.plan({"systems.log.consumer.auto.offset.reset": "none"}))
+    with pytest.raises(CheckpointError, match=r"input in\[0\].*offset 40 is outside the stored offsets 0\.\.3"):
+        strict.start("in", 0, 40, newest)

@@ -300,8 +300,16 @@ def test_workers_keep_their_tasks_stores_open_from_epoch_to_epoch(spark: Any, tm
         assert pool is not None and not pool.closed
         homes = pool._homes.keepers()
         assert len(homes) == 4  # each task's window store, kept by the worker that ran it
-        stores = [str(store) for folder in homes for store in Path(folder).iterdir()]
-        assert stores and all(_locked(store) for store in stores)  # open in the workers
+
+        # Open in the workers. The driver learns of a store a worker released to spread the
+        # tasks one epoch after the worker let go of it: on a loaded machine the two disagree
+        # for an epoch, so the check looks again until they agree.
+        def kept_stores_are_open() -> bool:
+            folders = pool._homes.keepers()
+            stores = [str(store) for folder in folders for store in Path(folder).iterdir()]
+            return len(folders) == 4 and bool(stores) and all(_locked(store) for store in stores)
+
+        assert _wait_for(kept_stores_are_open), pool._homes.keepers()
         # Every worker of the pool connected first (a loaded machine starts the second one
         # late): the epochs of the input below spread the stores over all of them.
         assert _wait_for(lambda: pool._connected == pool._slots)

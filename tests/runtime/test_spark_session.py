@@ -200,41 +200,81 @@ def test_plain_interrupts_leave_an_ignored_sigint_ignored() -> None:
 
 _INTERRUPTED_JOB_START = """
 import os, signal, sys, threading
+from pyspark import SparkContext, java_gateway
 from samza_nb.errors import JobInterruptedError
 from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
 from samza_nb.runtime import run
 from samza_nb.systems import EmbeddedSystem
 
-home, delay = sys.argv[1], float(sys.argv[2])
+home, point = sys.argv[1], sys.argv[2]
 system = EmbeddedSystem("embedded", path=home + "/log")
 write_page_views(system, generate_page_views(2_000, seed=3))
-threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()  # while Spark starts
+
+def ctrl_c():
+    os.kill(os.getpid(), signal.SIGINT)
+
+def interrupting(original, *, from_a_thread=False):
+    # Ctrl-C once the start reaches this point: in this thread (it raises on the next
+    # bytecode), or from another while this one goes on into the call (a JVM call, mostly).
+    def reached(*args, **kwargs):
+        if from_a_thread:
+            threading.Thread(target=ctrl_c).start()
+        else:
+            ctrl_c()
+        return original(*args, **kwargs)
+    return reached
+
+if point == "jvm-launched":  # spark-submit started, its gateway not up yet
+    java_gateway.Popen = interrupting(java_gateway.Popen)
+elif point == "context-made":  # the gateway is up; the SparkContext is being made
+    SparkContext._do_init = interrupting(SparkContext._do_init)
+elif point == "in-jvm-call":  # while the JVM makes its JavaSparkContext
+    SparkContext._initialize_context = interrupting(SparkContext._initialize_context, from_a_thread=True)
+else:  # "session-made": the session is up, the job's processors not started yet
+    from contextlib import contextmanager
+    from samza_nb.runtime.spark import SESSION_START_HOOKS
+
+    @contextmanager
+    def then_ctrl_c(master):
+        yield
+        ctrl_c()
+
+    SESSION_START_HOOKS.append(then_ctrl_c)
 try:
     run(build_app(system), {"job.home": home + "/job"})
     print("not interrupted", flush=True)
 except JobInterruptedError as error:
     print("interrupted:", error.job.status().state, flush=True)
-from pyspark import SparkContext
-handler = signal.getsignal(signal.SIGINT)
 made = SparkContext._active_spark_context is not None
+handler = signal.getsignal(signal.SIGINT)
 print("handler after:", getattr(handler, "__module__", handler), "(context made)" if made else "(no context)", flush=True)
 """
 
 
-@pytest.mark.parametrize("delay", [0.5, 2.0, 4.0])
+@pytest.mark.parametrize(
+    ("point", "after"),
+    [
+        ("jvm-launched", "_signal (no context)"),
+        ("context-made", "_signal (no context)"),
+        ("in-jvm-call", "_signal (no context)"),
+        ("session-made", "pyspark.core.context (context made)"),
+    ],
+)
 def test_ctrl_c_while_a_job_starts_spark_is_one_error_and_pysparks_handler_comes_after(
-    tmp_path: Path, delay: float
+    tmp_path: Path, point: str, after: str
 ) -> None:
-    # The interrupt lands while the JVM starts or the session is made: a plain
-    # KeyboardInterrupt (no py4j call from PySpark's handler, no py4j traceback), and PySpark's
-    # handler is in place once the job's start is over.
+    # The interrupt lands at a named point of Spark's start (not after a delay, which a slow
+    # machine may pass before the job starts Spark, or a fast one after it): a plain
+    # KeyboardInterrupt (no py4j call from PySpark's handler, no py4j traceback), the job
+    # stopped, and PySpark's handler in place once the job's start is over if its context
+    # was made meanwhile, else the handler from before the job (PySpark's __init__ stops a
+    # context that an interrupt cut short).
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
     done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_JOB_START, str(tmp_path), str(delay)], capture_output=True,
+        [sys.executable, "-c", _INTERRUPTED_JOB_START, str(tmp_path), point], capture_output=True,
         text=True, timeout=180, env=env, cwd=tmp_path, check=False,
     )
     lines = done.stdout.splitlines()
-    assert lines[0] in ("interrupted: stopped", "not interrupted"), done.stdout + done.stderr
+    assert lines[:1] == ["interrupted: stopped"], done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "py4j" not in done.stderr, done.stderr
-    # PySpark's handler when its context was made meanwhile, else the one before the job.
-    assert lines[-1] in ("handler after: pyspark.core.context (context made)", "handler after: _signal (no context)"), done.stdout
+    assert lines[-1] == f"handler after: {after}", done.stdout

@@ -47,6 +47,7 @@ def _processor(
     extra: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
     until: str = "end-of-stream",
+    executor: str = "spark",
 ) -> subprocess.Popen[bytes]:
     settings = {
         **(extra or {}),
@@ -59,7 +60,7 @@ def _processor(
         "task.max.epoch.messages": "40",
         "task.epoch.min.interval.ms": "200",
     }
-    argv = [sys.executable, "-m", "samza_nb.cli", "run", "zkjob:app", "--executor", "local", "--until", until]
+    argv = [sys.executable, "-m", "samza_nb.cli", "run", "zkjob:app", "--executor", executor, "--until", until]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
     return subprocess.Popen(
@@ -133,7 +134,9 @@ def test_a_crashed_epoch_consumed_and_deleted_downstream_is_not_appended_again(
     write_page_views(system, events)
     (tmp_path / "zkjob.py").write_text(_MODULE.format(path=str(log)))
     # p1 first, alone: it leads, so it owns retention and runs while p2's session lives on.
-    survivor = _processor(tmp_path, zk_connect, "p1", "host-a")
+    # The kill point is in the task epoch: on the local executor it kills the processor
+    # process itself (on Spark it would kill a Python worker, which the epoch survives).
+    survivor = _processor(tmp_path, zk_connect, "p1", "host-a", executor="local")
     doomed = None
     try:
         deadline = time.monotonic() + 120
@@ -142,7 +145,8 @@ def test_a_crashed_epoch_consumed_and_deleted_downstream_is_not_appended_again(
             assert survivor.poll() is None, "p1 ended before p2 started"
             time.sleep(0.1)
         doomed = _processor(
-            tmp_path, zk_connect, "p2", "host-b", env={"SAMZA_NB_KILL_AT": "after-output-append"}
+            tmp_path, zk_connect, "p2", "host-b", env={"SAMZA_NB_KILL_AT": "after-output-append"},
+            executor="local",
         )
         assert doomed.wait(120) == -signal.SIGKILL, "p2 did not reach its kill point"
         output, _ = survivor.communicate(timeout=240)
@@ -314,7 +318,9 @@ def test_processes_of_a_standby_job_started_one_at_a_time_run_and_gain_their_sta
     # (none) instead of failing, and the second's arrival places them.
     system, events = _standby_job(tmp_path)
     standby = {"job.standbytasks.replication.factor": "2"}
-    first = _processor(tmp_path, zk_connect, "p1", "host-a", standby)
+    # Local executors: the second process must join while the first still has input to read
+    # (a Spark start of 10-20 s here let the first finish alone).
+    first = _processor(tmp_path, zk_connect, "p1", "host-a", standby, executor="local")
     second = None
     root = "/app-zk-standby-1/ApplicationRunnerData"
     try:
@@ -323,7 +329,7 @@ def test_processes_of_a_standby_job_started_one_at_a_time_run_and_gain_their_sta
             assert first.poll() is None, first.stdout.read().decode()[-3000:] if first.stdout else ""
             assert time.monotonic() < deadline, "the first processor read 300 events alone in 120 s"
             time.sleep(0.1)
-        second = _processor(tmp_path, zk_connect, "p2", "host-b", standby)
+        second = _processor(tmp_path, zk_connect, "p2", "host-b", standby, executor="local")
         outputs = []
         for process in (first, second):
             output, _ = process.communicate(timeout=240)

@@ -121,7 +121,7 @@ def _log_rows(system: EmbeddedSystem, stream_id: str) -> list[tuple[object, ...]
 def test_an_epochs_batches_append_as_one_by_one_appends_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # append_all looks up a task epoch's partitions, repeats and retired producers in a few
     # queries per stream: the log it leaves is the one appending batch by batch leaves.
-    from samza_nb.systems import embedded_appends
+    from samza_nb.systems.embedded import appends as embedded_appends
 
     monkeypatch.setattr(embedded_appends, "_IN_CHUNK", 2)  # stream "a" takes two lookups
     user = [Record(MessageKind.USER, None, b"u", None)]
@@ -259,7 +259,7 @@ def test_a_writer_waits_for_another_connections_transaction_then_writes(tmp_path
     import sqlite3
     import threading
 
-    from samza_nb.systems.embedded_sqlite import transaction
+    from samza_nb.systems.embedded.sqlite import transaction
 
     path = tmp_path / "log.db"
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -15,8 +15,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from samza_nb.errors import StreamSystemError
 from samza_nb.systems import EmbeddedSystem, KafkaSystem, MessageKind, Record
-from samza_nb.systems.kafka_reader import ORDINAL, PRODUCER, SEQ
-from samza_nb.systems.kafka_transaction import KafkaTransaction
+from samza_nb.systems.kafka.reader import ORDINAL, PRODUCER, SEQ
+from samza_nb.systems.kafka.transaction import KafkaTransaction
 
 pytestmark = pytest.mark.services
 
@@ -298,6 +298,43 @@ def test_a_fenced_producer_fails_with_a_stream_error(kafka_bootstrap: str, kafka
     newer.close()
     values, _offsets, _end = read_values(system, topic, 1, 100)
     assert b"second" in values
+
+
+class _FlushLosesItsException:
+    """A producer whose flush() fails as confluent-kafka's did once in CI: a SystemError with
+    no exception attached (no KafkaException to say the producer was fenced)."""
+
+    def __init__(self, producer: object) -> None:
+        self._producer = producer
+
+    def flush(self, *args: object) -> int:
+        lost = False
+        try:
+            self._producer.flush(*args)  # type: ignore[attr-defined]
+        except SystemError:
+            lost = True
+        if lost:  # raised outside the handler, so the error carries no context either
+            msg = "<built-in method flush of cimpl.Producer object> returned NULL without setting an exception"
+            raise SystemError(msg)
+        return 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._producer, name)
+
+
+def test_a_fenced_producer_whose_flush_loses_its_error_is_still_named_fenced(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "fenced-bare"
+    system.create_stream(topic, 1)
+    kept = KafkaTransaction(system, kafka_topic_prefix + "task-2")
+    KafkaTransaction(system, kafka_topic_prefix + "task-2").close()  # fences ``kept``
+    kept.begin()
+    kept.append(topic, 0, [Record(MessageKind.USER, b"k", b"stale")], producer="task-2", producer_seq=1)
+    kept._producer = _FlushLosesItsException(kept._producer)
+    with pytest.raises(StreamSystemError, match=r"transaction '.*task-2': flush failed: this producer was fenced"):
+        kept.flush()
 
 
 def test_a_topic_name_kafka_cannot_hold_is_refused_before_the_broker_is_asked(

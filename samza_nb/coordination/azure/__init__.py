@@ -2,7 +2,7 @@
 
 ``names`` (container, page blob, table), ``blob`` (the page blob: lease, job model bundle,
 barrier, processor list), ``processors`` (the heartbeat table), ``lock`` (:class:`AzureLock`),
-``lease`` (:class:`AzureJobLease`), ``run_id``, ``timings`` (:class:`AzureTimings`),
+``lease`` (:class:`AzureJobLease`), ``fencing`` (a processor's fencing lease and token), ``run_id``, ``timings`` (:class:`AzureTimings`),
 ``leadership`` (the leader's side of the protocol), ``agreement`` (a processor's side of a
 round), ``coordinator`` (:class:`AzureJobCoordinator`, made of those two)
 and ``observer`` (:class:`AzureJobObserver`, reads a job without joining it).

@@ -23,6 +23,7 @@ from samza_nb.coordination.azure.timings import AzureTimings
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata import MetadataStore
+from samza_nb.metadata.azure import AzureBlobMetadataStore
 from samza_nb.metadata.azure_storage import AzureAccount
 from samza_nb.model import JobModel, LocationId
 
@@ -126,6 +127,11 @@ class AzureCoordinatorBase(AgreedModelCoordinator):
 
     def _coordination_place(self) -> str:
         return f"in {self.names.container}"
+
+    def _fenced_store(self) -> AzureBlobMetadataStore | None:
+        """The metadata store whose commit blob holds the processors' fencing tokens (None
+        without one: then no commit can be fenced, and ``fence`` refuses them)."""
+        return self._metadata if isinstance(self._metadata, AzureBlobMetadataStore) else None
 
     # -- heartbeats --------------------------------------------------------------------------------
     def _heartbeat(self) -> None:

@@ -49,6 +49,11 @@ import time
 
 from samza_nb.coordination.azure.agreement import AzureAgreement
 from samza_nb.coordination.azure.blob import CoordinationBlob, LeaseLost
+from samza_nb.coordination.azure.fencing import (
+    fence_lease_renewed,
+    keep_fence_registered,
+    take_fence_lease,
+)
 from samza_nb.coordination.azure.leadership import STREAMS_LOCK_ID, AzureLeadership
 from samza_nb.coordination.azure.lock import AzureLock
 from samza_nb.coordination.azure.names import AzureNames
@@ -130,7 +135,7 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
                 "(metadata.store.factory=azure)"
             )
             raise CoordinationError(msg)
-        guard.require_lease(self._fence_blob, self._fence_lease, f"processor {self.processor_id!r}")
+        guard.require_token(self.processor_id, self._fence_lease, f"processor {self.processor_id!r}")
 
     def lock(self, lock_id: str, *, timeout: float = 60.0) -> AzureLock:
         """A lock of this job (call after :meth:`start`)."""
@@ -167,37 +172,14 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
             raise CoordinationError(msg) from error
 
     def _take_fence_lease(self) -> str:
-        """An infinite lease on ``processors/<pid>`` (a previous holder of this id loses it)."""
-        from azure.core.exceptions import AzureError
-        from azure.storage.blob import BlobLeaseClient
-
-        blob = self._fence_blob
-        try:
-            try:
-                blob.upload_blob(b"", overwrite=False)
-            except AzureError as error:
-                if getattr(error, "status_code", None) not in (409, 412):
-                    raise
-            try:
-                BlobLeaseClient(blob).break_lease(lease_break_period=0)
-            except AzureError as error:
-                if getattr(error, "status_code", None) != 409:  # 409: no lease to break
-                    raise
-            return str(blob.acquire_lease(lease_duration=-1).id)
-        except AzureError as error:
-            msg = (
-                f"{self!r}: cannot take the fencing lease {blob.blob_name}: {describe_error(error)}"
-            )
-            raise CoordinationError(msg) from error
+        return take_fence_lease(self._fence_blob, self._fenced_store(), self.processor_id, repr(self))
 
     # -- one process per processor id -------------------------------------------------------
     def _others_rows(self) -> list[ProcessorRow]:
         """Fresh rows of this processor id written by another incarnation, newest first."""
-        rows = [
-            row
-            for row in self.table.rows(self.processor_id)
-            if row.incarnation != self._incarnation and row.age() <= self.timings.liveness
-        ]
+        rows = [row for row in self.table.rows(self.processor_id) if row.incarnation != self._incarnation]
+        now = self.table.server_now() if rows else None
+        rows = [row for row in rows if now is not None and row.age(now) <= self.timings.liveness]
         return sorted(rows, key=lambda row: row.timestamp, reverse=True)
 
     def _wait_out_predecessor(self) -> None:
@@ -233,7 +215,10 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         start, while this one was frozen or cut off). The lease decides, so of two processes
         racing for one id exactly the one holding it goes on. A lease the leader broke (it
         dropped this processor) with no other process behind it is not a take-over."""
-        if self._fence_lease is None or self._fence_lease_renewed():
+        if self._fence_lease is None:
+            return None
+        if self._fence_lease_renewed():
+            self._keep_fence_registered()
             return None
         others = self._others_rows()
         if others:
@@ -241,19 +226,11 @@ class AzureJobCoordinator(AzureLeadership, AzureAgreement):
         self._broken_fence_lease = self._fence_lease
         return None
 
-    def _fence_lease_renewed(self) -> bool:
-        """Renew this processor's fencing lease; False when it is gone (the leader broke it,
-        or another incarnation took it). Other storage errors raise."""
-        from azure.core.exceptions import AzureError
-        from azure.storage.blob import BlobLeaseClient
+    def _keep_fence_registered(self) -> None:
+        keep_fence_registered(self._fenced_store(), self.processor_id, self._fence_lease)
 
-        try:
-            BlobLeaseClient(self._fence_blob, lease_id=self._fence_lease).renew()
-        except AzureError as error:
-            if getattr(error, "status_code", None) not in (409, 412):
-                raise
-            return False
-        return True
+    def _fence_lease_renewed(self) -> bool:
+        return fence_lease_renewed(self._fence_blob, self._fence_lease)
 
     def _retake_broken_fence(self, version: str) -> None:
         """The leader breaks a processor's fencing lease after publishing a version without it,

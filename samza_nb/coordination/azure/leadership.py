@@ -22,7 +22,7 @@ from samza_nb.coordination.azure.blob import (
 )
 from samza_nb.coordination.azure.names import AzureNames
 from samza_nb.coordination.store_locality import StoreLocality
-from samza_nb.errors import CoordinationError
+from samza_nb.errors import CoordinationError, MetadataStoreError
 from samza_nb.grouping import GrouperMetadata
 from samza_nb.metadata.azure_storage import describe_error
 
@@ -178,26 +178,39 @@ class AzureLeadership(AzureCoordinatorBase):
                 _log.info("processor %s: its heartbeat after losing the lead failed: %s", self.processor_id, error)
 
     def _break_fence(self, processor_id: str) -> None:
-        """Break the fencing lease of a processor the published version dropped, so its next
-        commit is refused. No blob (404) or no lease (409: it left cleanly) is nothing to
-        break; another error is retried a few times, then logged (the processor's commits stay
-        conditional on the etags it read, and it drops its tasks once it reads the version)."""
+        """Fence out a processor the published version dropped: break its fencing lease and
+        revoke the token its commits carry (if it is still the one read before the break; a
+        token registered since comes with a lease taken after it), so its next commit is
+        refused in the same conditional write. No blob (404) or no lease (409: it left
+        cleanly) is nothing to break; another error is retried a few times, then logged (the
+        processor's commits stay conditional on the versions it read, and it drops its tasks
+        once it reads the version)."""
         from azure.core.exceptions import AzureError
         from azure.storage.blob import BlobLeaseClient
 
+        store = self._fenced_store()
+        token = store.fence_token(processor_id) if store is not None else None
         blob = self.container.get_blob_client(AzureNames.processor_blob(processor_id))
         for attempt in range(1, _BREAK_TRIES + 1):
             try:
                 BlobLeaseClient(blob).break_lease(lease_break_period=0)
                 _log.info("leader %s fenced processor %s", self.processor_id, processor_id)
-                return
+                break
             except AzureError as error:
                 if getattr(error, "status_code", None) in (404, 409):
-                    return
+                    break
                 if attempt == _BREAK_TRIES:
                     _log.warning(
                         "leader %s could not break the fencing lease of processor %s (%d tries): %s",
                         self.processor_id, processor_id, attempt, describe_error(error),
                     )
-                    return
+                    break
                 time.sleep(0.2 * attempt)
+        if store is not None and token is not None:
+            try:
+                store.revoke_fence(processor_id, token)
+            except MetadataStoreError as error:  # as a failed break: its versions still guard
+                _log.warning(
+                    "leader %s could not revoke the fencing token of processor %s: %s",
+                    self.processor_id, processor_id, error,
+                )

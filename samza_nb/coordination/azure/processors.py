@@ -3,7 +3,11 @@
 One row per processor and job-model version: PartitionKey = the version the processor works on
 (the literal ``UNASSIGNED`` before its first), RowKey = the processor id, ``isLeader``, and
 ``liveness``, a random number rewritten by every heartbeat so the row's server Timestamp
-changes. A row is *live* while that Timestamp is younger than the freshness window. The row also
+changes. A row is *live* while that Timestamp is younger than the freshness window, measured on
+the server's clock only: "now" is the Date of the server's response to a write made for the
+purpose (a ``~clock`` row, rewritten), never this machine's clock, so a skewed local clock
+neither keeps a dead processor live nor drops a live one. The Date has whole seconds (it is
+truncated), so a row may count as live up to a second longer than the window. The row also
 carries the processor's ``locationId`` and ``runId``, so the leader groups over live processors *with* their
 locations (host affinity), which Samza's table cannot.
 
@@ -27,6 +31,8 @@ from samza_nb.metadata.azure_storage import describe_error
 __all__ = ["UNASSIGNED", "ProcessorRow", "ProcessorTable", "new_incarnation"]
 
 UNASSIGNED = "UNASSIGNED"
+#: The PartitionKey and RowKey of the row whose writes tell the server's time.
+_CLOCK = "~clock"
 
 
 def new_incarnation() -> str:
@@ -45,9 +51,9 @@ class ProcessorRow:
     run_id: str = ""
     incarnation: str = ""
 
-    def age(self, now: datetime | None = None) -> float:
-        """Seconds since the last heartbeat (server time)."""
-        return ((now or datetime.now(UTC)) - self.timestamp).total_seconds()
+    def age(self, now: datetime) -> float:
+        """Seconds since the last heartbeat at ``now`` (:meth:`ProcessorTable.server_now`)."""
+        return (now - self.timestamp).total_seconds()
 
 
 class ProcessorTable:
@@ -114,6 +120,22 @@ class ProcessorTable:
             what = f"delete the row of {processor_id!r} in {version}"
             raise self._error(what, error) from error
 
+    def server_now(self) -> datetime:
+        """The server's time now: the Date of its response to a write of the clock row."""
+        from azure.core.exceptions import AzureError
+        from azure.data.tables import UpdateMode
+
+        try:
+            response = self.table.upsert_entity({"PartitionKey": _CLOCK, "RowKey": _CLOCK}, mode=UpdateMode.REPLACE)
+        except AzureError as error:
+            what = "read the server's time"
+            raise self._error(what, error) from error
+        date = response.get("date")  # a datetime parsed from the Date header
+        if date is None:
+            msg = f"{self!r}: the server's response to a write carries no Date header"
+            raise CoordinationError(msg)
+        return date if date.tzinfo is not None else date.replace(tzinfo=UTC)
+
     def rows(self, processor_id: str | None = None) -> list[ProcessorRow]:
         """Every row, or every row of ``processor_id`` (none while the table does not exist)."""
         from azure.core.exceptions import AzureError, ResourceNotFoundError
@@ -139,13 +161,18 @@ class ProcessorTable:
                 str(e.get("incarnation") or ""),
             )
             for e in entities
+            if e["PartitionKey"] != _CLOCK
         ]
 
     def live(self, freshness: float) -> list[ProcessorRow]:
-        """Rows younger than ``freshness`` seconds, newest row per processor."""
-        now = datetime.now(UTC)
+        """Rows younger than ``freshness`` seconds on the server's clock, newest row per
+        processor."""
+        rows = self.rows()
+        if not rows:
+            return []
+        now = self.server_now()
         newest: dict[str, ProcessorRow] = {}
-        for row in self.rows():
+        for row in rows:
             if row.age(now) <= freshness:
                 known = newest.get(row.processor_id)
                 if known is None or row.timestamp > known.timestamp:

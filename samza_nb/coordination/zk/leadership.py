@@ -15,6 +15,7 @@ from kazoo.recipe.watchers import ChildrenWatch
 from samza_nb.coordination.zk._base import _PROCESSOR_CHANGE, ZkCoordinatorBase
 from samza_nb.coordination.zk.barrier import TIMED_OUT
 from samza_nb.coordination.zk.partition_monitor import PartitionCountMonitor
+from samza_nb.errors import StreamSystemError
 
 __all__ = ["KEEP_JOB_MODELS", "ZkLeadership"]
 
@@ -50,20 +51,36 @@ class ZkLeadership(ZkCoordinatorBase):
             self._schedule(_PROCESSOR_CHANGE, self.debounce, self._do_on_processor_change)
             return True
 
-        ChildrenWatch(self._zk.kazoo, self.keys.processors, processors_changed)
         if self._partition_counts is not None and not self._calculator.inputs.has_durable_stores:
             self._monitor = PartitionCountMonitor(
                 self._partition_counts, self._calculator.inputs.partition_counts()
             )
+            # Counts read now, before the first round: this process planned the job with the
+            # counts of its start, and inputs may have grown since (a leader that took over).
+            self._read_partition_counts()
             self._schedule("partition-monitor", self.monitor_interval, self._check_partitions)
+        ChildrenWatch(self._zk.kazoo, self.keys.processors, processors_changed)
+
+    def _read_partition_counts(self) -> bool:
+        """Expand the calculator's inputs when a partition count changed; True then."""
+        assert self._monitor is not None
+        try:
+            counts = self._monitor.changed()
+        except StreamSystemError as error:
+            # As Samza's StreamPartitionCountMonitor: a system that cannot answer now (a broker
+            # restarting) is asked again at the next interval; the job runs on meanwhile.
+            _log.warning("reading input partition counts failed, trying again: %s", error)
+            return False
+        if counts is None:
+            return False
+        _log.info("input partition counts changed to %s: regenerating the job model", counts)
+        self._calculator = PartitionCountMonitor.recalculate(self._calculator, counts)
+        return True
 
     def _check_partitions(self) -> None:
         if self._monitor is None or not self._leading:
             return
-        counts = self._monitor.changed()
-        if counts is not None:
-            _log.info("input partition counts changed to %s: regenerating the job model", counts)
-            self._calculator = PartitionCountMonitor.recalculate(self._calculator, counts)
+        if self._read_partition_counts():
             self._schedule(_PROCESSOR_CHANGE, 0, self._do_on_processor_change)
         self._schedule("partition-monitor", self.monitor_interval, self._check_partitions)
 

@@ -26,6 +26,9 @@ from samza_nb.metadata.zk_client import ZkClient
 
 __all__ = ["ZkJobLease"]
 
+#: Seconds a waiter for the job lease trusts its watch before it looks again.
+_LEASE_RECHECK_S = 5.0
+
 
 class ZkJobLease(JobLease):
     """The lease of the job whose coordination tree ``keys`` names, held by session ``zk``.
@@ -108,7 +111,9 @@ class ZkJobLease(JobLease):
         if remaining is not None and remaining <= 0:
             msg = f"the job lease {self.keys.lease} is still held by {holder or 'another incarnation'}"
             raise JobLeaseError(msg, holder=holder)
-        freed.wait(remaining if remaining is not None else None)
+        # A watch goes with its connection (kazoo does not set it again after a reconnect), so
+        # the wait is bounded and the caller looks again.
+        freed.wait(_LEASE_RECHECK_S if remaining is None else min(remaining, _LEASE_RECHECK_S))
 
     def release(self) -> None:
         if self._generation == 0:

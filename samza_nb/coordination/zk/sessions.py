@@ -1,8 +1,9 @@
 """ZooKeeper sessions of a processor (SAMZA.md §8.5 step 10).
 
 A lost session voids the reactions scheduled for it, stops this processor's work and, once
-connected again, registers the processor anew and runs for leader; a connection suspended for
-longer than the session timeout stops the coordinator.
+connected again, registers the processor anew and runs for leader; a session that survived a
+lost connection runs the election again (its one-shot watch went with the connection); a
+connection suspended for longer than the session timeout stops the coordinator.
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ class ZkSessions(ZkCoordinatorBase):
             self._cancel_disconnect_timer()
             if self._session_lost:
                 self._schedule("new-session", 0, self._on_new_session)
+            else:
+                # The same session on a new connection (a server restarted, a link came
+                # back): ZooKeeper keeps watches per connection and kazoo does not set them
+                # again, so a one-shot watch (this follower's on its predecessor) is gone.
+                # Elect again: it watches the predecessor anew, or leads if that one left
+                # meanwhile. (kazoo's DataWatch and ChildrenWatch set their own again.)
+                epoch = self._epoch
+                self._schedule("elect", 0, lambda: self._elect() if epoch == self._epoch else None)
 
     def _cancel_disconnect_timer(self) -> None:
         with self._changed:

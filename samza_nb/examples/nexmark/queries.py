@@ -19,10 +19,14 @@ q5  hot items: per hopping event-time window of 10 s every 2 s, the auction(s) w
     ``num >= max``). Bids cross one shuffle by auction into
     a keyed hopping window that counts them; the counts cross a second shuffle by window start
     into a tumbling window (one slide long) that keeps the maximum and who reached it.
-q7  highest bid: per 10 s event-time window, the highest bid (ties: smallest auction, then
-    bidder), fired by the watermark. A global maximum, as in Flink's q7, computed in two
-    phases as Flink's planner does: each task's highest bid per window, then one shuffle to
-    a single key and the highest of those.
+q7  highest bid: per 10 s event-time window, every bid at the window's highest price, as
+    ``KV(window start, bid)``: the highest price first, then the bids joined back to it (the
+    nexmark repository's SQL joins the bids with ``MAX(price)`` per window; Beam's Query7
+    gives the maximum to a scan of the window's bids as a side input). The maximum is global,
+    computed in two phases as Flink's planner does: each task's highest price per window, then
+    one shuffle to a single key and the highest of those. It is broadcast to every task, where
+    a tumbling window keeps each of the window's bids (the join's state, as Flink's join keeps
+    them) and, when the watermark passes the window's end, emits those at that price.
 q8  new users: the persons who opened an auction in the same 10 s event-time window as they
     registered. Persons (by id) and auctions (by seller) cross one shuffle into one keyed
     event-time window (a windowed join): each pane folds "registered here" and "sold here".
@@ -128,29 +132,42 @@ def _q5(app: StreamApplication, events: Any, out: Any) -> None:
     )
 
 
-def _highest_bid(bid: Any, best: Any) -> Any:
-    mine = [bid["price"], -bid["auction"], -bid["bidder"]]
-    return mine if best is None or mine > best else best
+def _highest_price(bid: Any, best: Any) -> Any:
+    return bid["price"] if best is None or bid["price"] > best else best
 
 
 def _highest_of(row: Any, best: Any) -> Any:
-    mine = row.value["best"]
-    return mine if best is None or mine > best else best
+    price = row.value["price"]
+    return price if best is None or price > best else best
+
+
+def _bid_or_highest(message: Any, pane: Any) -> Any:
+    if message["type"] == "bid":
+        pane[1].append(message)
+    else:
+        pane[0] = message["price"]
+    return pane
+
+
+def _at_highest(pane: Any) -> list[KV]:
+    highest, bids = pane.message
+    start = int(pane.key.pane_id)
+    return [KV(start, bid) for bid in bids if bid["price"] == highest]
 
 
 def _q7(app: StreamApplication, events: Any, out: Any) -> None:
-    (
-        events.filter(_is_bid)
-        # Each task's highest bid per window first (Flink's local-global aggregation): one row
-        # per task and window crosses the shuffle instead of every bid.
-        .window(
+    bids = events.filter(_is_bid)
+    highest = (
+        # Each task's highest price per window first (Flink's local-global aggregation): one
+        # row per task and window crosses the shuffle instead of every bid.
+        bids.window(
             Windows.tumbling(
-                WINDOW_MS, initial=lambda: None, fold=_highest_bid,
+                WINDOW_MS, initial=lambda: None, fold=_highest_price,
                 event_time=lambda bid: bid["date_time"],
             ),
             op_id="highest-here",
         )
-        .map(lambda pane: {"start": int(pane.key.pane_id), "best": pane.message})
+        .map(lambda pane: {"start": int(pane.key.pane_id), "price": pane.message})
         .partition_by(lambda row: 0, op_id="all-windows")
         # As in q5: a row carries its window's last millisecond as event time, so the pane
         # that collects it closes on the watermark that follows every upstream task's rows.
@@ -161,9 +178,25 @@ def _q7(app: StreamApplication, events: Any, out: Any) -> None:
             ),
             op_id="highest",
         )
-        .map(lambda pane: KV(int(pane.key.pane_id), {
-            "price": pane.message[0], "auction": -pane.message[1], "bidder": -pane.message[2],
-        }))
+        # The highest price carries its window's last millisecond as event time (as q5's rows
+        # do): it lands in the pane of the bids it is joined with, and the watermark that
+        # follows it on the broadcast stream closes that pane.
+        .map(lambda pane: {
+            "type": "highest", "price": pane.message,
+            "date_time": int(pane.key.pane_id) + WINDOW_MS - 1,
+        })
+        .broadcast(op_id="highest-to-all")
+    )
+    (
+        bids.merge(highest)
+        .window(
+            Windows.tumbling(
+                WINDOW_MS, initial=lambda: [None, []], fold=_bid_or_highest,
+                event_time=lambda message: message["date_time"],
+            ),
+            op_id="join-highest",
+        )
+        .flat_map(_at_highest)
         .send_to(out)
     )
 

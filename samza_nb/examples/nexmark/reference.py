@@ -61,15 +61,13 @@ def reference(query: str, events: list[dict[str, Any]]) -> Counter[str]:
             for (start, auction), num in counts.items() if num == most[start]
         )
     if query == "q7":
-        best: dict[int, list[int]] = {}
+        highest: dict[int, int] = {}
         for b in bids:
             start = b["date_time"] - b["date_time"] % WINDOW_MS
-            mine = [b["price"], -b["auction"], -b["bidder"]]
-            if start not in best or mine > best[start]:
-                best[start] = mine
+            highest[start] = max(highest.get(start, 0), b["price"])
         return Counter(
-            canonical([start, {"price": m[0], "auction": -m[1], "bidder": -m[2]}])
-            for start, m in best.items()
+            canonical([start, b]) for b in bids
+            if b["price"] == highest[start := b["date_time"] - b["date_time"] % WINDOW_MS]
         )
     if query == "q8":
         names: dict[tuple[int, int], str] = {}

@@ -26,7 +26,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
 from samza_nb.errors import SamzaNbError
-from samza_nb.notebook.failures import JOB_ERRORS, job_error_handler
+from samza_nb.notebook.failures import JOB_ERRORS, SHORT_ERRORS, job_error_handler, one_line
 from samza_nb.notebook.magics._commands import (
     CELL_COMMANDS,
     LINE_COMMANDS,
@@ -76,8 +76,9 @@ class SamzaMagics(Magics):
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell)
         self.session = Session(shell)
-        # A failed or interrupted job reads as one short block, wherever it is raised from.
-        shell.set_custom_exc(JOB_ERRORS, job_error_handler(self._wants_short_errors))
+        # A failed or interrupted job reads as one short block, and any other expected error
+        # as one line, wherever it is raised from: a magic or the Python API in a cell.
+        shell.set_custom_exc(SHORT_ERRORS, job_error_handler(self._wants_short_errors))
 
     @line_cell_magic
     def samza(self, line: str, cell: str | None = None) -> Any:
@@ -121,7 +122,7 @@ class SamzaMagics(Magics):
             # A job's failure is not bad input: the shell's handler shows it (failures.py).
             if isinstance(error, JOB_ERRORS) or not self._wants_short_errors():
                 raise
-            text = _one_line(str(error))
+            text = one_line(error)
             # An error that names the magic already (a %%samza config cell's line) is not
             # prefixed again.
             msg = text if text.startswith(("%samza", "%%samza")) else f"%samza {name}: {text}"

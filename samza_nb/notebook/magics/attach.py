@@ -8,11 +8,13 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from samza_nb.config import Config
+from samza_nb.coordination.observation import JobObservation
 from samza_nb.notebook.magics._args import config_argument
 from samza_nb.notebook.magics._session import Session
 from samza_nb.notebook.magics.attach_handle import AttachedJob
 from samza_nb.notebook.magics.attach_schemes import attach
 from samza_nb.notebook.widgets.attached_job import AttachedJobWidget
+from samza_nb.notebook.widgets.observation_view import ObservationView
 
 __all__ = ["command"]
 
@@ -37,9 +39,16 @@ def command(session: Session, args: argparse.Namespace) -> AttachedJob:
 
 
 def _show_as_widget(session: Session) -> None:
-    """An AttachedJob a cell returns is drawn as a live AttachedJobWidget."""
+    """An AttachedJob a cell returns is drawn as a live AttachedJobWidget; a JobObservation
+    (``job.observe()``) as an ObservationView, which keeps the moment it was read."""
     formatters = session.shell.display_formatter
     if formatters is not None:
         formatters.ipython_display_formatter.for_type(
             AttachedJob, lambda handle: display(AttachedJobWidget(handle))
+        )
+        formatters.formatters["text/html"].for_type(
+            JobObservation, lambda seen: ObservationView(seen)._repr_html_()
+        )
+        formatters.formatters["text/plain"].for_type(
+            JobObservation, lambda seen, printer, _cycle: printer.text(ObservationView(seen).snapshot_text())
         )

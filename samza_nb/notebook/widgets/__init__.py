@@ -11,6 +11,7 @@ from samza_nb.notebook.widgets._live import settle_views
 from samza_nb.notebook.widgets.attached_job import AttachedJobWidget
 from samza_nb.notebook.widgets.drain_states import DrainStatesWidget
 from samza_nb.notebook.widgets.grouper_explorer import GrouperExplorer
+from samza_nb.notebook.widgets.observation_view import ObservationView
 from samza_nb.notebook.widgets.run_progress import RunProgress
 from samza_nb.notebook.widgets.show_view import ShowView
 from samza_nb.notebook.widgets.stage_graph import StageGraph
@@ -19,6 +20,7 @@ __all__ = [
     "AttachedJobWidget",
     "DrainStatesWidget",
     "GrouperExplorer",
+    "ObservationView",
     "RunProgress",
     "ShowView",
     "StageGraph",

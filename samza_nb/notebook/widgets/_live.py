@@ -21,6 +21,12 @@ it into its snapshot by hand before saving. Views with nothing left to do once t
 (RunProgress: no slider, no button) are frozen when final wherever they are displayed, so a
 notebook saved from JupyterLab keeps them too.
 
+A view displayed where a person works also gets a *fallback* output just before it (its
+snapshot, kept current about once a second, :mod:`samza_nb.notebook.widgets._fallback`), which
+JupyterLab shows instead of "Error displaying widget: model not found" when the notebook is
+reopened without the kernel that held the view's model: the slider and buttons are gone, the
+last state stays.
+
 When it happens: the auto-refresh thread's final refresh, :func:`settle_views` (called by the
 magics that end or wait for a job: ``run`` without ``--background``, ``stop``, ``drain
 --wait``, ``status``), and after every cell (an IPython ``post_run_cell`` hook, registered when
@@ -30,6 +36,7 @@ that cell ends: a message published after the last cell would be lost to papermi
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import uuid
 import weakref
@@ -38,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from samza_nb.errors import ConfigError
+from samza_nb.notebook.widgets._fallback import Fallback
 from samza_nb.notebook.widgets._html import ERROR, paragraph
 
 if TYPE_CHECKING:
@@ -48,6 +56,9 @@ __all__ = ["LiveWidget", "settle_views"]
 #: Seconds between two refreshes of a running job: fast enough to watch epochs go by, slow
 #: enough that the comm traffic of a redraw stays negligible next to an epoch.
 DEFAULT_INTERVAL = 0.5
+#: Seconds a change of what a view shows waits before its fallback output follows: changes in
+#: that time are published together (the fallback carries the whole snapshot).
+FALLBACK_DELAY = 1.0
 
 
 class LiveWidget(widgets.VBox):
@@ -90,6 +101,9 @@ class LiveWidget(widgets.VBox):
         self._settled = False
         #: Re-published as its snapshot only: the widget view is gone from the output.
         self.frozen = False
+        #: The fallback outputs of its displays where a person works (module docstring).
+        self._fallbacks: list[Fallback] = []
+        self._fallback_pending = False
         super().__init__(children=[*children, self.message])
         # Ask the frontends to count the views they draw (ipywidgets keeps the count in sync).
         self._view_count = 0
@@ -103,6 +117,28 @@ class LiveWidget(widgets.VBox):
         """Read the job (or plan) again and redraw."""
         with self._lock:
             self._refresh()
+        self._touch()
+
+    def _touch(self, *_change: Any) -> None:
+        """What the view shows changed: its fallback outputs follow within FALLBACK_DELAY."""
+        with self._lock:
+            if not self._fallbacks or self.frozen or self._fallback_pending:
+                return
+            self._fallback_pending = True
+        # In the kernel's context (it names the cell the output belongs to).
+        context = contextvars.copy_context()
+        timer = threading.Timer(FALLBACK_DELAY, context.run, args=(self._update_fallbacks,))
+        timer.daemon = True
+        timer.start()
+
+    def _update_fallbacks(self) -> None:
+        with self._lock:
+            self._fallback_pending = False
+            if self.frozen or not self._fallbacks:
+                return
+            html, text = self.snapshot_html(), self.snapshot_text()
+        for fallback in self._fallbacks:
+            fallback.update(html, text)
 
     def _refresh(self) -> None:
         """Redraw from the job or plan; called under the widget's lock."""
@@ -199,6 +235,12 @@ class LiveWidget(widgets.VBox):
         self._displayed = True
         self._batch = self._batch or _batch_request()
         _register_cell_hook()
+        if not self._batch and not self.frozen and _in_kernel():
+            fallback = Fallback()
+            fallback.show(self.snapshot_html(), self.snapshot_text())
+            if not self._fallbacks:
+                _observe_html(self, self._touch)
+            self._fallbacks.append(fallback)
         display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)
 
     def publish_snapshot(self) -> None:
@@ -208,6 +250,12 @@ class LiveWidget(widgets.VBox):
         from IPython.display import update_display
 
         update_display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)
+        if self.frozen:
+            for fallback in self._fallbacks:
+                fallback.retire()
+            self._fallbacks = []
+        else:
+            self._update_fallbacks()
 
     @property
     def final(self) -> bool:
@@ -241,6 +289,21 @@ class LiveWidget(widgets.VBox):
         unseen = self._batch and not self._view_count
         if self._displayed and not self.frozen and (unseen or self.freeze_when_final):
             self.freeze()
+
+
+def _in_kernel() -> bool:
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+def _observe_html(widget: widgets.Widget, callback: Any) -> None:
+    """Call ``callback`` when the value of any HTML widget inside ``widget`` changes (every view
+    redraws through them: a slider's replay, a fold, an explorer's draft)."""
+    if isinstance(widget, widgets.HTML):
+        widget.observe(callback, names="value")
+    for child in getattr(widget, "children", ()):
+        _observe_html(child, callback)
 
 
 def _batch_request() -> bool:

@@ -1,6 +1,7 @@
 """RateMeter: messages per second of a growing count, as the views refresh.
 
-While the count grows the rate is taken over the refreshes of the last ``window`` seconds.
+While the count grows the rate is taken over the refreshes of the last ``window`` seconds
+(``trailing_rate``, the rule ``job.plot()`` draws its rate by).
 Once the job is done nothing more arrives, and that window's rate would fall to 0/s: the rate
 is then the average over the time the count grew (from the first refresh to the last refresh
 that saw it grow), which is how fast the job went.
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+
+from samza_nb.runtime.rates import trailing_rate
 
 __all__ = ["RateMeter"]
 
@@ -39,8 +42,9 @@ class RateMeter:
             self.samples.popleft()
         if done:
             (start, at_start), (end, at_end) = self._first, self._last_growth
+            elapsed = end - start
+            self.rate = (at_end - at_start) / elapsed if elapsed > 0 else None
         else:
-            (start, at_start), (end, at_end) = self.samples[0], (now, count)
-        elapsed = end - start
-        self.rate = (at_end - at_start) / elapsed if elapsed > 0 else None
+            # The rule job.plot() draws its rate by (runtime/rates.py).
+            self.rate = trailing_rate(self.samples, self.window)
         return self.rate

@@ -4,7 +4,8 @@ It draws what the job's coordinator keeps (``%samza attach``): the live processo
 locations and the leader, the job-model versions with their barrier states (joined of expected)
 and the tasks each version moved, and task → processor → location in the newest model beside
 where each task last ran. A Drain button drains the job. It refreshes every ``interval``
-seconds until no processor is left; the job's processors are never joined.
+seconds until no processor is left; the job's processors are never joined. A live view shows
+the job as it is now (after Run All: its end); ``ObservationView`` keeps one moment.
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ import ipywidgets as widgets
 
 from samza_nb.notebook.widgets._html import ERROR, html_table, paragraph, text_table
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets.observation_view import (
+    PROCESSOR_HEADERS,
+    TASK_HEADERS,
+    VERSION_HEADERS,
+    processor_rows,
+    task_rows,
+    version_rows,
+)
 
 if TYPE_CHECKING:
     from samza_nb.coordination.observation import JobObservation
@@ -22,9 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AttachedJobWidget"]
 
-_PROCESSOR_HEADERS = ["processor", "location", "role", "tasks"]
-_VERSION_HEADERS = ["version", "barrier", "joined", "moved tasks"]
-_TASK_HEADERS = ["task", "processor", "location", "last ran at"]
 
 
 class AttachedJobWidget(LiveWidget):
@@ -71,13 +77,13 @@ class AttachedJobWidget(LiveWidget):
         self.drain_button.disabled = self._drain_clicked or self.job_status.done
         self.summary.value = paragraph(self._summary_text(), bold=True)
         self.processors_table.value = html_table(
-            _PROCESSOR_HEADERS, self.processor_rows(), caption="processors"
+            PROCESSOR_HEADERS, self.processor_rows(), caption="processors"
         )
         self.versions_table.value = html_table(
-            _VERSION_HEADERS, self.version_rows(), caption="job model versions (newest first)"
+            VERSION_HEADERS, self.version_rows(), caption="job model versions (newest first)"
         )
         self.tasks_table.value = html_table(
-            _TASK_HEADERS, self.task_rows(), caption="tasks in the newest model"
+            TASK_HEADERS, self.task_rows(), caption="tasks in the newest model"
         )
 
     def _summary_text(self) -> str:
@@ -91,39 +97,13 @@ class AttachedJobWidget(LiveWidget):
         )
 
     def processor_rows(self) -> list[list[str]]:
-        observation = self.observation
-        if observation is None:
-            return []
-        tasks: dict[str, int] = {}
-        for pid, _location in observation.assignment.values():
-            tasks[pid] = tasks.get(pid, 0) + 1
-        return [
-            [p.processor_id, p.location_id, "leader" if p.leader else "follower", str(tasks.get(p.processor_id, 0))]
-            for p in observation.processors
-        ]
+        return processor_rows(self.observation) if self.observation is not None else []
 
     def version_rows(self) -> list[list[str]]:
-        observation = self.observation
-        if observation is None:
-            return []
-        return [
-            [
-                v.version,
-                v.barrier or "–",
-                f"{len(v.joined)} of {len(v.expected)}",
-                ", ".join(v.moved) if v.moved else "–",
-            ]
-            for v in reversed(observation.versions)
-        ]
+        return version_rows(self.observation) if self.observation is not None else []
 
     def task_rows(self) -> list[list[str]]:
-        observation = self.observation
-        if observation is None:
-            return []
-        return [
-            [task, pid, location or "–", observation.task_locality.get(task, "–")]
-            for task, (pid, location) in observation.assignment.items()
-        ]
+        return task_rows(self.observation) if self.observation is not None else []
 
     # -- the button ------------------------------------------------------------------------
     def _on_drain(self, _button: widgets.Button) -> None:
@@ -152,11 +132,11 @@ class AttachedJobWidget(LiveWidget):
             [
                 self._summary_text(),
                 "processors:",
-                text_table(_PROCESSOR_HEADERS, self.processor_rows()),
+                text_table(PROCESSOR_HEADERS, self.processor_rows()),
                 "job model versions (newest first):",
-                text_table(_VERSION_HEADERS, self.version_rows()),
+                text_table(VERSION_HEADERS, self.version_rows()),
                 "tasks in the newest model:",
-                text_table(_TASK_HEADERS, self.task_rows()),
+                text_table(TASK_HEADERS, self.task_rows()),
             ]
         )
 

@@ -28,8 +28,9 @@ __all__ = ["DRAINED_COLOUR", "DRAINING_COLOUR", "DrainStatesWidget"]
 
 #: Stroke of a stream whose every partition drained at the shown epoch.
 DRAINED_COLOUR = "#0969da"
-#: Stroke of a stream with some partitions drained, or some upstream drains heard.
-DRAINING_COLOUR = "#bf8700"
+#: Stroke of a stream with some partitions drained, or some upstream drains heard: a pink none
+#: of the drawing's own colours uses (shuffle orange, output amber, state purple).
+DRAINING_COLOUR = "#bf3989"
 
 _HEADERS = ["task", "SSP", "drained", "upstream drains", "drained at epoch"]
 
@@ -111,7 +112,28 @@ class DrainStatesWidget(LiveWidget):
         finally:
             self._redrawing = False
         self.drain_button.disabled = self._drain_clicked or self.job_status.done
+        self._label_button()
         self._draw()
+
+    @property
+    def draining(self) -> bool:
+        """Whether the job is draining now: a drain was asked for (here, by a magic or by
+        ``samza-nb drain``) and the job has not ended."""
+        if self.job_status is None or self.job_status.done:
+            return False
+        seen = getattr(self.job, "drain_seen_epoch", None) is not None
+        rows = self.states.rows if self.states else []
+        return self._drain_clicked or seen or any(row["drained"] or row["heard"] for row in rows)
+
+    def _label_button(self) -> None:
+        """The button says what the drain is doing, not only that it cannot be clicked."""
+        button = self.drain_button
+        if self.job_status is not None and self.job_status.state == "drained":
+            button.description, button.icon = "Drained", "check"
+        elif self.draining:
+            button.description, button.icon = "Draining…", "hourglass-half"
+        else:
+            button.description, button.icon = "Drain", ""
 
     def _on_epoch(self, _change: dict[str, Any]) -> None:
         if not self._redrawing:
@@ -129,6 +151,8 @@ class DrainStatesWidget(LiveWidget):
             self.refresh()
             return
         self._drain_clicked = self.drain_button.disabled = True
+        self._label_button()
+        self._draw()
         self.message.value = paragraph(
             f"drain requested at epoch {status.epoch}; the job stops reading its inputs once "
             "its drain monitor sees the request"
@@ -173,7 +197,7 @@ class DrainStatesWidget(LiveWidget):
     def _summary_text(self) -> str:
         drained = sum(1 for row in self.rows if row["drained"])
         status = self.job_status
-        state = f" · job {status.state}" if status else ""
+        state = f" · job {'draining' if self.draining else status.state}" if status else ""
         if not self.epochs:
             epoch = f" at epoch {status.epoch}" if status else ""
             return f"DrainStates of {self.plan.app_name}: no epoch committed yet{state}{epoch}"

@@ -39,7 +39,7 @@ from samza_nb.grouping import (
 from samza_nb.model import JobModel, TaskMode, TaskModel, java_sorted
 from samza_nb.notebook.widgets._html import html_table, paragraph, text_table
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL
-from samza_nb.notebook.widgets.grouper_explorer_text import GrouperExplorerText
+from samza_nb.notebook.widgets.grouper_explorer_text import GrouperExplorerText, in_explorer_words
 from samza_nb.notebook.widgets.grouper_inputs import (
     _processors_of,
     explorer_start,
@@ -295,10 +295,16 @@ class GrouperExplorer(GrouperExplorerText):
         if state in ("finished", "stopped", "failed", "drained"):
             return f"the job has {state}; a job that ended keeps the model it ended with"
         if self.active_proposal is None:
-            return f"the draft cannot be grouped ({self.error})"
+            # The summary above shows why, once.
+            return "the draft cannot be grouped (see above)"
         if self.violations:
             return f"the proposal breaks a standby invariant: {self.violations[0]}"
         return None
+
+    def _shown_blocker(self) -> str | None:
+        """The blocker the view shows: none for an explorer of no job (its Apply is off anyway,
+        and its note says what the standbys shown are)."""
+        return self.apply_blocker() if self.job is not None or self.attached is not None else None
 
     def _options(self, grouper: str) -> dict[str, Any]:
         """The job's grouper options when ``grouper`` is the job's grouper; none otherwise (the
@@ -411,7 +417,7 @@ class GrouperExplorer(GrouperExplorerText):
             self._propose()
             self.error = None
         except SamzaNbError as error:
-            self.error = str(error)
+            self.error = in_explorer_words(str(error))
             self.proposal = self.active_proposal = None
             self.moves, self.violations = [], []
             self.balance = Balance({})
@@ -436,10 +442,10 @@ class GrouperExplorer(GrouperExplorerText):
     def _draw(self) -> None:
         colour = _ERROR if self.error is not None else "#24292f"
         self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)
-        blocker = self.apply_blocker() if self.job is not None or self.attached is not None else None
+        blocker = self._shown_blocker()
         self.apply_button.disabled = self.job is None or blocker is not None
         self.apply_button.tooltip = blocker or "regroup the running job to this proposal"
-        notes = [text for text in (blocker and f"Apply is off: {blocker}", self._apply_note_text()) if text]
+        notes = self._apply_notes(blocker)
         self.apply_note.value = "".join(paragraph(text, colour=_WARN) for text in notes)
         self.checks.value = "".join(
             paragraph(line, colour=_OK if line.startswith("✓") else _ERROR)
@@ -477,9 +483,7 @@ class GrouperExplorer(GrouperExplorerText):
             f"GrouperExplorer: {self._summary_text()}",
             *("  " + line for line in self._checks_text()),
         ]
-        note = self._apply_note_text()
-        if note:
-            parts.append(f"  {note}")
+        parts += [f"  {note}" for note in self._apply_notes(self._shown_blocker())]
         parts.append(text_table(_MODEL_HEADERS, self._model_rows()))
         if self.moves:
             parts.append(text_table(_MOVE_HEADERS, self._move_rows()))

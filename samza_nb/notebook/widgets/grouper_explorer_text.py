@@ -4,6 +4,8 @@ explorer's state (notebook/widgets/grouper_explorer.py draws them)."""
 
 from __future__ import annotations
 
+import re
+
 import ipywidgets as widgets
 
 from samza_nb.grouping import Balance, Move, active_task_name
@@ -11,7 +13,28 @@ from samza_nb.model import JobModel, TaskMode, java_sorted
 from samza_nb.notebook.widgets._html import count
 from samza_nb.notebook.widgets._live import LiveWidget
 
-__all__ = ["GrouperExplorerText"]
+__all__ = ["GrouperExplorerText", "in_explorer_words"]
+
+#: The explorer's control for ``check_location``.
+_LOCATION_BOX = "“standbys on other locations”"
+_REWORDINGS = (
+    # A grouping function's name before its message (``assign_with_standbys: …``).
+    (re.compile(r"^[a-z]+(?:_[a-z]+)+: "), ""),
+    (
+        re.compile(r" \(a direct call of \w+ can pass check_location=False to ([^)]*)\)"),
+        rf" (or untick {_LOCATION_BOX} to \1)",
+    ),
+    (re.compile(r"check_location=False"), f"{_LOCATION_BOX} unticked"),
+    (re.compile(r"job\.standbytasks\.replication\.factor"), "the replication factor"),
+)
+
+
+def in_explorer_words(message: str) -> str:
+    """A grouping error as the explorer's user reads it: no function or parameter names, the
+    explorer's own controls instead."""
+    for pattern, replacement in _REWORDINGS:
+        message = pattern.sub(replacement, message)
+    return message
 
 
 class GrouperExplorerText(LiveWidget):
@@ -44,6 +67,16 @@ class GrouperExplorerText(LiveWidget):
             f"tasks move{bound}; {b.min}–{b.max} active tasks per processor "
             f"({'balanced' if b.is_balanced else 'unbalanced'})"
         )
+
+    def _apply_notes(self, blocker: str | None) -> list[str]:
+        """Next to Apply: why it is off, else what it does with standbys (never both: a note
+        saying what Apply would do beside a disabled Apply reads as an invitation)."""
+        if blocker is not None:
+            return [f"Apply is off: {blocker}"]
+        if self.error is not None:
+            return []  # nothing to preview: the summary says why
+        note = self._apply_note_text()
+        return [note] if note else []
 
     def _apply_note_text(self) -> str:
         replicas = self.replication_factor.value

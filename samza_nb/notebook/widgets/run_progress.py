@@ -46,9 +46,11 @@ class RunProgress(LiveWidget):
     only the counters show. While the job has not started its first epoch (``job.epoch == 0``,
     no result yet: the JVM and the Spark session start, 5–15 s in a fresh kernel) the state
     reads "starting Spark…". The rate is input messages per second over the refreshes of the
-    last ``window`` seconds, a series this view keeps for itself (the job keeps totals only);
-    once the job is done it is the average over the time the job read its inputs (from this
-    view's first refresh to the last refresh that saw new input), not the last window's 0/s.
+    last ``window`` seconds, a series this view keeps for itself, by the rule ``job.plot()``
+    draws its rate by (runtime/rates.py); once the job is done it is the job's average rate
+    (``job.average_rate()``: from its start to the commit that read its last input message, the
+    average ``job.plot()`` states), or for a job without a course the average over this view's
+    refreshes that saw new input, not the last window's 0/s.
 
     Attributes: ``job``, ``bar`` (IntProgress), ``counters`` (HTML widget), ``job_status``
     (the last ``job.status()``), ``epochs``, ``messages_in`` (read from the inputs),
@@ -160,11 +162,14 @@ class RunProgress(LiveWidget):
         status = self.job_status
         done = status is not None and status.done
         self.rate = self._meter.add(self.messages_in, done=done)
-        if done and self.rate is None:
-            # The job ended before two refreshes saw its count grow: its own course says how
-            # fast it went (a job of this process keeps one).
+        if done:
+            # A job of this process keeps its own course, from its start to the commit that
+            # read its last message: that average is the one job.plot() states, so it wins over
+            # what this view's refreshes saw (they may have begun late or seen nothing grow).
             average_rate = getattr(self.job, "average_rate", None)
-            self.rate = average_rate() if average_rate is not None else None
+            average = average_rate() if average_rate is not None else None
+            if average is not None:
+                self.rate = average
 
     def _row(self) -> list[str]:
         rate = format_rate(self.rate)

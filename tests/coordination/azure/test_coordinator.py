@@ -29,7 +29,7 @@ from samza_nb.coordination.azure import (
 from samza_nb.coordination.azure.coordinator import STREAMS_LOCK_ID
 from samza_nb.coordination.azure.processors import UNASSIGNED, new_incarnation
 from samza_nb.errors import CoordinationError, JobLeaseError
-from samza_nb.metadata.azure import AzureBlobMetadataStore
+from samza_nb.metadata.azure import AzureBlobMetadataStore, AzureWriteGuard
 from samza_nb.services import ServiceInfo, ServicesHome
 from samza_nb.services.azurite import Azurite
 
@@ -101,11 +101,10 @@ def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
     assert set(moved.containers) == {survivor.processor_id}
     assert frozenset(moved.containers[survivor.processor_id].tasks) == ALL_TASKS
     # The dropped processor lost its fencing lease: a commit it still had in flight is refused.
-    fence_blob = survivor.container.get_blob_client(follower._fence_blob.blob_name)
     with pytest.raises(JobLeaseError, match="no longer held"):
         metadata.put_all(
             {"late": b"1"},
-            guard=lambda g: g.require_lease(fence_blob, follower._fence_lease, "frozen p"),
+            guard=lambda g: g.require_token(follower.processor_id, follower._fence_lease, "frozen p"),
         )
     assert metadata.get("late") is None
     metadata.put_all({"fresh": b"1"}, guard=survivor.fence)
@@ -125,6 +124,36 @@ def _two_agreed(coordinators: Make) -> tuple[AzureJobCoordinator, AzureJobCoordi
     first, _ = coordinators("p1", "host-a")
     second, _ = coordinators("p2", "host-b")
     return first, second, _on_one_model(first, second)
+
+
+def test_a_processor_fenced_out_between_its_check_and_its_write_writes_nothing(
+    coordinators: Make, metadata: AzureBlobMetadataStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The leader drops the follower right after the follower's commit checked its fence and
+    # before that commit's write: check and write are one conditional write, so the write
+    # fails at the server and, checked again, the commit is refused with one line, having
+    # written none of its keys.
+    first, second, _version = _two_agreed(coordinators)
+    follower = first if not first.is_leader else second
+    leader = second if follower is first else first
+    verify = AzureWriteGuard.verify
+    checks: list[str] = []
+
+    def dropped_right_after_the_check(guard: AzureWriteGuard) -> None:
+        verify(guard)
+        checks.append("passed")
+        if len(checks) == 1:
+            leader._break_fence(follower.processor_id)
+
+    monkeypatch.setattr(AzureWriteGuard, "verify", dropped_right_after_the_check)
+    with pytest.raises(JobLeaseError) as refused:
+        metadata.put_all({"cp-0": b"stale", "cp-1": b"stale"}, guard=follower.fence)
+    message = str(refused.value)
+    assert "\n" not in message and "the fencing lease is no longer held" in message, message
+    assert f"processor {follower.processor_id!r}" in message
+    assert metadata.get("cp-0") is None and metadata.get("cp-1") is None
+    metadata.put_all({"cp-0": b"leader"}, guard=leader.fence)
+    assert metadata.get("cp-0") == b"leader"
 
 
 def test_a_processor_restarted_under_its_id_gets_its_tasks_back(coordinators: Make) -> None:
@@ -222,9 +251,8 @@ def test_a_processor_dropped_while_frozen_and_listed_again_commits_with_a_new_fe
     metadata.put_all({"relisted": b"1"}, guard=follower.fence)
     assert metadata.get("relisted") == b"1"
     # Work of the old model still in flight cannot commit: its lease is gone.
-    fence_blob = follower._fence_blob
     with pytest.raises(JobLeaseError, match="no longer held"):
-        metadata.put_all({"stale": b"1"}, guard=lambda g: g.require_lease(fence_blob, old_lease, "stale p"))
+        metadata.put_all({"stale": b"1"}, guard=lambda g: g.require_token(follower.processor_id, old_lease, "stale p"))
     assert metadata.get("stale") is None
     assert not follower.stopped
 
@@ -255,9 +283,8 @@ def test_a_late_fence_break_by_a_former_leader_is_taken_back_and_the_work_restar
     assert listener.tasks()
     metadata.put_all({"retaken": b"1"}, guard=follower.fence)
     assert metadata.get("retaken") == b"1"
-    fence_blob = follower._fence_blob
     with pytest.raises(JobLeaseError, match="no longer held"):
-        metadata.put_all({"stale": b"1"}, guard=lambda g: g.require_lease(fence_blob, old_lease, "stale p"))
+        metadata.put_all({"stale": b"1"}, guard=lambda g: g.require_token(follower.processor_id, old_lease, "stale p"))
 
 
 def test_a_processor_whose_id_another_process_took_over_stops(coordinators: Make) -> None:

@@ -23,6 +23,7 @@ from samza_nb.notebook.magics.attach_schemes import (
     register_attach_scheme,
 )
 from samza_nb.notebook.widgets.attached_job import AttachedJobWidget
+from samza_nb.notebook.widgets.observation_view import ObservationView, task_rows
 
 from .conftest import RecordingListener, calculator, job_config, wait_until
 
@@ -78,6 +79,7 @@ def test_the_handle_sees_processors_leader_versions_and_moves_without_joining(
     assert first is not None and set(first.joined) == set(first.expected) == {"p1", "p2"}
     assert attached.status().state == "running"
     p2_tasks = {task for task, (pid, _) in seen.assignment.items() if pid == "p2"}
+    kept = ObservationView(seen)  # drawn while p1 and p2 run: it keeps that moment
 
     group["p2"].stop()  # leaves the group at once: the leader moves p2's tasks to p1
     wait_until(lambda: _agreed(attached, {"p1"}), 20, "a model over p1 alone")
@@ -100,6 +102,15 @@ def test_the_handle_sees_processors_leader_versions_and_moves_without_joining(
     group["p1"].stop()
     wait_until(lambda: attached.status().done, 20, "no processor left")
     assert attached.status().state == "stopped"
+    # The live view now shows the end; the view of the first read still shows p1 and p2 on
+    # the first model (after Run All, a notebook's step-by-step views keep their steps).
+    ended = ObservationView(attached.observe()).snapshot_text()
+    assert "processors none" in ended
+    text = kept.snapshot_text()
+    assert f"processors p1, p2; leader p1; model version {seen.latest} (barrier DONE" in text
+    assert {row[1] for row in task_rows(seen)} == {"p1", "p2"}
+    page = kept._repr_html_()
+    assert page.startswith('<div class="samza-observation">') and page.count("<table") == 3
 
 
 def test_drain_names_the_run_id_the_live_processors_carry_never_a_stale_stored_one(
@@ -174,8 +185,12 @@ def test_magic_attach_returns_the_handle(zk_connect: str, group: dict[str, ZkJob
         assert (handle.app_name, handle.job_id) == ("zkjob", "1")
         wait_until(lambda: _agreed(handle, {"p1", "p2"}), 20, "a model over p1 and p2")
         assert handle.status().leader == "p1"
-        # A cell that returns the handle draws the live widget.
+        # A cell that returns the handle draws the live widget; one that returns what
+        # observe() read draws that moment, as static HTML.
         assert shell.display_formatter.ipython_display_formatter.lookup(handle) is not None
+        bundle, _ = shell.display_formatter.format(handle.observe())
+        assert 'class="samza-observation"' in bundle["text/html"]
+        assert bundle["text/plain"].startswith("as observed then: processors p1, p2; leader p1")
     finally:
         handle.close()
     assert handle.status().state == "detached"

@@ -19,7 +19,7 @@ from samza_nb.config import Config
 from samza_nb.coordination.coordinator import get_job_coordinator
 from samza_nb.coordination.zk import TIMED_OUT, ZkJobCoordinator, ZkKeyBuilder
 from samza_nb.coordination.zk.processors import ProcessorRegistry
-from samza_nb.errors import CoordinationError
+from samza_nb.errors import CoordinationError, StreamSystemError
 from samza_nb.metadata.zk_client import ZkClient
 from samza_nb.model import JobModel
 
@@ -296,6 +296,49 @@ def test_leader_regenerates_when_input_partitions_grow(coordinators: Make, zk_co
         second = coordinator.wait_for_job_model(15, newer_than=coordinator.job_model_version)
         assert set(second.task_to_processor()) == {f"Partition {p}" for p in range(8)}
         assert listener.kinds() == ["new", "expired", "new"]
+    finally:
+        coordinator.stop()
+
+
+def test_a_new_leader_models_the_partitions_its_inputs_have_now(zk_connect: str) -> None:
+    # Planned with 6 partitions; the input has 8 by the time this process leads (it took over
+    # from a leader that saw them grow, or they grew while it started): its first model has
+    # all 8 tasks, not 6 until the next check of the monitor, minutes later.
+    config = job_config(zk_connect)
+    coordinator = ZkJobCoordinator(calculator(config), config, partition_counts=lambda: {"in": 8})
+    coordinator.attach("p1", "host-a", RecordingListener())
+    coordinator.start()
+    try:
+        first = coordinator.wait_for_job_model(15)
+        assert set(first.task_to_processor()) == {f"Partition {p}" for p in range(8)}
+    finally:
+        coordinator.stop()
+
+
+def test_a_failed_read_of_partition_counts_is_retried_and_the_leader_keeps_leading(zk_connect: str) -> None:
+    # A broker that cannot answer for a moment stops nothing: the next interval reads again.
+    phase = ["steady"]
+
+    def counts() -> dict[str, int]:
+        if phase[0] == "failing":
+            phase[0] = "grown"  # the next read answers
+            msg = "Kafka system 'kafka': list topics failed after 3 attempts"
+            raise StreamSystemError(msg)
+        return {"in": 8 if phase[0] == "grown" else 6}
+
+    config = job_config(zk_connect, **{"job.coordinator.monitor-partition-change.frequency.ms": 200})
+    coordinator = ZkJobCoordinator(calculator(config), config, partition_counts=counts)
+    listener = RecordingListener()
+    coordinator.attach("p1", "host-a", listener)
+    coordinator.start()
+    try:
+        first = coordinator.wait_for_job_model(15)
+        assert len(first.task_to_processor()) == 6
+        phase[0] = "failing"
+        second = coordinator.wait_for_job_model(15, newer_than=coordinator.job_model_version)
+        assert phase[0] == "grown"
+        assert set(second.task_to_processor()) == {f"Partition {p}" for p in range(8)}
+        assert "failure" not in listener.kinds() and coordinator.is_leader
     finally:
         coordinator.stop()
 

@@ -17,7 +17,7 @@ from samza_nb.systems.compaction import (
     decode_offsets,
     encode_offsets,
 )
-from samza_nb.systems.embedded_sqlite import transaction
+from samza_nb.systems.embedded.sqlite import transaction
 
 __all__ = ["EmbeddedRetention", "producer_name"]
 

@@ -38,10 +38,10 @@ from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
 from samza_nb.systems.batch_format import StoredBatch, decode_batch, encode_batch
 from samza_nb.systems.compaction import compacted_runs, decode_offsets
-from samza_nb.systems.embedded_appends import EncodedBatch, insert_batch, insert_batches
-from samza_nb.systems.embedded_notebook import EmbeddedNotebookIO
-from samza_nb.systems.embedded_retention import EmbeddedRetention
-from samza_nb.systems.embedded_sqlite import Connections, transaction
+from samza_nb.systems.embedded.appends import EncodedBatch, insert_batch, insert_batches
+from samza_nb.systems.embedded.notebook import EmbeddedNotebookIO
+from samza_nb.systems.embedded.retention import EmbeddedRetention
+from samza_nb.systems.embedded.sqlite import Connections, transaction
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
 

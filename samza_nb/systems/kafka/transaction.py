@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import StreamSystemError
 from samza_nb.systems.base import Record
-from samza_nb.systems.kafka_reader import record_headers
+from samza_nb.systems.kafka.reader import record_headers
 
 if TYPE_CHECKING:
-    from samza_nb.systems.kafka import KafkaSystem
+    from samza_nb.systems.kafka.system import KafkaSystem
 
 __all__ = ["KafkaTransaction"]
 
@@ -50,6 +50,8 @@ class KafkaTransaction:
         self._open = False
         self._errors: list[Any] = []
         self._fatal: Any = None
+        #: (topic, partition) -> one past the highest offset acknowledged in this transaction.
+        self._acked: dict[tuple[str, int], int] = {}
         self._run("initialise the transactional producer", lambda: self._producer.init_transactions(self._timeout))
 
     def __repr__(self) -> str:
@@ -70,13 +72,29 @@ class KafkaTransaction:
         except SystemError as error:
             # confluent-kafka 2.x: once the producer is fenced, flush() purges the queue and
             # calls the delivery callbacks with its own exception still set, so the call ends
-            # in a SystemError instead of a KafkaException (tests/systems/test_kafka.py
-            # test_a_fenced_producer_fails_with_a_stream_error). The producer is unusable
-            # either way. The KafkaException that was set (fenced, fatal) is the SystemError's
-            # cause; the error callback may not have reported it yet.
+            # in a SystemError instead of a KafkaException; that exception is usually the
+            # SystemError's cause, but not always ("returned NULL without setting an
+            # exception"), and the error callback may not have reported it yet. The producer
+            # is unusable either way: ask librdkafka for its fatal error.
             pending = error.__cause__ or error.__context__
             known = pending if isinstance(pending, KafkaException) else None
-            raise self._error(operation, self._fatal or known or error) from None
+            raise self._error(operation, self._fatal or known or self._fatal_error() or error) from None
+
+    def _fatal_error(self) -> Any:
+        """The fatal error (fenced) the producer is in, or None: any transactional call of a
+        producer in that state fails with it; aborting is the one without side effects on a
+        producer that is given up anyway."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self._producer.abort_transaction(self._timeout)
+        except KafkaException as error:
+            kafka_error = error.args[0] if error.args else None
+            if kafka_error is not None and kafka_error.fatal():
+                return kafka_error
+        except SystemError:
+            pass
+        return None
 
     def _error(self, operation: str, error: Any) -> StreamSystemError:
         kafka_error = error.args[0] if isinstance(error, Exception) and error.args else error
@@ -91,6 +109,7 @@ class KafkaTransaction:
     def begin(self) -> None:
         """Start the epoch's transaction."""
         self._errors.clear()
+        self._acked.clear()
         self._run("begin", self._producer.begin_transaction)
         self._open = True
 
@@ -111,9 +130,16 @@ class KafkaTransaction:
 
         self.system.require_partition(stream_id, partition)
 
-        def delivered(error: Any, _message: Any) -> None:
+        acked = self._acked
+
+        def delivered(error: Any, message: Any) -> None:
             if error is not None:
                 self._errors.append(error)
+                return
+            where = (message.topic(), message.partition())
+            end = message.offset() + 1
+            if end > acked.get(where, 0):
+                acked[where] = end
 
         for ordinal, (kind, key, value, timestamp) in enumerate(records):
             headers = record_headers(kind, producer, producer_seq, ordinal)
@@ -142,6 +168,11 @@ class KafkaTransaction:
             first = self._errors[0].str() if self._errors else f"{remaining} records unacknowledged"
             msg = f"transaction {self.transactional_id!r}: flush failed: {first}"
             raise StreamSystemError(msg)
+
+    def acknowledged_end(self, stream_id: str, partition: int) -> int | None:
+        """One past the highest offset of the partition acknowledged in this transaction
+        (after :meth:`flush`), None when it appended nothing there."""
+        return self._acked.get((stream_id, partition))
 
     def commit(self) -> None:
         """Commit everything appended since :meth:`begin` (flushes first)."""

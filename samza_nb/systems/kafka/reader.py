@@ -4,9 +4,10 @@ Records the runtime appends carry headers: ``samza.kind`` (Samza's MessageType o
 for user messages) and, for idempotent appends, ``samza.producer`` / ``samza.seq`` /
 ``samza.ord`` (producer task, its sequence number, the record's ordinal inside that append).
 Kafka cannot refuse a second append of the same (producer, seq) — a task restarted after a
-crash appends its epoch again — so the reader drops it: a :class:`DedupTracker` per partition
-remembers, per producer and sequence number, the highest ordinal already delivered, and a
-record at or below it is a duplicate. The first copy wins, as on the embedded log; a first copy
+crash appends its epoch again — so the reader drops it: a
+:class:`~samza_nb.systems.kafka.dedup.DedupTracker` per partition remembers, per producer and
+sequence number, the highest ordinal already delivered, and a record at or below it is a
+duplicate. The first copy wins, as on the embedded log; a first copy
 cut short by a crash is completed by the second (its missing ordinals are new).
 """
 
@@ -19,15 +20,13 @@ from samza_nb.errors import StreamNotFoundError, StreamSystemError
 from samza_nb.secrecy import redact
 from samza_nb.systems.base import MessageKind, Record
 
-__all__ = ["DedupTracker", "consume_range", "decode_message", "record_headers"]
+__all__ = ["consume_range", "decode_message", "record_headers"]
 
 KIND = "samza.kind"
 PRODUCER = "samza.producer"
 SEQ = "samza.seq"
 ORDINAL = "samza.ord"
 
-# Keep the highest ordinals of this many recent sequence numbers per producer.
-_SEQS_KEPT = 4096
 
 
 def record_headers(kind: int, producer: str | None, seq: int | None, ordinal: int) -> list[tuple[str, bytes]] | None:
@@ -61,30 +60,6 @@ def decode_message(message: Any) -> tuple[Record, str | None, int, int]:
     stamp_type, stamp = message.timestamp()
     record = Record(kind, message.key(), message.value(), stamp if stamp_type else None)
     return record, producer, seq, ordinal
-
-
-class DedupTracker:
-    """What one reader of a partition has delivered, up to ``position``."""
-
-    __slots__ = ("position", "producers")
-
-    def __init__(self, position: int):
-        self.position = position
-        self.producers: dict[str, dict[int, int]] = {}
-
-    def admit(self, producer: str, seq: int, ordinal: int) -> bool:
-        """Whether the record is new (and remember it)."""
-        seen = self.producers.get(producer)
-        if seen is None:
-            seen = self.producers[producer] = {}
-        highest = seen.get(seq)
-        if highest is not None and ordinal <= highest:
-            return False
-        seen[seq] = ordinal
-        if len(seen) > _SEQS_KEPT:
-            for old in sorted(seen)[: len(seen) - _SEQS_KEPT]:
-                del seen[old]
-        return True
 
 
 def consume_range(

@@ -13,7 +13,7 @@ import msgspec
 
 from samza_nb.errors import StreamSystemError
 from samza_nb.systems.base import MessageKind, Record, StreamSystem
-from samza_nb.systems.embedded_sqlite import transaction
+from samza_nb.systems.embedded.sqlite import transaction
 from samza_nb.systems.writes import placed_records
 
 __all__ = ["EmbeddedNotebookIO"]

@@ -13,7 +13,7 @@ from samza_nb.kafka_settings import KafkaClientConfig, broker_api_versions
 from samza_nb.systems.base import StreamSystem
 
 if TYPE_CHECKING:
-    from samza_nb.systems.kafka_clients import ProcessClients
+    from samza_nb.systems.kafka.clients import ProcessClients
 
 __all__ = ["KafkaOffsets"]
 
@@ -28,6 +28,8 @@ class KafkaOffsets(StreamSystem):
     """The offset queries of :class:`~samza_nb.systems.kafka.KafkaSystem`."""
 
     _timeout: float
+    _retries: int
+    _outage_wait: float
     _tansu: bool | None
     _settings: KafkaClientConfig
 
@@ -42,6 +44,9 @@ class KafkaOffsets(StreamSystem):
             ...
 
         def _clients(self) -> ProcessClients:
+            ...
+
+        def scrub(self, text: str) -> str:
             ...
 
         def _call(self, operation: str, call: Callable[[float], _T]) -> _T:
@@ -69,7 +74,7 @@ class KafkaOffsets(StreamSystem):
         return clients.tansu
 
     def _list_offsets(self, stream_id: str, count: int, latest: bool) -> dict[int, int]:
-        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
         spec = OffsetSpec.latest() if latest else OffsetSpec.earliest()
@@ -79,7 +84,12 @@ class KafkaOffsets(StreamSystem):
             futures = self._clients().admin().list_offsets(
                 request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout
             )
-            return {tp.partition: int(f.result(timeout=timeout).offset) for tp, f in futures.items()}
+            offsets = {tp.partition: int(f.result(timeout=timeout).offset) for tp, f in futures.items()}
+            unknown = sorted(p for p, offset in offsets.items() if offset < 0)
+            if unknown:  # a broker coming back from an outage answers before it knows its logs
+                reason = f"no offset for partitions {unknown} yet (the broker answered {offsets[unknown[0]]})"
+                raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, reason))
+            return offsets
 
         which = "end" if latest else "start"
         return self._call(f"list {which} offsets of topic {stream_id!r}", list_offsets)
@@ -95,9 +105,15 @@ class KafkaOffsets(StreamSystem):
 
     def _probe_high_watermarks(self, stream_id: str, listed: Mapping[int, int]) -> dict[int, int]:
         """Tansu reports the base offset of the last batch + 1 as a partition's end offset; a
-        fetch of that batch returns the true high watermark."""
-        from confluent_kafka import KafkaError, TopicPartition
+        fetch of that batch ends at the true high watermark, where the consumer reports the
+        partition's end.
 
+        The fetch reads uncommitted, as the listing does: a ``read_committed`` consumer stops
+        at the last stable offset while a transaction is open and never reaches the listed
+        end. Each attempt waits ``timeout`` seconds for the partitions still unknown; after
+        ``retries`` attempts (or, once the brokers were reached, ``outage_wait`` seconds) a
+        partition whose end no attempt saw fails the call: the listed end is short of the true
+        one, and a reader bounded by it would stop before the last batch."""
         clients = self._clients()
         highs: dict[int, int] = {}
         wanted: dict[int, int] = {}
@@ -109,31 +125,56 @@ class KafkaOffsets(StreamSystem):
                 highs[p] = known[1]
             elif offset > 0:
                 wanted[p] = offset - 1
-        if not wanted:
-            return highs
-        consumer = self._clients().consumer(**{"queued.max.messages.kbytes": 4096})
-        consumer.assign([TopicPartition(stream_id, p, offset) for p, offset in wanted.items()])
-        deadline = time.monotonic() + self._timeout
+        outage = clients.outage
+        waits = outage.reached and self._outage_wait > 0
+        started = time.monotonic()
+        attempts = 0
+        missing = dict(wanted)
+        while missing:
+            for p, high in self._fetch_ends(stream_id, missing).items():
+                highs[p] = high
+                clients.probed[(stream_id, p)] = (listed[p], high)
+            missing = {p: offset for p, offset in wanted.items() if p not in highs}
+            attempts += 1
+            if not missing:
+                outage.answered(self.where)
+                break
+            elapsed = time.monotonic() - started
+            if attempts >= self._retries and (not waits or elapsed >= self._outage_wait):
+                msg = (
+                    f"{self.where}: no high watermark for partitions {sorted(missing)} of topic "
+                    f"{stream_id!r} after {attempts} attempts in {elapsed:.1f}s (a fetch of the "
+                    f"last batch never reached the partition's end); is the broker reachable?"
+                )
+                raise StreamSystemError(self.scrub(msg))
+            if waits:
+                operation = f"probe the end of topic {stream_id!r}"
+                reason = f"partitions {sorted(missing)} not seen to end within {self._timeout:g}s"
+                outage.waiting(self.where, operation, reason, self._outage_wait)
+        return highs
+
+    def _fetch_ends(self, stream_id: str, starts: Mapping[int, int]) -> dict[int, int]:
+        """One attempt: the end offsets a consumer reports within ``timeout`` when it reads
+        each partition from ``starts`` (its last batch)."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        consumer = self._clients().consumer(
+            forced={"isolation.level": "read_uncommitted", "enable.partition.eof": True},
+            **{"queued.max.messages.kbytes": 4096},
+        )
+        ends: dict[int, int] = {}
         try:
-            while not wanted.keys() <= highs.keys() and time.monotonic() < deadline:
+            consumer.assign([TopicPartition(stream_id, p, offset) for p, offset in starts.items()])
+            deadline = time.monotonic() + self._timeout
+            while not starts.keys() <= ends.keys() and time.monotonic() < deadline:
                 batch = consumer.consume(num_messages=10_000, timeout=0)
                 for message in batch or consumer.consume(num_messages=1, timeout=0.1):
                     error = message.error()
                     if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                        highs[message.partition()] = message.offset()
-                        clients.probed[(stream_id, message.partition())] = (
-                            listed[message.partition()], message.offset()
-                        )
+                        ends[message.partition()] = message.offset()
         finally:
             consumer.close()
-        missing = sorted(set(wanted) - set(highs))
-        if missing:
-            _log.warning(
-                "%s: no high watermark for partitions %s of topic %r within %gs; using the "
-                "listed end offsets",
-                self.where, missing, stream_id, self._timeout,
-            )
-        return highs
+        return ends
 
     def oldest_offsets(self, stream_id: str) -> dict[int, int]:
         return self._list_offsets(stream_id, self._require(stream_id), latest=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from samza_nb.systems.embedded_retention import producer_name
+from samza_nb.systems.embedded.retention import producer_name
 
 __all__ = ["EncodedBatch", "insert_batch", "insert_batches"]
 

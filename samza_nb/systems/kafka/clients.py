@@ -1,17 +1,18 @@
 """The clients of one Kafka cluster in one process, shared by every KafkaSystem with the same
-settings (copies unpickled in a reused Spark worker included), and which client errors are
-worth another try."""
+settings (copies unpickled in a reused Spark worker included)."""
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from samza_nb.kafka_settings import KafkaClientConfig
-from samza_nb.systems.kafka_reader import DedupTracker
+from samza_nb.systems.kafka.dedup import DedupTracker
+from samza_nb.systems.kafka.outage import OutageWatch
 
-__all__ = ["ProcessClients", "close_process_clients", "is_transient", "process_clients"]
+__all__ = ["ProcessClients", "close_process_clients", "process_clients"]
 
 
 class ProcessClients:
@@ -31,6 +32,13 @@ class ProcessClients:
         # (topic, partition) -> (listed end offset, high watermark a fetch reported for it)
         self.probed: dict[tuple[str, int], tuple[int, int]] = {}
         self.delete_records_skipped: set[str] = set()
+        #: Whether this process reached the brokers, and the outage it waits out now.
+        self.outage = OutageWatch()
+        #: Topic -> how often this process deleted it (a topic of that name made later is new).
+        self.deletions: dict[str, int] = {}
+        #: Records this process fetched from the brokers, by (topic, partition): what a read
+        #: costs (reads that stay O(new records) are tested by it).
+        self.fetched_records: dict[tuple[str, int], int] = {}
 
     def admin(self) -> Any:
         with self.lock:
@@ -54,8 +62,10 @@ class ProcessClients:
                 self._producer = Producer(self.settings.producer_options(defaults))
             return self._producer
 
-    def consumer(self, **extra: Any) -> Any:
-        """A new consumer (the caller closes it; see kafka_reader.consume_range)."""
+    def consumer(self, *, forced: Mapping[str, Any] | None = None, **extra: Any) -> Any:
+        """A new consumer (the caller closes it; see kafka_reader.consume_range): ``extra``
+        options replace the defaults, the user's consumer options replace those, and ``forced``
+        ones (what a read needs to be correct) replace everything."""
         from confluent_kafka import Consumer
 
         defaults: dict[str, Any] = {
@@ -69,15 +79,20 @@ class ProcessClients:
             "isolation.level": "read_committed",
         }
         defaults.update(extra)
-        return Consumer(self.settings.consumer_options(defaults))
+        return Consumer({**self.settings.consumer_options(defaults), **(forced or {})})
 
     def forget_topic(self, topic: str) -> None:
         """Drop what is known of a deleted topic (a topic of that name made later is new)."""
         with self.lock:
             self.topics.pop(topic, None)
+            self.deletions[topic] = self.deletions.get(topic, 0) + 1
             for known in (self.trackers, self.seen_high, self.probed):
                 for key in [key for key in known if key[0] == topic]:
                     del known[key]
+
+    def count_fetched(self, topic: str, partition: int, count: int) -> None:
+        key = (topic, partition)
+        self.fetched_records[key] = self.fetched_records.get(key, 0) + count
 
     def forget_offsets(self, topic: str) -> None:
         """Drop the high watermarks seen and probed for ``topic``: they outlive a topic that
@@ -116,21 +131,3 @@ def close_process_clients(settings: KafkaClientConfig) -> None:
     clients = _CLIENTS.pop((os.getpid(), settings.fingerprint()), None)
     if clients is not None:
         clients.close()
-
-
-def is_transient(error: Any) -> bool:
-    """Whether a KafkaException is worth another try (broker unreachable, timed out, no leader)."""
-    from confluent_kafka import KafkaError
-
-    kafka_error = error.args[0] if getattr(error, "args", None) else None
-    if not isinstance(kafka_error, KafkaError):
-        return True
-    return kafka_error.retriable() or kafka_error.code() in (
-        KafkaError._TRANSPORT,
-        KafkaError._TIMED_OUT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._RESOLVE,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_CONTROLLER,
-    )

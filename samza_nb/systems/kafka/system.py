@@ -2,17 +2,17 @@
 
 Streams are topics; a record's kind (control messages, SAMZA.md §5.2) and, for idempotent
 appends, its (producer task, seq, ordinal) travel in headers, and duplicates of an append are
-dropped on read (see :mod:`samza_nb.systems.kafka_reader`). Offsets are Kafka's: they have gaps
+dropped on read (see :mod:`samza_nb.systems.kafka.reader`). Offsets are Kafka's: they have gaps
 (transaction markers, compaction), so :meth:`KafkaSystem.fetch` says where the next read
 starts.
 
-Clients are opened lazily, once per process and settings (:mod:`~samza_nb.systems.kafka_clients`),
+Clients are opened lazily, once per process and settings (:mod:`~samza_nb.systems.kafka.clients`),
 and are never pickled: a :class:`KafkaSystem` shipped to a Spark executor carries only its
 settings. Broker quirks of Tansu (the test broker) are handled here and in
-:mod:`~samza_nb.systems.kafka_offsets`: it under-reports end offsets after multi-record batches
+:mod:`~samza_nb.systems.kafka.offsets`: it under-reports end offsets after multi-record batches
 (the high watermark of a fetch is used instead), auto-creates a topic whenever its metadata is
 asked for (existence is checked against the full topic list), and crashes on DeleteRecords
-(never sent to it). The notebook helpers live in :mod:`~samza_nb.systems.kafka_notebook`.
+(never sent to it). The notebook helpers live in :mod:`~samza_nb.systems.kafka.notebook`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 from samza_nb.config import Config
-from samza_nb.errors import StreamNotFoundError, StreamSystemError
+from samza_nb.errors import ConfigError, StreamNotFoundError, StreamSystemError
 from samza_nb.kafka_settings import (
     KafkaClientConfig,
     is_secret_option,
@@ -34,16 +33,21 @@ from samza_nb.kafka_settings import (
 )
 from samza_nb.secrecy import redact
 from samza_nb.systems.base import Fetched, Record, StreamSystem, validate_stream_id
-from samza_nb.systems.kafka_clients import (
+from samza_nb.systems.kafka.clients import (
     ProcessClients,
     close_process_clients,
-    is_transient,
     process_clients,
 )
-from samza_nb.systems.kafka_notebook import KafkaNotebookIO
-from samza_nb.systems.kafka_offsets import KafkaOffsets
-from samza_nb.systems.kafka_reader import (
+from samza_nb.systems.kafka.dedup import (
     DedupTracker,
+    rebuilt_tracker,
+    resume_tracker,
+    tracker_state,
+)
+from samza_nb.systems.kafka.notebook import KafkaNotebookIO
+from samza_nb.systems.kafka.offsets import KafkaOffsets
+from samza_nb.systems.kafka.outage import RetryPolicy, call_with_retries
+from samza_nb.systems.kafka.reader import (
     consume_range,
     decode_message,
     record_headers,
@@ -51,11 +55,14 @@ from samza_nb.systems.kafka_reader import (
 
 __all__ = ["KafkaSystem"]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("samza_nb.systems.kafka")  # the package's logger, which users configure
 _T = TypeVar("_T")
 
 _TOPIC_CACHE_SECONDS = 5.0
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Kafka's defaults: a topic's max.message.bytes and a librdkafka producer's message.max.bytes.
+_TOPIC_MAX_BYTES = 1_048_588
+_PRODUCER_MAX_BYTES = 1_000_000
 
 
 class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
@@ -69,10 +76,13 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     keys with :meth:`from_config`. Secret options never appear in a repr or an error.
 
     ``timeout`` (seconds) bounds each broker call and ``retries`` how often a call that failed
-    for a transient reason (broker unreachable, timed out) is tried before one
-    :class:`~samza_nb.errors.StreamSystemError` names the brokers and the operation.
+    for a transient reason (broker unreachable, timed out, no leader) is tried before one
+    :class:`~samza_nb.errors.StreamSystemError` names the brokers and the operation; once the
+    brokers were reached, such a call is tried for ``outage_wait`` seconds (an outage waited
+    out, with one warning; ``systems.<name>.outage.wait.ms``).
     ``tansu``: None detects the Tansu broker's quirks from ApiVersions; True/False forces.
-    ``dedup_lookback``: how many offsets before a cold read are scanned for duplicate appends.
+    ``dedup_lookback``: how many offsets before a cold read are scanned for duplicate appends
+    when the reader's checkpoint carries no dedup state (:meth:`resume_dedup`).
     """
 
     #: Kafka's longest topic name (its ``Topic.validate``).
@@ -90,6 +100,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         replication_factor: int = -1,
         timeout: float = 10.0,
         retries: int = 3,
+        outage_wait: float = 60.0,
         tansu: bool | None = None,
         dedup_lookback: int = 1_000_000,
         **confluent_config: Any,
@@ -106,6 +117,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         self._replication_factor = int(replication_factor)
         self._timeout = float(timeout)
         self._retries = max(1, int(retries))
+        self._outage_wait = max(0.0, float(outage_wait))
         self._tansu = tansu
         self._dedup_lookback = int(dedup_lookback)
         self._round_robin: dict[str, itertools.count[int]] = {}
@@ -114,8 +126,17 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     def from_config(cls, name: str, config: Config | Mapping[str, Any], **options: Any) -> KafkaSystem:
         """A Kafka system from Samza-style keys (see :meth:`KafkaClientConfig.from_config`):
         ``systems.<name>.bootstrap.servers``, ``systems.<name>.consumer.*``,
-        ``systems.<name>.producer.*``, ``systems.<name>.config.file``."""
+        ``systems.<name>.producer.*``, ``systems.<name>.config.file``,
+        ``systems.<name>.outage.wait.ms``."""
         settings = KafkaClientConfig.from_config(name, config)
+        key = f"systems.{name}.outage.wait.ms"
+        entries = Config.of(config)
+        if "outage_wait" not in options and entries.get_str(key) is not None:
+            wait_ms = entries.get_int(key)
+            if wait_ms < 0:
+                msg = f"config key {key!r} must be 0 or more milliseconds, got {wait_ms}"
+                raise ConfigError(msg)
+            options["outage_wait"] = wait_ms / 1000
         system = cls(name, settings.bootstrap_servers, **options)
         system._settings = settings
         return system
@@ -124,10 +145,16 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         # Shipped to Spark executors: settings only; clients are opened in each process.
         state = dict(self.__dict__)
         state["_round_robin"] = {}
+        # Whether the brokers were reached goes along: an executor's first call in an outage
+        # waits it out as the driver's would.
+        state["_reached"] = self._clients().outage.reached
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        reached = bool(state.pop("_reached", False))
         self.__dict__.update(state)
+        if reached:
+            self._clients().outage.reached = True
 
     def __repr__(self) -> str:
         return f"KafkaSystem({self.name!r}, {self._settings.describe()})"
@@ -149,12 +176,32 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     def retries(self) -> int:
         return self._retries
 
+    @property
+    def outage_wait(self) -> float:
+        """Seconds a broker outage is waited out (once the brokers were reached)."""
+        return self._outage_wait
+
+    @property
+    def send_timeout(self) -> float:
+        """Seconds an append waits for its acknowledgements: the tries of a call, or the
+        outage bound when that is longer."""
+        return max(self._timeout * self._retries, self._outage_wait)
+
     # -- clients and errors --------------------------------------------------------------------
     def _clients(self) -> ProcessClients:
         return process_clients(self._settings)
 
     def forget_cached_offsets(self, stream_id: str) -> None:
         self._clients().forget_offsets(stream_id)
+
+    def deletions(self, stream_id: str) -> int:
+        """How often this process deleted the topic (a reader that kept a position in it
+        starts over when this changed)."""
+        return self._clients().deletions.get(stream_id, 0)
+
+    def fetched_records(self, stream_id: str, partition: int) -> int:
+        """Records this process fetched from the partition so far (reads and dedup scans)."""
+        return self._clients().fetched_records.get((stream_id, partition), 0)
 
     def close(self) -> None:
         close_process_clients(self._settings)
@@ -178,28 +225,17 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         return StreamSystemError(msg)
 
     def _call(self, operation: str, call: Callable[[float], _T]) -> _T:
-        """``call(timeout)``, retried on transient errors; one error after the last try."""
-        from confluent_kafka import KafkaException
-
-        last: BaseException | None = None
-        for attempt in range(self._retries):
-            try:
-                return call(self._timeout)
-            except KafkaException as error:
-                if not is_transient(error):
-                    raise self._fail(operation, error) from None
-                last = error
-            except FutureTimeout as error:
-                last = error
-            if attempt + 1 < self._retries:
-                time.sleep(min(0.2 * 2**attempt, 2.0))
-        reason = self.scrub(str(last) or type(last).__name__)
-        diagnosis = self._transport_diagnosis()
-        msg = (
-            f"{self.where}: {operation} failed after {self._retries} attempts of "
-            f"{self._timeout:g}s each: {reason}; {diagnosis or 'is the broker reachable?'}"
+        """``call(timeout)``, retried on transient errors and through outages
+        (:mod:`~samza_nb.systems.kafka.outage`); one error when it gives up."""
+        return call_with_retries(
+            call,
+            operation=operation,
+            where=self.where,
+            policy=RetryPolicy(self._timeout, self._retries, self._outage_wait),
+            watch=self._clients().outage,
+            scrub=self.scrub,
+            diagnose=self._transport_diagnosis,
         )
-        raise StreamSystemError(msg) from None
 
     def _transport_diagnosis(self) -> str:
         """What a plain connection to the bootstrap servers says (kafka_settings)."""
@@ -246,6 +282,29 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         return count
 
     # -- admin --------------------------------------------------------------------------------
+    def max_record_bytes(self, stream_id: str) -> int:
+        """The largest record (key, value and headers) an append to ``stream_id`` can carry:
+        the topic's ``max.message.bytes`` (read once per process) or, when the broker does not
+        say, Kafka's default, and never more than the producer's ``message.max.bytes``."""
+        limits = self.__dict__.setdefault("_record_limits", {})
+        limit = limits.get(stream_id)
+        if limit is None:
+            producer = int(self._settings.producer_options({}).get("message.max.bytes", _PRODUCER_MAX_BYTES))
+            limit = limits[stream_id] = min(producer, self._topic_max_bytes(stream_id))
+        return int(limit)
+
+    def _topic_max_bytes(self, stream_id: str) -> int:
+        from confluent_kafka.admin import ConfigResource
+
+        resource = ConfigResource(ConfigResource.Type.TOPIC, stream_id)
+        try:
+            futures = self._clients().admin().describe_configs([resource], request_timeout=self._timeout)
+            entry = futures[resource].result(self._timeout).get("max.message.bytes")
+            return int(entry.value) if entry is not None and entry.value else _TOPIC_MAX_BYTES
+        except Exception as error:  # noqa: BLE001 - a broker that does not describe configs
+            _log.debug("%s: topic %r: max.message.bytes not described (%s)", self.where, stream_id, error)
+            return _TOPIC_MAX_BYTES
+
     def partition_count(self, stream_id: str) -> int | None:
         return self._topics().get(stream_id)
 
@@ -348,7 +407,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     ) -> None:
         from confluent_kafka import KafkaError, KafkaException
 
-        client = self._clients().producer(self._timeout * self._retries)
+        client = self._clients().producer(self.send_timeout)
         errors: list[Any] = []
 
         def delivered(error: Any, _message: Any) -> None:
@@ -371,14 +430,14 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
                         refreshed = True
                         client.list_topics(stream_id, timeout=self._timeout)
                         continue
-                    client.flush(self._timeout * self._retries)  # now, not with a later append
+                    client.flush(self.send_timeout)  # now, not with a later append
                     where = f"{self.where}: append to topic {stream_id!r} partition {partition}"
                     msg = f"{where}: record {index} failed ({error.args[0].str()}); the {index} before it were sent"
                     raise StreamSystemError(self.scrub(msg)) from error
             else:
                 msg = f"{self.where}: append to topic {stream_id!r}: the producer queue stayed full"
                 raise StreamSystemError(msg)
-        remaining = client.flush(self._timeout * self._retries)
+        remaining = client.flush(self.send_timeout)
         if errors:
             first = errors[0]
             if first.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
@@ -390,7 +449,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         if remaining:
             msg = (
                 f"{self.where}: append to topic {stream_id!r}: {remaining} records not "
-                f"acknowledged within {self._timeout * self._retries:g}s (is the broker reachable?)"
+                f"acknowledged within {self.send_timeout:g}s (is the broker reachable?)"
             )
             raise StreamSystemError(msg)
 
@@ -414,6 +473,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
             stream_id, partition, offset, bound, max_messages,
             stall_timeout=min(self._timeout, 2.0), describe=self.where,
         )
+        clients.count_fetched(stream_id, partition, len(messages))
         if high is not None and high > clients.seen_high.get(key, -1):
             clients.seen_high[key] = high
         deleted_below = None
@@ -439,7 +499,12 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
                     record, producer, seq, ordinal = decode_message(message)
                     if producer is not None:
                         if tracker is None:
-                            tracker = self._rebuilt_tracker(stream_id, partition, offset)
+                            tracker = rebuilt_tracker(
+                                clients, stream_id, partition, offset,
+                                oldest=lambda: self.oldest_offsets(stream_id)[partition],
+                                lookback=self._dedup_lookback,
+                                stall_timeout=min(self._timeout, 2.0), describe=self.where,
+                            )
                         if not tracker.admit(producer, seq, ordinal):
                             continue
                         if producer_seq_below is not None and seq >= producer_seq_below:
@@ -455,32 +520,19 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
                 clients.trackers[key] = tracker
         return Fetched(batches, next_offset, deleted_below)
 
-    def _rebuilt_tracker(self, stream_id: str, partition: int, offset: int) -> DedupTracker:
-        """A tracker of what was appended below ``offset``: extend the partition's tracker if it
-        stopped short of ``offset``, else scan back ``dedup_lookback`` offsets."""
-        clients = self._clients()
-        existing = clients.trackers.get((stream_id, partition))
-        if existing is not None and existing.position < offset <= existing.position + self._dedup_lookback:
-            tracker, start = existing, existing.position
-        else:
-            oldest = self.oldest_offsets(stream_id)[partition]
-            start = max(oldest, offset - self._dedup_lookback)
-            tracker = DedupTracker(start)
-        position = start
-        while position < offset:
-            messages, next_offset, _ = consume_range(
-                clients.consumer(), stream_id, partition, position, offset, 50_000,
-                stall_timeout=min(self._timeout, 2.0), describe=self.where,
-            )
-            for message in messages:
-                _record, producer, seq, ordinal = decode_message(message)
-                if producer is not None:
-                    tracker.admit(producer, seq, ordinal)
-            if next_offset <= position:
-                break
-            position = next_offset
-        tracker.position = offset
-        return tracker
+    def dedup_state(self, stream_id: str, partition: int) -> dict[str, Any] | None:
+        """What this process's reads of the partition know of duplicates still to come, as of
+        where they stopped (None when no read met a record an idempotent append wrote).
+        Persisted with the reader's checkpoint, it bounds the next cold read: see
+        :meth:`resume_dedup`."""
+        return tracker_state(self._clients(), stream_id, partition)
+
+    def resume_dedup(self, stream_id: str, partition: int, state: Mapping[str, Any] | None) -> bool:
+        """Take ``state`` (a :meth:`dedup_state`) as what was delivered below its position,
+        unless this process already reads the partition from there: a cold read at that
+        position then fetches only new records, instead of scanning back ``dedup_lookback``
+        offsets. Returns whether the state was taken."""
+        return resume_tracker(self._clients(), stream_id, partition, state)
 
     def read_records(
         self, stream_id: str, partition: int, offset: int, max_messages: int
