@@ -48,7 +48,7 @@ from peers import PARTITIONS, samza_nb_run  # noqa: E402
 from samza_nb import services  # noqa: E402
 from samza_nb.errors import ServiceError  # noqa: E402
 from samza_nb.examples.page_views import generate_page_views  # noqa: E402
-from samza_nb.runtime.masters import is_local_master  # noqa: E402
+from samza_nb.runtime.executors.masters import is_local_master  # noqa: E402
 from samza_nb.services import read_service_env  # noqa: E402
 from samza_nb.systems import EmbeddedSystem  # noqa: E402
 
@@ -75,7 +75,7 @@ def serve(master: str, events: int, workdir: Path) -> None:
     """A driver on ``master``: answers each ``run`` line on stdin with one timed run."""
     from pyspark import cloudpickle
 
-    from samza_nb.runtime.spark import get_spark
+    from samza_nb.runtime.executors.spark import get_spark
 
     # The job's functions live in bench/peers.py, which no Python worker can import (the
     # standalone executors do not share this process's sys.path): they travel by value, as

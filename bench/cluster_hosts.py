@@ -110,8 +110,8 @@ class _Served:
     def start(self) -> None:
         """The session on the cluster's master with N cores, once N executor hosts are up."""
         from samza_nb.examples.page_views import expected_counts
-        from samza_nb.runtime.cluster_epochs import executor_hosts
-        from samza_nb.runtime.spark import get_spark
+        from samza_nb.runtime.executors.cluster_epochs import executor_hosts
+        from samza_nb.runtime.executors.spark import get_spark
 
         config = _job_config("session", self.cores, self.epoch_messages)
         context = get_spark(config, app_name=f"hosts-bench-{self.cores}").sparkContext
@@ -133,7 +133,7 @@ class _Served:
 
     def _job(self, views: list[dict[str, Any]]) -> tuple[Any, str, str]:
         from samza_nb.examples.page_views import build_app
-        from samza_nb.runtime import run
+        from samza_nb.job import run
 
         prefix = self._prefix()
         topic = f"{prefix}-page-views"
@@ -184,7 +184,7 @@ class _Served:
 
     def failover(self) -> None:
         """The timed run with a host killed (by the bench) a third of the way through."""
-        from samza_nb.runtime.cluster_epochs import this_host
+        from samza_nb.runtime.executors.cluster_epochs import this_host
 
         events = len(self.views)
         started = time.monotonic()

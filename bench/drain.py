@@ -22,8 +22,8 @@ from _scratch import scratch_dir
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.examples.page_views import generate_page_views
-from samza_nb.runtime import Job, run
-from samza_nb.runtime.spark import get_spark
+from samza_nb.job import Job, run
+from samza_nb.runtime.executors.spark import get_spark
 from samza_nb.systems import EmbeddedSystem
 
 PARTITIONS = 4

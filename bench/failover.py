@@ -32,9 +32,9 @@ from samza_nb.examples.user_counts import (
     totals_of,
     write_events,
 )
+from samza_nb.job import run
 from samza_nb.model import TaskMode
-from samza_nb.runtime import run
-from samza_nb.runtime.stores import ChangelogRef, TaskStore, is_tombstone, store_path
+from samza_nb.runtime.task.stores import ChangelogRef, TaskStore, is_tombstone, store_path
 from samza_nb.systems import EmbeddedSystem
 
 TAIL = 1_000

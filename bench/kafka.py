@@ -149,7 +149,7 @@ def pipeline(
     from datetime import timedelta
 
     from samza_nb.api import KV, StreamApplication, Windows
-    from samza_nb.runtime import run
+    from samza_nb.job import run
 
     app = StreamApplication(name, job_id="1")
     views = app.input(system.input(topic, partitions=PARTITIONS, serde="json"))

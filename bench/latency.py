@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scratch import scratch_dir  # noqa: E402
 from peers import shown_config  # noqa: E402
 
-import samza_nb.runtime.processor as processor_module  # noqa: E402
+import samza_nb.runtime.processor.processor as processor_module  # noqa: E402
 from samza_nb.api import KV, StreamApplication, Windows  # noqa: E402
-from samza_nb.runtime import run  # noqa: E402
-from samza_nb.runtime.spark import get_spark  # noqa: E402
+from samza_nb.job import run  # noqa: E402
+from samza_nb.runtime.executors.spark import get_spark  # noqa: E402
 from samza_nb.systems import EmbeddedSystem  # noqa: E402
 
 PARTITIONS = 4

@@ -36,8 +36,8 @@ from peers import shown_config  # noqa: E402
 from samza_nb.examples.nexmark import build_query, generate, reference, write_events  # noqa: E402
 from samza_nb.examples.nexmark.generator import size_in_bytes  # noqa: E402
 from samza_nb.examples.nexmark.reference import result  # noqa: E402
-from samza_nb.runtime import run  # noqa: E402
-from samza_nb.runtime.spark import get_spark  # noqa: E402
+from samza_nb.job import run  # noqa: E402
+from samza_nb.runtime.executors.spark import get_spark  # noqa: E402
 from samza_nb.systems import EmbeddedSystem  # noqa: E402
 
 PARTITIONS = 4

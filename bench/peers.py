@@ -56,8 +56,8 @@ from _scratch import scratch_dir  # noqa: E402
 from samza_nb.api import KV, StreamApplication, Windows  # noqa: E402
 from samza_nb.config import Config  # noqa: E402
 from samza_nb.examples.page_views import generate_page_views  # noqa: E402
-from samza_nb.runtime import run  # noqa: E402
-from samza_nb.runtime.spark import get_spark  # noqa: E402
+from samza_nb.job import run  # noqa: E402
+from samza_nb.runtime.executors.spark import get_spark  # noqa: E402
 from samza_nb.systems import EmbeddedSystem  # noqa: E402
 
 PARTITIONS = 4

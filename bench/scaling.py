@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scratch import scratch_dir  # noqa: E402
 from peers import shown_config  # noqa: E402
 
-import samza_nb.runtime.processor as processor_module  # noqa: E402
+import samza_nb.runtime.processor.processor as processor_module  # noqa: E402
 from samza_nb.examples.page_views import build_app, expected_counts, generate_page_views  # noqa: E402
-from samza_nb.runtime import run  # noqa: E402
-from samza_nb.runtime.spark import get_spark  # noqa: E402
+from samza_nb.job import run  # noqa: E402
+from samza_nb.runtime.executors.spark import get_spark  # noqa: E402
 from samza_nb.systems import EmbeddedSystem  # noqa: E402
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -79,7 +79,7 @@ def _tree_rss() -> tuple[int, int]:
         total += rss
         command = commands.get(pid, "")
         # python -m <daemon module> (spark-submit's JVM also names the module, in a --conf)
-        if any(name in command for name in ("-m\x00pyspark.daemon", "pyspark/worker", "-m\x00samza_nb.runtime.spark_daemon")):
+        if any(name in command for name in ("-m\x00pyspark.daemon", "pyspark/worker", "-m\x00samza_nb.runtime.executors.spark_daemon")):
             workers += rss
     return total, workers
 

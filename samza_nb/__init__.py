@@ -27,14 +27,14 @@ _LAZY = {
     "KV": "samza_nb.api",
     "Windows": "samza_nb.api",
     "Triggers": "samza_nb.api",
-    "run": "samza_nb.runtime",
+    "run": "samza_nb.job",
     "load_ipython_extension": "samza_nb.notebook",
 }
 
 if TYPE_CHECKING:
     from samza_nb.api import KV, StreamApplication, Triggers, Windows
+    from samza_nb.job import run
     from samza_nb.notebook import load_ipython_extension
-    from samza_nb.runtime import run
 
 
 def __getattr__(name: str) -> Any:

@@ -40,7 +40,7 @@ from samza_nb.errors import SamzaNbError
 
 if TYPE_CHECKING:
     from samza_nb.api import ExecutionPlan
-    from samza_nb.runtime import Job
+    from samza_nb.job import Job
 
 __all__ = [
     "COMMANDS",
@@ -188,7 +188,7 @@ def _quiet_py4j_after_stop_signal() -> None:
 
 def _check_job_home(plan: ExecutionPlan) -> None:
     """The job home (checkpoints, stores, the job's lease) exists or can be made, owner only."""
-    from samza_nb.runtime.home import make_job_home
+    from samza_nb.job.home import make_job_home
 
     make_job_home(plan)
 
@@ -197,8 +197,8 @@ def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
     """The plan's names (cli_args.check_names), --processors and --grouper checked as run()
     would, before anything prints or starts."""
     from samza_nb.grouping.registry import check_grouper_name
-    from samza_nb.runtime.job import check_until
-    from samza_nb.runtime.job_setup import initial_processors
+    from samza_nb.job.handle import check_until
+    from samza_nb.job.preparation import initial_processors
 
     check_names(plan)
     check_until(_until(args.until))
@@ -210,8 +210,8 @@ def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from samza_nb.runtime import run
-    from samza_nb.runtime.interrupts import plain_interrupts
+    from samza_nb.job import run
+    from samza_nb.runtime.executors.interrupts import plain_interrupts
 
     app = app_of(args)
     config = app_config(args)
@@ -355,7 +355,7 @@ def add_plan_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from samza_nb.runtime.reset import reset_job
+    from samza_nb.job.reset import reset_job
 
     removed = reset_job(checked_plan(args), dry_run=not args.yes)
     for line in removed:

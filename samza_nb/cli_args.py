@@ -87,7 +87,7 @@ def check_names(plan: ExecutionPlan) -> None:
     from samza_nb.coordination.coordinator import coordinator_factory
     from samza_nb.grouping.registry import check_grouper_name, ssp_grouper_from_config
     from samza_nb.metadata.registry import check_metadata_store_name
-    from samza_nb.runtime.exactly_once import exactly_once
+    from samza_nb.runtime.task.exactly_once import exactly_once
 
     config = plan.config
     coordinator_factory(config.get_str("job.coordinator.factory") or "embedded")

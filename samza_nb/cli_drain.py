@@ -28,9 +28,9 @@ def _metadata_store_of(args: argparse.Namespace, plan: ExecutionPlan | None) -> 
     """The job's metadata store: ``--job-home`` names an embedded one; the ``plan`` of
     MODULE:APP with its config names whatever the job uses (``metadata.store.factory``: a
     ZooKeeper or Kafka store is reached from here as from the job's processes)."""
+    from samza_nb.job import job_home, metadata_store_path
+    from samza_nb.job.preparation import metadata_store_name, open_metadata_store
     from samza_nb.metadata import EmbeddedMetadataStore
-    from samza_nb.runtime import job_home, metadata_store_path
-    from samza_nb.runtime.job_setup import metadata_store_name, open_metadata_store
 
     if args.job_home:
         path = metadata_store_path(Path(args.job_home))
@@ -60,8 +60,8 @@ def _running_processors(plan: Any, store: Any, live: LiveProcessors | None) -> l
     ZooKeeper or Azure the processors registered live there (``live``, read by the caller);
     None when nothing tells."""
     from samza_nb.coordination.embedded_lease import EmbeddedJobLease
+    from samza_nb.job import job_home
     from samza_nb.metadata import EmbeddedMetadataStore
-    from samza_nb.runtime import job_home
 
     if live is not None:
         return live.ids

@@ -20,7 +20,7 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.systems import EmbeddedSystem
 
 

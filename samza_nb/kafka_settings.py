@@ -46,7 +46,7 @@ class _LibrdkafkaLines(logging.Filter):
 
     - A transactional producer fenced by a newer one with its id is logged as an error.
       samza_nb fences its own kept producers on purpose (a task epoch that moved to another
-      Python worker starts a new producer, runtime/exactly_once.py), and a fence that matters
+      Python worker starts a new producer, runtime/task/exactly_once.py), and a fence that matters
       fails the epoch with a StreamSystemError saying so: debug.
     - Connections that fail or drop are logged per broker thread and per try (about twenty
       lines in a ten-second outage): debug. The Kafka system says once that it waits for the

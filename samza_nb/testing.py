@@ -3,7 +3,7 @@
 Fixtures:
 
 - ``spark``: the session-wide SparkSession (``local[2]``) from
-  :func:`samza_nb.runtime.spark.get_spark`, stopped at the end of the session.
+  :func:`samza_nb.runtime.executors.spark.get_spark`, stopped at the end of the session.
 - ``service_env``: the addresses of the engine-room services (the env file written by
   ``samza-nb services up``). Missing services skip the test locally but fail it under CI
   (``$CI`` set), where they must have been started.
@@ -130,7 +130,7 @@ def _require(env: dict[str, str], key: str, service: str) -> str:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """The shared ``local[2]`` SparkSession of the test session."""
-    from samza_nb.runtime.spark import get_spark, stop_spark
+    from samza_nb.runtime.executors.spark import get_spark, stop_spark
 
     # Few shuffle partitions: test data is tiny and 200 (Spark's default) costs seconds per query.
     session = get_spark(
@@ -382,6 +382,6 @@ def run_local(app: Any, config: Any = None, **options: Any) -> Any:
     The same tasks, checkpoints, stores and control messages, without a JVM: operator and
     window semantics are tested in milliseconds. The product path stays Spark.
     """
-    from samza_nb.runtime.job import run
+    from samza_nb.job.handle import run
 
     return run(app, config, executor="local", **options)

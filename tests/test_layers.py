@@ -4,7 +4,12 @@ samza_nb module, at module level or inside a function, is checked against the ta
 The table is DESIGN.md's, with the small shared modules it leaves out placed where their imports
 put them: ``secrecy`` (masking secrets) below everything, ``config_keys`` beside ``config``,
 ``kafka_settings`` (Kafka client settings shared by the Kafka system and the Kafka metadata
-store) above ``config``; ``examples`` and ``demo`` sit on top with the CLI."""
+store) above ``config``; ``examples`` and ``demo`` sit on top with the CLI.
+
+The runtime is split along the process seam into sub-layers: its root modules (the epoch data,
+checkpoints, offsets: the contract) below ``runtime.task`` (what runs in a worker), below
+``runtime.executors`` (the transport), below ``runtime.processor`` (the driver's loop); the
+``job`` package runs processors and sits above them all."""
 
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "samza_nb"
 _FOUNDATION = {"errors", "secrecy"}
 _CONFIG = _FOUNDATION | {"config", "config_keys"}
 _TOP = None  # may import anything below it
+_RUNTIME_BELOW = _CONFIG | {"plan", "drain", "coordination", "grouping", "metadata", "systems", "model", "kafka_settings"}
+_RUNTIME_PARTS = {"task", "executors", "processor"}
 
 #: Layer (a top-level module or subpackage of samza_nb) -> the layers it may import.
 MAY_IMPORT: dict[str, set[str] | None] = {
@@ -34,15 +41,26 @@ MAY_IMPORT: dict[str, set[str] | None] = {
     "plan": _CONFIG | {"model"},
     "coordination": _CONFIG | {"grouping", "metadata", "model"},
     "drain": _CONFIG | {"metadata", "model"},
-    "runtime": _CONFIG | {"plan", "drain", "coordination", "grouping", "metadata", "systems", "model", "kafka_settings"},
+    "runtime": _RUNTIME_BELOW,
+    "runtime.task": _RUNTIME_BELOW | {"runtime"},
+    "runtime.executors": _RUNTIME_BELOW | {"runtime", "runtime.task"},
+    "runtime.processor": _RUNTIME_BELOW | {"runtime", "runtime.task", "runtime.executors"},
+    "job": _RUNTIME_BELOW | {"runtime", "runtime.task", "runtime.executors", "runtime.processor"},
     "api": _CONFIG | {"plan", "systems", "model"},
     "cli": _TOP, "cli_args": _TOP, "cli_drain": _TOP, "cli_hints": _TOP,
     "notebook": _TOP, "testing": _TOP, "examples": _TOP, "demo": _TOP,
 }
 
 
+def _layer_of(parts: tuple[str, ...] | list[str]) -> str:
+    """The layer of a module given its dotted parts below samza_nb (runtime's parts are layers)."""
+    if parts[0] == "runtime" and len(parts) > 1 and parts[1] in _RUNTIME_PARTS:
+        return f"runtime.{parts[1]}"
+    return parts[0]
+
+
 def _layer(path: Path) -> str:
-    return path.relative_to(PACKAGE).with_suffix("").parts[0]
+    return _layer_of(path.relative_to(PACKAGE).with_suffix("").parts)
 
 
 def _imported_layers(path: Path) -> list[tuple[int, str]]:
@@ -58,7 +76,7 @@ def _imported_layers(path: Path) -> list[tuple[int, str]]:
         for name in names:
             parts = name.split(".")
             if parts[0] == "samza_nb":
-                found.append((node.lineno, parts[1] if len(parts) > 1 else "samza_nb"))
+                found.append((node.lineno, _layer_of(parts[1:]) if len(parts) > 1 else "samza_nb"))
     return found
 
 

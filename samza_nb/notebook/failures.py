@@ -28,7 +28,7 @@ from typing import Any
 from samza_nb.errors import JobInterruptedError, SamzaNbError, TaskError
 from samza_nb.notebook.hints import in_notebook_words
 from samza_nb.notebook.widgets._html import ERROR, FONT, TEXT
-from samza_nb.runtime.user_code import describe
+from samza_nb.runtime.task.user_code import describe
 
 __all__ = [
     "JOB_ERRORS",

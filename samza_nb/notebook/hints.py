@@ -19,7 +19,7 @@ _RESET = re.compile(
     r"(?: \(reset_job\(app\.plan\(\)\)(?: from samza_nb\.runtime\.reset)? in Python"
     r"(?:; (?P<more>[^)]*))?\))?"
 )
-_RESET_CALL = "`samza_nb.runtime.reset.reset_job(app.plan())`"
+_RESET_CALL = "`samza_nb.job.reset.reset_job(app.plan())`"
 #: ``samza-nb drain MODULE:APP --wait`` (reset refusing a running job).
 _DRAIN = re.compile(r"\(?samza-nb drain MODULE:APP --wait\)?")
 _DRAIN_CALL = "(job.drain(wait=True), or %samza drain --wait)"
@@ -32,5 +32,5 @@ def _reset(match: re.Match[str]) -> str:
 
 def in_notebook_words(text: str) -> str:
     """``text`` with shell commands that need ``MODULE:APP`` replaced by what does the same
-    in a cell: ``samza_nb.runtime.reset.reset_job(app.plan())``, ``job.drain(wait=True)``."""
+    in a cell: ``samza_nb.job.reset.reset_job(app.plan())``, ``job.drain(wait=True)``."""
     return _DRAIN.sub(_DRAIN_CALL, _RESET.sub(_reset, text))

@@ -148,7 +148,7 @@ def _spark_starting(master: str) -> contextlib.AbstractContextManager[object]:
 def show_spark_starts() -> None:
     """Show a status line whenever a cell waits for a new SparkSession (``%load_ext samza_nb``
     calls it): ``run(app, background=True)`` and ``%samza run`` no longer wait in silence."""
-    from samza_nb.runtime.spark import SESSION_START_HOOKS
+    from samza_nb.runtime.executors.spark import SESSION_START_HOOKS
 
     if _spark_starting not in SESSION_START_HOOKS:
         SESSION_START_HOOKS.append(_spark_starting)

@@ -1,6 +1,6 @@
 """What part of its message a user function can read, from its bytecode.
 
-A combining partition_by (runtime/combining.py) hands the window's functions what the window
+A combining partition_by (runtime/task/combining.py) hands the window's functions what the window
 would have read: the key, and the value encoded with the stream's serde and decoded again.
 The decode is a sixth of a task epoch's time in the quickstart, whose window functions are
 ``lambda kv: kv.key`` and ``lambda kv, n: n + 1``: neither can see the value, so any value
@@ -15,7 +15,7 @@ exception, and uses its message parameter only as ``message.key``. Such a functi
 to the value (no frame to inspect, no helper to hand the message to), provided what it
 applies operators to are Python's own types. On a combining path they are: the key is a str
 or an int, and an aggregate is a scalar or what a store reads back (msgpack's dicts, lists
-and scalars), as a new pane's is (runtime/combining.py).
+and scalars), as a new pane's is (runtime/task/combining.py).
 
 Replacing a function's ``__code__`` while its job runs is not covered.
 """

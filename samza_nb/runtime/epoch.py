@@ -54,7 +54,7 @@ class EpochAssignment:
     #: with its checkpoint.
     inputs: dict[str, str] = field(default_factory=dict)
     #: Changelog SSP keys of the task found made again behind its checkpoint (shorter than
-    #: it says: broker data lost), until the task commits: its stores look (runtime/stores.py).
+    #: it says: broker data lost), until the task commits: its stores look (runtime/task/stores.py).
     changelogs_made_again: list[str] = field(default_factory=list)
     #: How many times the epoch ran before in this run of the job (its workers were lost):
     #: any attempt may have committed it (exactly-once reads the checkpoint topic then).
@@ -106,5 +106,5 @@ class EpochResult:
     samples: dict[str, list[str]] = field(default_factory=dict)
     error: dict[str, Any] | None = None
     #: Where the task's stores are, when not at its processor's location: an epoch on a
-    #: cluster's executors keeps them on the executor's host (runtime/spark_jobs.py).
+    #: cluster's executors keeps them on the executor's host (runtime/executors/spark_jobs.py).
     location_id: str = ""

@@ -28,7 +28,7 @@ every stream a task reads: an input follows ``auto.offset.reset`` as above; an i
 stream or side input is read from its start (what the job wrote to it since is all there is,
 as in Samza, whose intermediate streams start at ``oldest``). Each such stream gets one warning
 (:meth:`OffsetPolicy.report`) naming its partitions, the checkpointed offsets and the new ends;
-changelogs are looked at by the epoch driver and their stores by runtime/stores.py.
+changelogs are looked at by the epoch driver and their stores by runtime/task/stores.py.
 
 Within a run, a read can find that retention deleted what it was about to read (a Kafka
 topic's ``retention.ms`` overtaking a lagging job, ``delete_before`` on an input):

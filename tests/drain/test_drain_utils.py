@@ -23,8 +23,8 @@ from samza_nb.drain import (
     write_drain_notification,
 )
 from samza_nb.errors import DrainError
+from samza_nb.job.home import mark_run_ended, resolve_run_id
 from samza_nb.metadata import InMemoryMetadataStore, NamespacedMetadataStore
-from samza_nb.runtime.home import mark_run_ended, resolve_run_id
 
 
 def test_notification_json_is_samzas_format() -> None:

@@ -18,7 +18,7 @@ from samza_nb.plan.kv import KV
 
 
 def _today(key: Any) -> bytes:
-    """What the runtime wrote before this module (runtime/operators.py ``_json_key`` and the
+    """What the runtime wrote before this module (runtime/task/operators.py ``_json_key`` and the
     default JSON key serde of partition_by): plain msgspec JSON."""
     return msgspec.json.encode(key)
 

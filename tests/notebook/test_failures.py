@@ -145,7 +145,7 @@ def test_an_expected_error_from_the_python_api_is_one_line_in_the_notebooks_word
     text = _ANSI.sub("", captured.stdout).strip()
     assert "\n" not in text
     assert text.startswith("MetadataStoreError: the metadata store ")
-    assert "reset it with `samza_nb.runtime.reset.reset_job(app.plan())`" in text
+    assert "reset it with `samza_nb.job.reset.reset_job(app.plan())`" in text
     assert "MODULE:APP" not in text and "Traceback" not in text
     # A batch run keeps the traceback and the runtime's own words.
     magics.short_errors = False
@@ -154,7 +154,7 @@ def test_an_expected_error_from_the_python_api_is_one_line_in_the_notebooks_word
     assert "Traceback" in batch.stdout and "samza-nb reset MODULE:APP" in batch.stdout
     # The hint works from a cell.
     assert shell.run_cell(
-        "from samza_nb.runtime.reset import reset_job\nreset_job(counting.plan())\n"
+        "from samza_nb.job.reset import reset_job\nreset_job(counting.plan())\n"
         "job = run_local(counting)"
     ).success
 
@@ -164,10 +164,10 @@ def test_hints_that_need_module_app_are_rewritten_for_the_notebook() -> None:
 
     runtime = (
         "start the job over with `samza-nb reset MODULE:APP --yes` (reset_job(app.plan()) from "
-        "samza_nb.runtime.reset in Python; inputs and outputs stay)"
+        "samza_nb.job.reset in Python; inputs and outputs stay)"
     )
     assert in_notebook_words(runtime) == (
-        "start the job over with `samza_nb.runtime.reset.reset_job(app.plan())` "
+        "start the job over with `samza_nb.job.reset.reset_job(app.plan())` "
         "(inputs and outputs stay)"
     )
     busy = "stop or drain that run first (samza-nb drain MODULE:APP --wait), then reset"

@@ -21,12 +21,12 @@ import samza_nb
 from samza_nb.api import StreamApplication
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError, JobError, JobInterruptedError, TaskError
+from samza_nb.job.handle import Job, JobStatus
 from samza_nb.model import JobModel
 from samza_nb.notebook.magics import HelpText, SamzaMagics, Session
 from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer, RunProgress
 from samza_nb.notebook.widgets._live import _VIEWS
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.runtime.job import Job, JobStatus
 from samza_nb.systems import EmbeddedSystem
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -18,7 +18,7 @@ spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fals
 print(spark.range(3).count())
 """
 _SAMZA_NB = """
-from samza_nb.runtime.spark import get_spark
+from samza_nb.runtime.executors.spark import get_spark
 spark = get_spark({"spark.master": "local[1]"})
 print(spark.range(3).count())
 spark.sparkContext._jvm.java.lang.System.err.println("a real JVM error line")
@@ -53,7 +53,7 @@ def test_get_spark_drops_the_incubator_notice_and_keeps_other_jvm_stderr() -> No
 _KERNEL_CELL = """
 import atexit
 from pathlib import Path
-from samza_nb.runtime.spark import get_spark
+from samza_nb.runtime.executors.spark import get_spark
 get_spark({"spark.master": "local[1]"}).range(3).count()
 atexit.register(Path(MARKER).write_text, "exit handlers ran")
 """

@@ -18,13 +18,13 @@ from samza_nb.grouping import (
     moved_tasks,
     task_assignment,
 )
+from samza_nb.job import Job, run
 from samza_nb.model import JobModel, TaskMode, TaskModel
 from samza_nb.notebook.widgets import DrainStatesWidget, GrouperExplorer, RunProgress, StageGraph
 from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._operator_load import format_watermark
 from samza_nb.notebook.widgets.drain_states import DRAINED_COLOUR
 from samza_nb.notebook.widgets.grouper_explorer import tasks_of_plan
-from samza_nb.runtime import Job, run
 from samza_nb.systems import EmbeddedSystem
 
 SECRET = "hunter2-do-not-show"
@@ -258,7 +258,7 @@ def test_rate_meter_keeps_the_average_once_done() -> None:
 
 def test_operator_load_states_follow_rate_backlog_and_share() -> None:
     from samza_nb.notebook.widgets._operator_load import load_state
-    from samza_nb.runtime.control import LONG_MAX
+    from samza_nb.runtime.task.control import LONG_MAX
 
     assert load_state(None, [0, 5, 9], 10.0) == "idle"
     assert load_state(0.0, [0, 5, 9], 10.0) == "idle"

@@ -38,7 +38,7 @@ def test_a_failed_compaction_is_reported_and_tried_again(
 
     monkeypatch.setattr(EmbeddedSystem, "compact", first_one_fails)
     config = {"task.max.epoch.messages": "200", "job.changelog.compaction.min.messages": "50"}
-    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.compaction"):
+    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.processor.compaction"):
         job = run_local(build_app(system, partitions=2), config, until="end-of-stream")
         job._processors["0"].compactor.join()
     assert job.status().state == "finished"

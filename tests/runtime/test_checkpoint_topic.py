@@ -13,7 +13,6 @@ from samza_nb.api import StreamApplication
 from samza_nb.errors import CheckpointError
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.runtime import exactly_once
 from samza_nb.runtime.checkpoint_topic import (
     CheckpointRecords,
     checkpoint_topic,
@@ -22,7 +21,8 @@ from samza_nb.runtime.checkpoint_topic import (
 )
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import EpochAssignment
-from samza_nb.runtime.exactly_once import TaskTransaction, open_checkpoint_store
+from samza_nb.runtime.task import exactly_once
+from samza_nb.runtime.task.exactly_once import TaskTransaction, open_checkpoint_store
 from samza_nb.systems import KafkaSystem, MessageKind, Record
 
 GROUP_BY_PARTITION = "org.apache.samza.container.grouper.stream.GroupByPartitionFactory"

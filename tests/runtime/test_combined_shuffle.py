@@ -1,5 +1,5 @@
 """A window with ``merge=`` reading a partition_by's stream alone: each task folds what it
-shuffles and sends partial aggregates (plan/combining.py, runtime/combining.py). The panes
+shuffles and sends partial aggregates (plan/combining.py, runtime/task/combining.py). The panes
 must be exactly those of the same job sending every message; failures name the window's
 operator and the message's place; a stream written before ``merge=`` still reads. In-process
 (the Spark path runs the quickstart, which combines, in test_executors.py's parity test and
@@ -19,7 +19,7 @@ import pytest
 from samza_nb.api import KV, StreamApplication, Windows, serdes
 from samza_nb.errors import TaskError
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
-from samza_nb.runtime import combining
+from samza_nb.runtime.task import combining
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 

@@ -11,7 +11,7 @@ import pytest
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError
 from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
-from samza_nb.runtime.compatibility import (
+from samza_nb.job.compatibility import (
     check_compatibility,
     check_standby_locations,
     check_streams_reach_executors,
@@ -121,7 +121,7 @@ def test_two_locations_carry_two_copies_and_a_distributed_process_may_start_alon
 def test_embedded_streams_on_a_master_with_executors_elsewhere_are_refused(
     system: EmbeddedSystem, tmp_path: Path, master: str
 ) -> None:
-    from samza_nb.runtime import run
+    from samza_nb.job import run
 
     config = {"job.home": str(tmp_path / "home"), "spark.master": master}
     with pytest.raises(ConfigError) as raised:

@@ -3,7 +3,7 @@ keys, before the job writes anything; working cells run as small real jobs on th
 (ZooKeeper, Azurite, the Kafka broker) with exact counts; docs/configuration.md shows the
 matrix the module computes.
 
-The working cells are 84 (samza_nb.runtime.compatibility_matrix); running each as a job does
+The working cells are 84 (samza_nb.job.compatibility_matrix); running each as a job does
 not fit this file's budget, so :data:`RUNS` runs every row of the matrix's table once (the 21
 working combinations of coordinator, metadata store, guarantee and system) in one of its four
 columns (standby replication factor 1 or 2, executor local or spark), every coordinator with
@@ -24,10 +24,8 @@ import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import ConfigError
-from samza_nb.metadata.registry import metadata_store_names
-from samza_nb.model import TaskMode
-from samza_nb.runtime import run
-from samza_nb.runtime.compatibility_matrix import (
+from samza_nb.job import run
+from samza_nb.job.compatibility_matrix import (
     CHECKPOINT_TOPIC_HOME,
     Cell,
     ServiceAddresses,
@@ -36,7 +34,9 @@ from samza_nb.runtime.compatibility_matrix import (
     matrix_markdown,
     verdict,
 )
-from samza_nb.runtime.exactly_once import TopicCheckpointStore
+from samza_nb.metadata.registry import metadata_store_names
+from samza_nb.model import TaskMode
+from samza_nb.runtime.task.exactly_once import TopicCheckpointStore
 from samza_nb.systems import EmbeddedSystem, KafkaSystem
 from samza_nb.testing import delete_azure_job
 
@@ -86,7 +86,7 @@ def test_the_docs_show_the_matrix_the_module_computes() -> None:
     assert found, "docs/configuration.md has no compatibility-matrix markers"
     assert found.group(1) == matrix_markdown(), (
         "docs/configuration.md's matrix differs from the module: regenerate it with "
-        "`python -m samza_nb.runtime.compatibility_matrix`"
+        "`python -m samza_nb.job.compatibility_matrix`"
     )
 
 

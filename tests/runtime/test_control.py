@@ -6,7 +6,7 @@ import pytest
 
 from samza_nb.errors import JobError
 from samza_nb.model import SystemStream, SystemStreamPartition
-from samza_nb.runtime.control import (
+from samza_nb.runtime.task.control import (
     LONG_MAX,
     DrainMessage,
     DrainStates,

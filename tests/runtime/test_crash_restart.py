@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.job import run
 from samza_nb.metadata import EmbeddedMetadataStore
-from samza_nb.runtime import run
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
 
@@ -25,7 +25,7 @@ _JOB = """
 import sys
 from samza_nb.examples.page_views import build_app
 from samza_nb.metadata import EmbeddedMetadataStore
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
 system = EmbeddedSystem("embedded", path=sys.argv[1])

@@ -7,7 +7,7 @@ import pytest
 
 from samza_nb.plan.kv import KV
 from samza_nb.plan.serdes import JsonSerde, KVSerde
-from samza_nb.runtime.decoding import BatchDecoder, holds_control_messages
+from samza_nb.runtime.task.decoding import BatchDecoder, holds_control_messages
 from samza_nb.systems.base import MessageKind
 
 encode = msgspec.json.encode
@@ -54,7 +54,7 @@ def test_keys_known_from_earlier_slices_decode_the_same_and_new_keys_still_decod
 
 
 def test_one_by_one_counts_the_failing_message_as_entered() -> None:
-    from samza_nb.runtime.fusion import one_by_one
+    from samza_nb.runtime.task.fusion import one_by_one
 
     seen: list[int] = []
 
@@ -75,7 +75,7 @@ def test_a_record_without_a_value_decodes_to_none_as_samza_passes_it() -> None:
     """A Kafka tombstone in an input: Samza hands user code a null message rather than
     failing the serde; a KV stream gets KV(key, None). (The fast path's batch decode fails on
     it and the read loop decodes that slice one message at a time.)"""
-    from samza_nb.runtime.decoding import message_decoder
+    from samza_nb.runtime.task.decoding import message_decoder
 
     assert message_decoder(JsonSerde())(None, None) is None
     assert message_decoder(JsonSerde())(None, encode({"n": 1})) == {"n": 1}

@@ -11,8 +11,8 @@ import pytest
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.drain import read_drain_notifications, write_drain_notification
+from samza_nb.job import metadata_store_path, run
 from samza_nb.metadata import EmbeddedMetadataStore
-from samza_nb.runtime import metadata_store_path, run
 from samza_nb.systems import EmbeddedSystem
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ from samza_nb.metadata.in_memory import InMemoryMetadataStore
 from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.runtime.epoch import ssp_key
-from samza_nb.runtime.epoch_driver import EpochDriver, newest_offsets
+from samza_nb.runtime.processor.epoch_driver import EpochDriver, newest_offsets
 from samza_nb.systems import EmbeddedSystem
 
 

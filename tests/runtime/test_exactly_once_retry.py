@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from samza_nb.runtime import exactly_once
 from samza_nb.runtime.checkpoint_topic import CheckpointRecords
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import EpochAssignment
-from samza_nb.runtime.exactly_once import TaskTransaction
+from samza_nb.runtime.task import exactly_once
+from samza_nb.runtime.task.exactly_once import TaskTransaction
 
 
 def _transaction(retry: int) -> TaskTransaction:

@@ -20,7 +20,7 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 
@@ -311,7 +311,7 @@ def test_several_task_epochs_share_one_spark_partition(spark: Any, tmp_path: Pat
 
 def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> None:
     from samza_nb.config import Config
-    from samza_nb.runtime.spark_jobs import spark_partitions
+    from samza_nb.runtime.executors.spark_jobs import spark_partitions
 
     default = Config({})
     assert spark_partitions(default, 64, 2) == 2
@@ -322,7 +322,7 @@ def test_spark_partitions_default_to_the_cores_and_never_exceed_the_tasks() -> N
 
 def test_task_epochs_are_grouped_by_their_backlog_largest_first() -> None:
     from samza_nb.runtime.epoch import EpochAssignment
-    from samza_nb.runtime.spark_jobs import balanced_groups
+    from samza_nb.runtime.executors.spark_jobs import balanced_groups
 
     def assignment(task: str, start: int, bound: int) -> EpochAssignment:
         return EpochAssignment(
@@ -345,7 +345,7 @@ def test_task_epochs_are_grouped_by_their_backlog_largest_first() -> None:
 def test_a_spark_worker_pauses_the_cycle_collector_for_an_epoch_only() -> None:
     import gc
 
-    from samza_nb.runtime.worker_epochs import collector_paused as _collector_paused
+    from samza_nb.runtime.executors.worker_epochs import collector_paused as _collector_paused
 
     assert gc.isenabled()
     with _collector_paused():
@@ -369,7 +369,7 @@ def test_small_epochs_run_in_the_driver_with_the_same_outputs(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # This pytest process salts its string hashes; the seed rule is tested on its own below.
-    monkeypatch.setattr("samza_nb.runtime.executor._hashes_as_workers", lambda context: True)
+    monkeypatch.setattr("samza_nb.runtime.executors.executor._hashes_as_workers", lambda context: True)
     events = generate_page_views(2_000, seed=11)
     ran: dict[str, tuple[int, int]] = {}
     for name, limit in (("never", "0"), ("default", None), ("always", "1000000")):
@@ -398,9 +398,9 @@ def test_an_epoch_runs_in_the_driver_only_when_small_local_warm_and_at_least_onc
 
     from samza_nb.config import Config
     from samza_nb.runtime.epoch import EpochAssignment
-    from samza_nb.runtime.executor import SparkExecutor
+    from samza_nb.runtime.executors.executor import SparkExecutor
 
-    monkeypatch.setattr("samza_nb.runtime.executor._hashes_as_workers", lambda context: True)
+    monkeypatch.setattr("samza_nb.runtime.executors.executor._hashes_as_workers", lambda context: True)
 
     def assignment(task: int, messages: int, seq: int = 1) -> EpochAssignment:
         return EpochAssignment(
@@ -444,7 +444,7 @@ def test_the_driver_hashes_as_the_workers_only_unsalted(seed: str, same: bool) -
 
     probe = (
         "from types import SimpleNamespace as N\n"
-        "from samza_nb.runtime.executor import _hashes_as_workers as h\n"
+        "from samza_nb.runtime.executors.executor import _hashes_as_workers as h\n"
         "print(h(N(environment={'PYTHONHASHSEED': '0'})))"
     )
     env = {**os.environ, "PYTHONHASHSEED": seed}

@@ -1,4 +1,4 @@
-"""Chains of stateless operators compiled into one function (runtime/fusion.py)."""
+"""Chains of stateless operators compiled into one function (runtime/task/fusion.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from samza_nb.runtime.fusion import chain_from, compile_chain
+from samza_nb.runtime.task.fusion import chain_from, compile_chain
 
 
 class _Step:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from samza_nb.runtime.host_placement import HostPlacement
-from samza_nb.runtime.masters import on_this_machine
+from samza_nb.runtime.executors.host_placement import HostPlacement
+from samza_nb.runtime.executors.masters import on_this_machine
 
 TASKS = ["t0", "t1", "t2", "t3"]
 
@@ -125,7 +125,7 @@ def test_a_promoted_standbys_host_runs_the_task_next() -> None:
 def test_standby_locations_name_the_hosts_of_each_tasks_standbys() -> None:
     from samza_nb.grouping import GrouperMetadata, assign_with_standbys
     from samza_nb.model import JobModel, TaskModel
-    from samza_nb.runtime.standby import standby_locations
+    from samza_nb.runtime.processor.standby import standby_locations
 
     locality = {"p1": "10.0.0.1", "p2": "10.0.0.2", "p3": "10.0.0.3"}
     model = JobModel({}, assign_with_standbys([TaskModel(t) for t in TASKS], GrouperMetadata(processor_locality=locality), 2))

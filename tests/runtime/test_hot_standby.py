@@ -18,7 +18,7 @@ from samza_nb.examples.user_counts import (
 )
 from samza_nb.grouping.standby import active_task_name, check_standby_invariants
 from samza_nb.model import TaskMode
-from samza_nb.runtime.stores import store_path
+from samza_nb.runtime.task.stores import store_path
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import run_local
 
@@ -144,7 +144,7 @@ def test_killing_a_standby_only_processor_changes_nothing_for_the_actives(system
 def test_fewer_locations_than_the_replication_factor_is_a_clear_error(system: EmbeddedSystem) -> None:
     write_events(system, generate_events(10, users=5), partitions=4)
     config = {"job.standbytasks.replication.factor": "3", "processor.locations": "host-a,host-b"}
-    # Refused when the job is planned (runtime/compatibility.py), before it takes its lease.
+    # Refused when the job is planned (job/compatibility.py), before it takes its lease.
     with pytest.raises(ConfigError, match=r"job.standbytasks.replication.factor=3 places each task's copies at 3 distinct locations, but the job's 2 processor\(s\) are at 2 \(host-a, host-b\): .*or set job.standbytasks.replication.factor=1"):
         run_local(build_app(system), config, processors=2, until="end-of-stream")
     # The refused run left the job free: the next one runs.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from samza_nb.runtime.stores import ChangelogRef, TaskStore, store_path
+from samza_nb.runtime.task.stores import ChangelogRef, TaskStore, store_path
 from samza_nb.systems import EmbeddedSystem
 
 _LOG = "app-1-counts-changelog"

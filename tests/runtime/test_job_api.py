@@ -18,7 +18,7 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.systems import EmbeddedSystem
 
 pytestmark = pytest.mark.spark
@@ -175,7 +175,7 @@ def test_early_firing_panes_discarding_and_accumulating(spark: Any, system: Embe
 
 def test_a_job_without_its_input_leaves_no_trace(system: EmbeddedSystem) -> None:
     from samza_nb.errors import StreamNotFoundError
-    from samza_nb.runtime import job_home
+    from samza_nb.job import job_home
 
     app = build_app(system, name="missing-input")
     with pytest.raises(StreamNotFoundError, match=r"create_stream\('page-views'"):
@@ -229,7 +229,7 @@ def test_partition_counts_that_contradict_the_streams_are_refused_before_anythin
     system: EmbeddedSystem,
 ) -> None:
     from samza_nb.errors import PlanError
-    from samza_nb.runtime import job_home
+    from samza_nb.job import job_home
 
     system.create_stream("in", 2)
     system.write("in", [{"i": i} for i in range(6)])
@@ -260,7 +260,7 @@ def test_an_intermediate_stream_made_with_another_partition_count_asks_for_a_res
     system: EmbeddedSystem,
 ) -> None:
     from samza_nb.errors import PlanError
-    from samza_nb.runtime.reset import reset_job
+    from samza_nb.job.reset import reset_job
 
     system.create_stream("in", 2)
     system.write("in", [{"k": i % 7, "v": i} for i in range(50)])
@@ -288,7 +288,7 @@ def test_a_recreated_input_behind_an_ended_checkpoint_is_refused_until_the_job_i
     # stream); the stream was deleted and written again with 5 messages. Reading on would drop all 5 as after the end of stream
     # (a remote metadata store outlives a new job home the same way): refused, naming reset.
     from samza_nb.errors import CheckpointError
-    from samza_nb.runtime.reset import reset_job
+    from samza_nb.job.reset import reset_job
 
     def fill(count: int) -> None:
         system.create_stream("in", 1)
@@ -349,7 +349,7 @@ def test_ctrl_c_while_spark_starts_stops_the_job_and_releases_its_lease(
     system: EmbeddedSystem, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from samza_nb.errors import JobInterruptedError
-    from samza_nb.runtime.executor import LocalExecutor
+    from samza_nb.runtime.executors.executor import LocalExecutor
 
     events = generate_page_views(300, seed=6)
     write_page_views(system, events)
@@ -405,7 +405,7 @@ def test_processors_added_and_killed_by_number_take_their_configured_locations(s
 
 def test_a_huge_processor_count_is_refused_before_anything_is_made() -> None:
     from samza_nb.config import Config
-    from samza_nb.runtime.job_setup import initial_processors
+    from samza_nb.job.preparation import initial_processors
 
     with pytest.raises(ConfigError, match="processors must be at most 1024"):
         initial_processors(Config({}), 10**20)

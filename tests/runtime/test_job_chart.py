@@ -7,10 +7,10 @@ import re
 
 import pytest
 
+from samza_nb.job.charts import JobChart
+from samza_nb.job.history import JobHistory
+from samza_nb.job.rates import trailing_rate
 from samza_nb.notebook.widgets._rate import RateMeter
-from samza_nb.runtime.charts import JobChart
-from samza_nb.runtime.history import JobHistory
-from samza_nb.runtime.rates import trailing_rate
 
 #: (clock time, input messages read, lag) at each commit of a job begun at 100.0 s: it reads
 #: 1,000 messages, fast then slower, and idles after 116 s.

@@ -15,7 +15,7 @@ import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import JobInterruptedError, TaskError
-from samza_nb.runtime.job import Job
+from samza_nb.job.handle import Job
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import run_local
 

@@ -11,8 +11,8 @@ import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import JobError
-from samza_nb.runtime.charts import JobChart, LagHeatmap, sparkline_svg
-from samza_nb.runtime.overview import JobOverview, LatestMessages
+from samza_nb.job.charts import JobChart, LagHeatmap, sparkline_svg
+from samza_nb.job.overview import JobOverview, LatestMessages
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import run_local
 
@@ -118,7 +118,7 @@ def test_a_sparkline_draws_a_series() -> None:
 
 
 def test_the_average_rate_runs_from_the_start_to_the_commit_that_read_the_last_message() -> None:
-    from samza_nb.runtime.history import JobHistory
+    from samza_nb.job.history import JobHistory
 
     times = iter([10.0, 10.5, 12.0, 13.0, 20.0])
     history = JobHistory(clock=times.__next__)

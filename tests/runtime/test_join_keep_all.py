@@ -13,7 +13,7 @@ import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import PlanError
-from samza_nb.runtime.stores import is_tombstone
+from samza_nb.runtime.task.stores import is_tombstone
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 

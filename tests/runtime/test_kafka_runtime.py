@@ -13,11 +13,11 @@ import pytest
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.examples.page_views import expected_counts, generate_page_views
+from samza_nb.job import run
+from samza_nb.job.reset import reset_job
 from samza_nb.metadata import NamespacedMetadataStore
-from samza_nb.runtime import run
 from samza_nb.runtime.checkpoints import CHECKPOINT_NAMESPACE
-from samza_nb.runtime.exactly_once import checkpoint_topic, read_topic_checkpoints
-from samza_nb.runtime.reset import reset_job
+from samza_nb.runtime.task.exactly_once import checkpoint_topic, read_topic_checkpoints
 from samza_nb.systems import KafkaSystem
 
 pytestmark = pytest.mark.services

@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 
 from samza_nb.api import LocalTable, StreamApplication, serdes
 from samza_nb.errors import TaskError
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.systems import EmbeddedSystem, KafkaSystem
 
 pytestmark = pytest.mark.services

@@ -1,4 +1,4 @@
-"""Stores kept open between task epochs (runtime/kept_stores.py): a task epoch that succeeded
+"""Stores kept open between task epochs (runtime/task/kept_stores.py): a task epoch that succeeded
 keeps its stores open in a process serving as a resident worker, a failed one closes them; a
 store another process holds open is waited for (bounded), never taken for corrupt and rebuilt;
 a standby step at the active's own location leaves the active's open store alone."""
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rocksdict import Options, Rdict
 
-import samza_nb.runtime.stores as stores_module
+import samza_nb.runtime.task.stores as stores_module
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.errors import JobError
 from samza_nb.examples.page_views import (
@@ -24,9 +24,9 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import run
-from samza_nb.runtime.kept_stores import keeping_stores_open, kept_stores
-from samza_nb.runtime.stores import (
+from samza_nb.job import run
+from samza_nb.runtime.task.kept_stores import keeping_stores_open, kept_stores
+from samza_nb.runtime.task.stores import (
     ChangelogRef,
     StoreHeldOpen,
     TaskStore,
@@ -193,7 +193,7 @@ def test_the_task_store_folder_is_the_parent_of_its_stores(tmp_path: Path) -> No
 
 
 def test_beyond_its_limit_a_worker_closes_the_store_idle_longest(monkeypatch: pytest.MonkeyPatch) -> None:
-    import samza_nb.runtime.kept_stores as kept_module
+    import samza_nb.runtime.task.kept_stores as kept_module
 
     closed: list[str] = []
 

@@ -15,9 +15,9 @@ import pytest
 
 from samza_nb.api import StreamApplication, Windows
 from samza_nb.errors import CheckpointError, ConfigError, TaskError
-from samza_nb.runtime import run
+from samza_nb.job import run
+from samza_nb.job.reset import reset_job
 from samza_nb.runtime.offsets import OffsetPolicy
-from samza_nb.runtime.reset import reset_job
 from samza_nb.systems import EmbeddedSystem, KafkaSystem
 
 
@@ -147,7 +147,7 @@ def test_retention_overtaking_a_running_reader_is_named_and_follows_the_rule(
     config = dict(_SMALL_EPOCHS)
     if rule is not None:
         config["systems.log.consumer.auto.offset.reset"] = rule
-    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.processor"):
+    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.processor.processor"):
         job = run(_deleting_app(system, 60), config, until="caught-up", executor="local")
     assert sorted(system.read_frame("out")["value"]) == read
     note = "input in[0] (system 'log'): offsets 20..59 were deleted by retention before task Partition 0 read them"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from samza_nb.runtime import other_spark_jobs
+from samza_nb.runtime.executors import other_spark_jobs
 
 
 def test_an_exiting_process_waits_for_a_closing_pools_spark_job() -> None:

@@ -29,8 +29,8 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import job_home, metadata_store_path, run
-from samza_nb.runtime.reset import reset_job
+from samza_nb.job import job_home, metadata_store_path, run
+from samza_nb.job.reset import reset_job
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 

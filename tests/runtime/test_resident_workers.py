@@ -1,5 +1,5 @@
 """Resident workers: Spark Python workers held by one long-running Spark job take the task
-epochs (runtime/resident_workers.py). Same outputs as one Spark job per epoch; the cores go
+epochs (runtime/executors/resident_workers.py). Same outputs as one Spark job per epoch; the cores go
 back to any other Spark job of the session; an epoch whose worker dies runs again on new
 workers (nothing committed twice), and after its retries fails the job with the task named."""
 
@@ -24,9 +24,9 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import run
-from samza_nb.runtime.resident_workers import ResidentWorkers, ResidentWorkersClosed
-from samza_nb.runtime.worker_link import WorkerLink, process_alive
+from samza_nb.job import run
+from samza_nb.runtime.executors.resident_workers import ResidentWorkers, ResidentWorkersClosed
+from samza_nb.runtime.executors.worker_link import WorkerLink, process_alive
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock
 
@@ -310,6 +310,7 @@ def test_workers_keep_their_tasks_stores_open_from_epoch_to_epoch(spark: Any, tm
             return len(folders) == 4 and bool(stores) and all(_locked(store) for store in stores)
 
         assert _wait_for(kept_stores_are_open), pool._homes.keepers()
+        stores = [str(store) for folder in homes for store in Path(folder).iterdir()]
         # Every worker of the pool connected first (a loaded machine starts the second one
         # late): the epochs of the input below spread the stores over all of them.
         assert _wait_for(lambda: pool._connected == pool._slots)
@@ -322,7 +323,7 @@ def test_workers_keep_their_tasks_stores_open_from_epoch_to_epoch(spark: Any, tm
         assert _wait_for(lambda: set(pool._homes.keepers()) == set(homes)), pool._homes.keepers()
         # Spread over the workers: a worker that took more than its share (say, the first to
         # connect) released the excess when an epoch started. A free worker with its share
-        # takes a released task rather than wait for a busy one (runtime/task_homes.py), so on
+        # takes a released task rather than wait for a busy one (runtime/executors/task_homes.py), so on
         # a loaded machine the spread may take a few more epochs: more input, a round at most.
         def spread() -> Counter[int]:
             return Counter(worker.pid for worker in pool._homes.keepers().values())
@@ -468,7 +469,7 @@ def test_a_closed_executor_starts_no_new_pool(spark: Any) -> None:
     # A leaving processor's last epoch may come after the job released its executor: a new
     # pool then would outlive the job, holding cores and store locks.
     from samza_nb.config import Config
-    from samza_nb.runtime.executor import SparkExecutor
+    from samza_nb.runtime.executors.executor import SparkExecutor
 
     executor = SparkExecutor(Config(), spark)
     executor.close()

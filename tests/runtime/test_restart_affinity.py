@@ -13,9 +13,9 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
+from samza_nb.job import metadata_store_path
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.model import TaskMode
-from samza_nb.runtime import metadata_store_path
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 

@@ -1,5 +1,5 @@
 """Retention of intermediate streams: what every consumer committed is deleted, off the epoch
-path (runtime/retention.py BackgroundRetention), and a failing pass still fails the job.
+path (runtime/processor/retention.py BackgroundRetention), and a failing pass still fails the job.
 Run on the in-process executor."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from samza_nb.runtime import socket_folders
+from samza_nb.runtime.executors import socket_folders
 
 
 @pytest.fixture

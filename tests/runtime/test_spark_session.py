@@ -1,4 +1,4 @@
-"""The shared SparkSession built by samza_nb.runtime.spark."""
+"""The shared SparkSession built by samza_nb.runtime.executors.spark."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_a_tiny_rdd_job_runs(spark: SparkSession) -> None:
 
 
 def test_the_session_is_shared_and_configured(spark: SparkSession) -> None:
-    from samza_nb.runtime.spark import get_spark
+    from samza_nb.runtime.executors.spark import get_spark
 
     assert get_spark(Config({"spark.master": "local[2]"})) is spark
     conf = spark.sparkContext.getConf()
@@ -34,7 +34,7 @@ def test_the_session_is_shared_and_configured(spark: SparkSession) -> None:
     assert conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert conf.get("spark.python.worker.reuse") == "true"
     assert conf.get("spark.driver.host") == "127.0.0.1"
-    assert conf.get("spark.python.daemon.module") == "samza_nb.runtime.spark_daemon"
+    assert conf.get("spark.python.daemon.module") == "samza_nb.runtime.executors.spark_daemon"
     assert conf.get("spark.python.unix.domain.socket.enabled") == "true"
 
 
@@ -49,7 +49,7 @@ def test_python_workers_talk_to_the_executor_over_unix_sockets(spark: SparkSessi
 
 _SESSION_LEFT_RUNNING = """
 import os
-from samza_nb.runtime.spark import get_spark
+from samza_nb.runtime.executors.spark import get_spark
 
 context = get_spark({"spark.master": "local[1]"}).sparkContext
 assert context.parallelize(range(3), 1).sum() == 3
@@ -76,7 +76,7 @@ def test_python_workers_fork_with_the_engine_imported(spark: SparkSession) -> No
     def engine_imported(_: int) -> bool:
         import sys
 
-        return "samza_nb.runtime.task" in sys.modules
+        return "samza_nb.runtime.task.task" in sys.modules
 
     # A fresh worker: the plain function imports nothing of samza_nb itself.
     assert spark.sparkContext.parallelize(range(2), 2).map(engine_imported).collect() == [True, True]
@@ -91,7 +91,7 @@ def test_arrow_round_trip(spark: SparkSession) -> None:
 
 
 def test_master_comes_from_config_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from samza_nb.runtime import spark as runtime_spark
+    from samza_nb.runtime.executors import spark as runtime_spark
 
     monkeypatch.setenv("SAMZA_NB_SPARK_MASTER", "local[1]")
     assert runtime_spark._master(Config({})) == "local[1]"
@@ -103,7 +103,7 @@ def test_master_comes_from_config_then_environment(monkeypatch: pytest.MonkeyPat
 _INTERRUPTED_START = """
 import os, signal, threading
 from pyspark import java_gateway
-from samza_nb.runtime.spark import get_spark
+from samza_nb.runtime.executors.spark import get_spark
 
 launch = java_gateway.Popen
 
@@ -138,8 +138,8 @@ def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm_behind(tmp_path: Path) -> Non
 _INTERRUPTED_WAIT = """
 import os, signal, sys, threading, time
 from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
-from samza_nb.runtime import run
-from samza_nb.runtime.spark import get_spark
+from samza_nb.job import run
+from samza_nb.runtime.executors.spark import get_spark
 from samza_nb.systems import EmbeddedSystem
 
 home = sys.argv[1]
@@ -172,7 +172,7 @@ print("other query:", outcome[0], flush=True)
 
 def test_ctrl_c_while_waiting_for_a_job_stops_it_and_no_other_spark_job_of_the_session(tmp_path: Path) -> None:
     # PySpark's SIGINT handler cancels every Spark job of the session: while a job's caller
-    # waits, Ctrl-C only raises KeyboardInterrupt there (runtime/interrupts.py).
+    # waits, Ctrl-C only raises KeyboardInterrupt there (runtime/executors/interrupts.py).
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
     done = subprocess.run(
         [sys.executable, "-c", _INTERRUPTED_WAIT, str(tmp_path)], capture_output=True, text=True,
@@ -184,7 +184,7 @@ def test_ctrl_c_while_waiting_for_a_job_stops_it_and_no_other_spark_job_of_the_s
 def test_plain_interrupts_leave_an_ignored_sigint_ignored() -> None:
     import signal
 
-    from samza_nb.runtime.interrupts import plain_interrupts
+    from samza_nb.runtime.executors.interrupts import plain_interrupts
 
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job started with `&` by a script
     try:
@@ -203,7 +203,7 @@ import os, signal, sys, threading
 from pyspark import SparkContext, java_gateway
 from samza_nb.errors import JobInterruptedError
 from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.systems import EmbeddedSystem
 
 home, point = sys.argv[1], sys.argv[2]
@@ -232,7 +232,7 @@ elif point == "in-jvm-call":  # while the JVM makes its JavaSparkContext
     SparkContext._initialize_context = interrupting(SparkContext._initialize_context, from_a_thread=True)
 else:  # "session-made": the session is up, the job's processors not started yet
     from contextlib import contextmanager
-    from samza_nb.runtime.spark import SESSION_START_HOOKS
+    from samza_nb.runtime.executors.spark import SESSION_START_HOOKS
 
     @contextmanager
     def then_ctrl_c(master):

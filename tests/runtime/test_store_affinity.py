@@ -17,9 +17,9 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
+from samza_nb.job import metadata_store_path, run
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.model import TaskMode
-from samza_nb.runtime import metadata_store_path, run
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import (
     AZURE_PROCESS_TIMINGS,

@@ -35,7 +35,7 @@ def test_each_corrupt_store_is_rebuilt_with_one_warning_naming_store_task_and_fi
         current.write_bytes(b"MANIFEST-9999")  # points at a manifest that does not exist
     system.write("page-views", events[600:])
     system.end_stream("page-views")
-    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.processor"):
+    with caplog.at_level(logging.WARNING, logger="samza_nb.runtime.processor.processor"):
         job = run_local(app, CONFIG, clock=StepClock())
     assert job.collect("page-counts").groupby("key")["value"].sum().to_dict() == expected_counts(events)
     warnings = [r.getMessage() for r in caplog.records if "is rebuilt from its changelog" in r.getMessage()]

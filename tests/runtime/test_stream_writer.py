@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from samza_nb.runtime.context import StreamWriter
-from samza_nb.runtime.control import EndOfStreamMessage, WatermarkMessage, control_from_payload
+from samza_nb.runtime.task.context import StreamWriter
+from samza_nb.runtime.task.control import EndOfStreamMessage, WatermarkMessage, control_from_payload
 from samza_nb.systems.base import MessageKind
 from samza_nb.systems.batch_format import decode_batch, encode_batch
 

@@ -16,7 +16,7 @@ import pytest
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.examples.page_views import expected_counts, generate_page_views
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.systems import KafkaSystem
 
 pytestmark = pytest.mark.services

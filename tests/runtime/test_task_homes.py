@@ -1,10 +1,10 @@
-"""Which resident worker takes which task epochs (runtime/task_homes.py): a task whose stores a
+"""Which resident worker takes which task epochs (runtime/executors/task_homes.py): a task whose stores a
 worker keeps goes to that worker only; tasks no worker keeps spread over the workers up to
 their share; a worker keeping more than its share releases the excess."""
 
 from __future__ import annotations
 
-from samza_nb.runtime.task_homes import TaskHomes
+from samza_nb.runtime.executors.task_homes import TaskHomes
 
 FOLDERS = [f"/stores/here/Partition {task}" for task in range(4)]
 ALL = [0, 1, 2, 3]

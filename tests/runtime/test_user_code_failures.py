@@ -13,9 +13,9 @@ import pytest
 from samza_nb.api import LocalTable, StreamApplication, Windows
 from samza_nb.drain import write_drain_notification
 from samza_nb.errors import TaskError
+from samza_nb.job import metadata_store_path
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.plan.kv import KV
-from samza_nb.runtime import metadata_store_path
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import StepClock, run_local
 
@@ -73,7 +73,7 @@ def test_failures_past_the_first_decoded_slice_of_a_stored_batch_name_their_own_
     system: EmbeddedSystem,
 ) -> None:
     # One stored batch of 3,000 messages is decoded and run a slice at a time
-    # (runtime/task.py): an undecodable value at offset 2,500 and a map failing at offset 1,500
+    # (runtime/task/task.py): an undecodable value at offset 2,500 and a map failing at offset 1,500
     # are both past the first slice.
     values = list(range(100, 3100))
     values[2500] = 13

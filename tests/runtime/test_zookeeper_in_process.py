@@ -14,9 +14,9 @@ import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import ConfigError, JobLeaseError
+from samza_nb.job import run
+from samza_nb.job.reset import reset_job
 from samza_nb.metadata.registry import get_metadata_store
-from samza_nb.runtime import run
-from samza_nb.runtime.reset import reset_job
 from samza_nb.systems import EmbeddedSystem
 
 pytestmark = pytest.mark.services

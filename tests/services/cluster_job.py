@@ -28,15 +28,15 @@ from typing import Any
 
 from samza_nb.api import StreamApplication
 from samza_nb.examples.page_views import build_app, expected_counts, generate_page_views
+from samza_nb.job import run
 from samza_nb.model import TaskMode
-from samza_nb.runtime import run
-from samza_nb.runtime.cluster_epochs import executor_hosts
-from samza_nb.runtime.standby import standby_locations
+from samza_nb.runtime.executors.cluster_epochs import executor_hosts
+from samza_nb.runtime.processor.standby import standby_locations
 from samza_nb.services import read_service_env
 from samza_nb.systems import KafkaSystem
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stdout)
-logging.getLogger("samza_nb.runtime.spark_jobs").setLevel(logging.DEBUG)
+logging.getLogger("samza_nb.runtime.executors.spark_jobs").setLevel(logging.DEBUG)
 
 BATCHES = [generate_page_views(1_500, seed=seed) for seed in (13, 14, 15)]
 

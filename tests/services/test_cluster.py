@@ -45,7 +45,7 @@ _REACH = textwrap.dedent(
 _DRIVER = textwrap.dedent(
     """
     import json, os, socket, time
-    from samza_nb.runtime.spark import get_spark
+    from samza_nb.runtime.executors.spark import get_spark
     # Master and driver address come from the host's environment (SAMZA_NB_SPARK_MASTER,
     # SAMZA_NB_HOST_ADDRESS); executors fork Python workers from samza_nb's daemon module, so
     # every host must import this checkout's samza_nb.
@@ -548,9 +548,9 @@ def test_processors_on_two_hosts_share_the_spark_cluster_and_survive_a_host(
 def _input_read(plan: Any, prefix: str, zk: str | None = None) -> int:
     """Input offsets the job's committed checkpoints hold (a drain ends reading there); ``zk``:
     those of a ZooKeeper job whose processors keep their job homes on their hosts' disks."""
-    from samza_nb.runtime import job_home
+    from samza_nb.job import job_home
+    from samza_nb.job.preparation import open_metadata_store
     from samza_nb.runtime.checkpoints import CheckpointStore
-    from samza_nb.runtime.job_setup import open_metadata_store
 
     if zk is not None:
         from samza_nb.metadata.zookeeper import ZkMetadataStore

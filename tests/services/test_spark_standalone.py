@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 # Run in a subprocess: one JVM holds one SparkContext, and this process shares a local one.
 _JOB = """
 import json, sys
-from samza_nb.runtime.spark import get_spark, stop_spark
+from samza_nb.runtime.executors.spark import get_spark, stop_spark
 session = get_spark({"spark.master": sys.argv[1], "spark.executor.memory": "512m",
                      "spark.scheduler.minRegisteredResourcesRatio": "1.0"})
 sc = session.sparkContext

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from samza_nb.runtime.stores import ChangelogRef, TaskStore, is_tombstone, store_path
+from samza_nb.runtime.task.stores import ChangelogRef, TaskStore, is_tombstone, store_path
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.systems.base import MessageKind, Record
 

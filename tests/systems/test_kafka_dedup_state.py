@@ -68,7 +68,7 @@ def test_a_cold_read_resumes_from_the_persisted_dedup_state(kafka_bootstrap: str
 def _epoch(path: Any, changelog: Any, seq: int, keys: range) -> None:
     """One epoch of a task on the store at ``path``: open at ``seq`` committed epochs, update
     ``keys``, append them to the changelog and write them (as the runtime does)."""
-    from samza_nb.runtime.stores import TaskStore
+    from samza_nb.runtime.task.stores import TaskStore
 
     store = TaskStore("counts", path, changelog, "Partition 0", f"app-1/Partition 0@plan-{seq}")
     store.open(seq)
@@ -81,7 +81,7 @@ def _epoch(path: Any, changelog: Any, seq: int, keys: range) -> None:
 def test_a_stale_store_in_a_new_process_catches_up_from_the_tail_only(
     kafka_bootstrap: str, kafka_topic_prefix: str, tmp_path: Any
 ) -> None:
-    from samza_nb.runtime.stores import ChangelogRef, TaskStore
+    from samza_nb.runtime.task.stores import ChangelogRef, TaskStore
 
     system = KafkaSystem("kafka", kafka_bootstrap)
     topic = f"{kafka_topic_prefix}counts-changelog"

@@ -17,7 +17,7 @@ import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import ConfigError, StreamSystemError
-from samza_nb.runtime import run
+from samza_nb.job import run
 from samza_nb.systems import KafkaSystem
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -11,7 +11,7 @@ from samza_nb.api import StreamApplication
 from samza_nb.api.loading import as_application, load_application
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError, JobError
-from samza_nb.runtime.job import Job
+from samza_nb.job.handle import Job
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell

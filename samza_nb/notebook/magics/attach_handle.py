@@ -3,7 +3,7 @@
 The handle reads the job's coordination state through a
 :class:`~samza_nb.coordination.observation.JobObserver` (it never joins the group) and drains
 the job through its metadata store, where every processor's DrainMonitor looks. It answers
-``status()`` like a :class:`~samza_nb.runtime.job.Job`, so the live widgets refresh it the same
+``status()`` like a :class:`~samza_nb.job.handle.Job`, so the live widgets refresh it the same
 way: it is done once processors were seen and none is left (or after :meth:`close`).
 :class:`~samza_nb.notebook.widgets.attached_job.AttachedJobWidget` draws it (``%samza attach``
 displays one).

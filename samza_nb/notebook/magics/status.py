@@ -6,10 +6,10 @@ import argparse
 
 from IPython.core.magic_arguments import magic_arguments
 
+from samza_nb.job.handle import JobStatus
 from samza_nb.notebook.magics._args import job_argument
 from samza_nb.notebook.magics._session import Session
 from samza_nb.notebook.widgets import settle_views
-from samza_nb.runtime.job import JobStatus
 
 __all__ = ["command"]
 

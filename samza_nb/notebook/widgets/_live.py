@@ -49,7 +49,7 @@ from samza_nb.notebook.widgets._fallback import Fallback
 from samza_nb.notebook.widgets._html import ERROR, paragraph
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job
+    from samza_nb.job.handle import Job
 
 __all__ = ["LiveWidget", "settle_views"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from samza_nb.notebook.widgets._rate import RateMeter
-from samza_nb.runtime.control import LONG_MAX
+from samza_nb.runtime.task.control import LONG_MAX
 
 __all__ = [
     "BACKLOG_SAMPLES",

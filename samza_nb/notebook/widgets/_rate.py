@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from samza_nb.runtime.rates import trailing_rate
+from samza_nb.job.rates import trailing_rate
 
 __all__ = ["RateMeter"]
 
@@ -45,6 +45,6 @@ class RateMeter:
             elapsed = end - start
             self.rate = (at_end - at_start) / elapsed if elapsed > 0 else None
         else:
-            # The rule job.plot() draws its rate by (runtime/rates.py).
+            # The rule job.plot() draws its rate by (job/rates.py).
             self.rate = trailing_rate(self.samples, self.window)
         return self.rate

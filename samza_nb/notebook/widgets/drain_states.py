@@ -22,7 +22,7 @@ from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 from samza_nb.plan.drawing import render_svg, scroll_box, svg_image
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import DrainStatesView, Job, JobStatus
+    from samza_nb.job.handle import DrainStatesView, Job, JobStatus
 
 __all__ = ["DRAINED_COLOUR", "DRAINING_COLOUR", "DrainStatesWidget"]
 

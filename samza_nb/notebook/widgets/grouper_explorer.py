@@ -14,7 +14,7 @@ so a kill can be tried and undone (Reset) at no cost to the job.
 
 Standby tasks (replication factor > 1): with a job, the job's coordinator computes the proposal
 with that replication factor and Apply sets it on the running job (its processors then run hot
-standby tasks; runtime/standby.py). Without a job they are a preview: with ``host-affinity``
+standby tasks; runtime/processor/standby.py). Without a job they are a preview: with ``host-affinity``
 they are placed the SEP's standalone way (:func:`assign_with_standbys`, never sharing a processor, nor a
 location when "other locations" is ticked); with the other groupers Samza's YARN way
 (:func:`add_standby_containers`, one container per replica, placed by the cluster manager).
@@ -50,7 +50,7 @@ from samza_nb.notebook.widgets.grouper_proposal import propose
 from samza_nb.plan.execution_plan import ExecutionPlan
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job
+    from samza_nb.job.handle import Job
 
 __all__ = ["GrouperExplorer", "group", "tasks_of_plan"]
 

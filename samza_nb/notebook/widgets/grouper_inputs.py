@@ -25,7 +25,7 @@ from samza_nb.model import (
 from samza_nb.plan.execution_plan import ExecutionPlan
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job
+    from samza_nb.job.handle import Job
 
 __all__ = ["ExplorerStart", "explorer_start", "group", "tasks_of_plan"]
 

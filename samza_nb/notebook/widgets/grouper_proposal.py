@@ -23,7 +23,7 @@ from samza_nb.model import JobModel, TaskMode
 from samza_nb.notebook.widgets.grouper_inputs import group
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job
+    from samza_nb.job.handle import Job
 
 __all__ = ["Proposal", "propose"]
 

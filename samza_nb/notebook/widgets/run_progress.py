@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING
 import ipywidgets as widgets
 
 from samza_nb.errors import ConfigError
+from samza_nb.job.charts import sparkline_svg
 from samza_nb.notebook.widgets._html import ERROR, TEXT, count, html_table, paragraph, text_table
 from samza_nb.notebook.widgets._html import rate as format_rate
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 from samza_nb.notebook.widgets._rate import RateMeter
 from samza_nb.plan.drawing import svg_image
-from samza_nb.runtime.charts import sparkline_svg
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job, JobStatus
+    from samza_nb.job.handle import Job, JobStatus
 
 __all__ = ["STARTING", "RunProgress"]
 
@@ -47,7 +47,7 @@ class RunProgress(LiveWidget):
     no result yet: the JVM and the Spark session start, 5–15 s in a fresh kernel) the state
     reads "starting Spark…". The rate is input messages per second over the refreshes of the
     last ``window`` seconds, a series this view keeps for itself, by the rule ``job.plot()``
-    draws its rate by (runtime/rates.py); once the job is done it is the job's average rate
+    draws its rate by (job/rates.py); once the job is done it is the job's average rate
     (``job.average_rate()``: from its start to the commit that read its last input message, the
     average ``job.plot()`` states), or for a job without a course the average over this view's
     refreshes that saw new input, not the last window's 0/s.

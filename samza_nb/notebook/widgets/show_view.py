@@ -11,8 +11,8 @@ from samza_nb.notebook.widgets._html import paragraph
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job
-    from samza_nb.runtime.overview import JobOverview, LatestMessages
+    from samza_nb.job.handle import Job
+    from samza_nb.job.overview import JobOverview, LatestMessages
 
 __all__ = ["ShowView"]
 

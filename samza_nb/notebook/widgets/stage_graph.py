@@ -31,7 +31,7 @@ from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.plan.operators import InputOperatorSpec
 
 if TYPE_CHECKING:
-    from samza_nb.runtime.job import Job, JobStatus
+    from samza_nb.job.handle import Job, JobStatus
 
 __all__ = ["StageGraph", "plan_and_job"]
 

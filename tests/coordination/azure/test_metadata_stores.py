@@ -10,8 +10,8 @@ import pytest
 
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError
+from samza_nb.job.compatibility import check_compatibility
 from samza_nb.metadata.registry import metadata_store_names
-from samza_nb.runtime.compatibility import check_compatibility
 
 
 @pytest.mark.parametrize("store", metadata_store_names())

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from samza_nb.api import StreamApplication
-from samza_nb.runtime import Job, run
-from samza_nb.runtime.job_setup import input_partition_counts
+from samza_nb.job import Job, run
+from samza_nb.job.preparation import input_partition_counts
 from samza_nb.systems import EmbeddedSystem, KafkaSystem
 
 from .conftest import wait_until

@@ -15,7 +15,7 @@ from typing import Any
 
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.examples.page_views import generate_page_views
-from samza_nb.runtime import Job, run
+from samza_nb.job import Job, run
 from samza_nb.systems import KafkaSystem
 
 EVENTS = generate_page_views(800, seed=31)

@@ -21,7 +21,7 @@ from samza_nb.examples.page_views import (
     generate_page_views,
     write_page_views,
 )
-from samza_nb.runtime import Job, run
+from samza_nb.job import Job, run
 from samza_nb.systems import EmbeddedSystem
 
 SCENARIOS = ("stateless", "windowed", "two-shuffles", "drain", "rebalance")

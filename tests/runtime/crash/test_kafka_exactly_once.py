@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from samza_nb.examples.page_views import expected_counts
-from samza_nb.runtime.exactly_once import checkpoint_topic, read_topic_checkpoints
+from samza_nb.runtime.task.exactly_once import checkpoint_topic, read_topic_checkpoints
 from samza_nb.systems import KafkaSystem
 
 sys.path.insert(0, str(Path(__file__).parent))
