@@ -197,8 +197,8 @@ def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
     """The plan's names (cli_args.check_names), --processors and --grouper checked as run()
     would, before anything prints or starts."""
     from samza_nb.grouping.registry import check_grouper_name
-    from samza_nb.job.handle import check_until
     from samza_nb.job.preparation import initial_processors
+    from samza_nb.job.run_state import check_until
 
     check_names(plan)
     check_until(_until(args.until))

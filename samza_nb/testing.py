@@ -382,6 +382,6 @@ def run_local(app: Any, config: Any = None, **options: Any) -> Any:
     The same tasks, checkpoints, stores and control messages, without a JVM: operator and
     window semantics are tested in milliseconds. The product path stays Spark.
     """
-    from samza_nb.job.handle import run
+    from samza_nb.job.launch import run
 
     return run(app, config, executor="local", **options)

@@ -28,14 +28,14 @@ if TYPE_CHECKING:
         ProcessorStatus,
         job_home,
         metadata_store_path,
-        run,
     )
+    from samza_nb.job.launch import run
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from samza_nb.job import handle
+        from importlib import import_module
 
-        return getattr(handle, name)
+        return getattr(import_module("samza_nb.job.launch" if name == "run" else "samza_nb.job.handle"), name)
     msg = f"module 'samza_nb.job' has no attribute {name!r}"
     raise AttributeError(msg)

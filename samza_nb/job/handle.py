@@ -10,60 +10,59 @@ through its coordinator (``kill_processor``, ``add_processor``, ``regroup``, ``r
 
 from __future__ import annotations
 
-import threading
+import html
 import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from samza_nb.config import Config
 from samza_nb.coordination.coordinator import get_job_coordinator
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
-from samza_nb.coordination.job_model_calculator import JobModelCalculator
-from samza_nb.drain import cleanup, write_drain_notification
-from samza_nb.errors import ConfigError, JobError, JobInterruptedError, JobTimeoutError
+from samza_nb.drain import write_drain_notification
+from samza_nb.errors import JobError, JobInterruptedError, JobTimeoutError
+from samza_nb.job.charts import JobChart, LagHeatmap
 from samza_nb.job.compatibility import check_job
-from samza_nb.job.history import JobHistory
-from samza_nb.job.home import (
-    job_home,
-    make_job_home,
-    mark_run_ended,
-    metadata_store_path,
-    resolve_run_id,
-)
+from samza_nb.job.home import job_home, make_job_home, metadata_store_path, resolve_run_id
+from samza_nb.job.host import ProcessorHost
 from samza_nb.job.metrics import JobMetrics
+from samza_nb.job.overview import JobOverview, LatestMessages
 from samza_nb.job.preparation import (
     check_grouping,
     check_inputs,
     create_streams,
     existing_job_data,
+    forget_cached_offsets,
     initial_processors,
     input_partition_counts,
-    job_inputs,
+    model_calculator,
     open_metadata_store,
 )
-from samza_nb.job.regrouping import JobRegrouping
+from samza_nb.job.progress import JobProgress
+from samza_nb.job.run_state import RunState, check_until
 from samza_nb.job.status import DrainStatesView, JobStatus, ProcessorStatus
-from samza_nb.metadata import JobHomeGuard, MetadataStore, NamespacedMetadataStore
+from samza_nb.job.views import JobViews
+from samza_nb.metadata import JobHomeGuard, MetadataStore
 from samza_nb.model import JobModel
 from samza_nb.plan.execution_plan import ExecutionPlan
-from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.executors.executor import get_executor
 from samza_nb.runtime.executors.interrupts import plain_interrupts
-from samza_nb.runtime.plan_systems import default_system_of, system_of
 from samza_nb.runtime.processor.epoch_driver import EpochDriver
 from samza_nb.runtime.processor.processor import StreamProcessor
 from samza_nb.runtime.task.exactly_once import close_task_producers, open_checkpoint_store
 
-__all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "job_home", "metadata_store_path", "run"]
-
-_UNTIL = ("end-of-stream", "caught-up", "forever")
-_DONE_NAMESPACE = "samza-nb-task-done-v1"
+__all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "job_home", "metadata_store_path"]
 
 
-class Job(JobRegrouping):
-    """A running (or finished) application. Created by :func:`run`."""
+
+class Job:
+    """A running (or finished) application. Created by :func:`run`.
+
+    It is composed of a :class:`~samza_nb.job.host.ProcessorHost` (the processors this process
+    runs, and changes to them through the coordinator), a :class:`~samza_nb.job.views.JobViews`
+    (what it shows) and a :class:`~samza_nb.job.progress.JobProgress` (what its processors
+    report), around one :class:`~samza_nb.job.run_state.RunState`.
+    """
 
     def __init__(
         self,
@@ -127,15 +126,10 @@ class Job(JobRegrouping):
             guard=None if self.lease is not None else self._session_guard,
         )
         # A ZooKeeper processor learns the run id its group agreed on once it joined (start).
-        self.run_id = resolve_run_id(self.metadata, self.config.get_str("app.run.id")) if self.lease else ""
-        # What this process saw of the job's streams may be of topics made again since (broker
-        # data lost, or deleted and created by another process): a run starts from the broker.
-        for stream_id in self.plan.streams:
-            system_of(self.plan, stream_id).forget_cached_offsets(stream_id)
-        default = default_system_of(self.plan)
-        if default is not None:
-            for store in self.plan.store_names:
-                default.forget_cached_offsets(self.plan.changelog_stream_id(store))
+        self._run = RunState(
+            resolve_run_id(self.metadata, self.config.get_str("app.run.id")) if self.lease else ""
+        )
+        forget_cached_offsets(self.plan)
         if self.lease is not None:
             create_streams(self.plan)
         # A distributed job's streams are created by its leader only, before its first model.
@@ -146,46 +140,43 @@ class Job(JobRegrouping):
         self._driver = EpochDriver(
             self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root, lease=self.lease
         )
-        self._metrics = JobMetrics()
-        self._timeline = JobHistory()
-        self._samples: dict[str, deque[str]] = {}
-        self._lock = threading.RLock()
-        self._progress = threading.RLock()
-        self._state = "created"
-        self._error: BaseException | None = None
-        self._stop_requested = False
-        self._done_tasks: set[str] = set()
-        self._done_read_for: JobModel | None = None
-        self._history: list[dict[str, Any]] = []
-        self._leaving: set[str] = set()
-        self._stopped: set[str] = set()
-        #: The highest processor epoch when the first processor saw the drain notification.
-        self.drain_seen_epoch: int | None = None
-        if grouper is None and self.lease is None and "task.name.grouper.factory" not in self.config:
-            # Processes of a distributed job have their own ids: Samza's standalone grouper.
-            grouper = "group-by-container-ids"
-        calculator = JobModelCalculator(
-            job_inputs(self.plan),
-            grouper=grouper,
-            replication_factor=self.config.get_int("job.standbytasks.replication.factor"),
-            # A distributed job's processes join one at a time: the first ones run with the
-            # standbys their locations allow (status().unassigned_standbys) until more join.
-            place_fewer_standbys=self.lease is None,
-        )
         self.coordinator = get_job_coordinator(
             self.coordinator_name,
-            calculator=calculator,
+            calculator=model_calculator(self.plan, grouper, one_process=self.lease is not None),
             metadata=self.metadata,
             run_id=self.run_id,
             config=self.config,
             **setup,
         )
-        self._processors: dict[str, StreamProcessor] = {}
+        self._host = ProcessorHost(self.plan.app_name, self.config, self.coordinator, self._run, self._new_processor)
+        metrics = JobMetrics()
+        self._views = JobViews(
+            self.plan,
+            self._host,
+            self._run,
+            checkpoints=self.checkpoints,
+            metrics=metrics,
+            driver=self._driver,
+            executor=self._executor,
+            one_process=self.lease is not None,
+        )
+        self._progress = JobProgress(
+            self._run,
+            self._host,
+            self._views,
+            metadata=self.metadata,
+            checkpoints=self.checkpoints,
+            metrics=metrics,
+            driver=self._driver,
+            until=self._until,
+            one_process=self.lease is not None,
+            release=self._release,
+        )
         for pid, location in hosted.items():
-            self._add(pid, location)
+            self._host.add(pid, location)
 
-    def _add(self, processor_id: str, location: str) -> StreamProcessor:
-        processor = StreamProcessor(
+    def _new_processor(self, processor_id: str, location: str) -> StreamProcessor:
+        return StreamProcessor(
             processor_id,
             location,
             plan=self.plan,
@@ -193,20 +184,10 @@ class Job(JobRegrouping):
             metadata=self.metadata,
             executor=self._executor,
             driver=self._driver,
-            events=self,
+            events=self._progress,
             until=self._until,
             clock=self._clock,
-            owns_retention=self._owns_retention,
-        )
-        self._processors[processor_id] = processor
-        self.coordinator.attach(processor_id, location, processor)
-        return processor
-
-    def _start_processor(self, processor: StreamProcessor) -> None:
-        processor.start(
-            drain_monitor=self.config.get_bool("job.drain-monitor.enabled"),
-            poll_interval_ms=self.config.get_int("job.drain-monitor.poll.interval.ms"),
-            run_id=self.run_id,
+            owns_retention=self._host.owns_retention,
         )
 
     def _create_streams(self, _model: JobModel) -> None:
@@ -216,14 +197,24 @@ class Job(JobRegrouping):
         """A distributed coordinator's fence on commits (its processor's session is live)."""
         self.coordinator.fence(transaction)  # type: ignore[attr-defined]
 
-    def _owns_retention(self, processor: StreamProcessor) -> bool:
-        # Retention needs every consumer's checkpoint: the leader's first processor owns it.
-        return self.coordinator.is_leader and processor.processor_id == min(self._processors)
+    @property
+    def run_id(self) -> str:
+        """The deployment this run belongs to (a distributed job's group agrees on it at start)."""
+        return self._run.run_id
+
+    @property
+    def drain_seen_epoch(self) -> int | None:
+        """The highest processor epoch when the first processor saw the drain notification."""
+        return self._run.drain_seen_epoch
+
+    @property
+    def _processors(self) -> dict[str, StreamProcessor]:
+        return self._host.running
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, background: bool) -> Job:
-        self._state = "running"
-        self._timeline.begin()
+        self._run.state = "running"
+        self._views.begin()
         try:
             with plain_interrupts():  # Ctrl-C while Spark starts: not PySpark's handler either
                 self._starting()
@@ -251,16 +242,16 @@ class Job(JobRegrouping):
             # Join the group first: the run id is the one the group agrees on.
             self.coordinator.start()
             generator = self.coordinator.run_id_generator(self.metadata)  # type: ignore[attr-defined]
-            self.run_id = self._driver.run_id = generator.run_id()
-        for processor in list(self._processors.values()):
-            self._start_processor(processor)
+            self._run.run_id = self._driver.run_id = generator.run_id()
+        for processor in self._host.all():
+            self._host.start(processor)
         if self.lease is not None:
             self.coordinator.start()
 
     def interrupted(self) -> JobInterruptedError:
         """The error of a foreground wait that Ctrl-C interrupted, once the job stopped."""
         msg = (
-            f"interrupted: job {self.plan.app_name!r} {self._state} after epoch {self.epoch}; "
+            f"interrupted: job {self.plan.app_name!r} {self._run.state} after epoch {self.epoch}; "
             "its checkpoints are committed and a new run continues from them"
         )
         error = JobInterruptedError(msg)
@@ -273,150 +264,27 @@ class Job(JobRegrouping):
         failed."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
-            for processor in list(self._processors.values()):
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not processor.join(left):
-                    msg = f"job {self.plan.app_name!r} still running after {timeout} s (epoch {self.epoch})"
-                    raise JobTimeoutError(msg)
+            if not self._host.join(deadline):
+                msg = f"job {self.plan.app_name!r} still running after {timeout} s (epoch {self.epoch})"
+                raise JobTimeoutError(msg)
         self.coordinator.stop()
-        if self._error is not None:
-            if isinstance(self._error, JobError):
-                self._error.job = self  # the handle stays reachable: ``except TaskError as e: e.job``
-            raise self._error
+        error = self._run.error
+        if error is not None:
+            if isinstance(error, JobError):
+                error.job = self  # the handle stays reachable: ``except TaskError as e: e.job``
+            raise error
         return self.status()
 
     def stop(self) -> JobStatus:
         """Stop after the epoch in flight (its checkpoints are committed)."""
-        self._stop_requested = True
-        for processor in list(self._processors.values()):
-            processor.request_stop()
-        for processor in list(self._processors.values()):
-            processor.join()
+        self._run.stop_requested = True
+        self._host.request_stop()
+        self._host.join()
         self.coordinator.stop()
         self._release()
-        if self._state == "running":
-            self._state = "stopped"
+        if self._run.state == "running":
+            self._run.state = "stopped"
         return self.status()
-
-    def _finish(self, state: str) -> None:
-        if self._state != "running":
-            return
-        self._state = state
-        mark_run_ended(self.metadata, self.run_id, drained=state == "drained")
-        if state == "drained":
-            cleanup(self.metadata, self.run_id)
-        for processor in list(self._processors.values()):
-            processor.request_stop()
-
-    # -- what processors report (ProcessorEvents) --------------------------------------------
-    def epoch_committed(self, processor: StreamProcessor, results: list[EpochResult]) -> None:
-        with self._progress:
-            self._metrics.record(results)
-            self._record_views(results)
-            finished = [r.task_name for r in results if r.end_of_stream or r.drained]
-            self._done_tasks.update(finished)
-            if self.lease is None:
-                # Processes of a distributed job learn of each other's finished tasks through
-                # the metadata store: a task that ended is never restarted by a rebalance.
-                done = NamespacedMetadataStore(self.metadata, _DONE_NAMESPACE)
-                if finished:
-                    done.put_all({task: self.run_id.encode() for task in finished})
-                self._done_tasks.update(
-                    task for task, run in done.all().items() if run.decode() == self.run_id
-                )
-            # A task that has not committed in this run still holds the previous run's state
-            # (drained, maybe): not this run's DrainStates.
-            control = {
-                task: cp.control
-                for task, cp in self.checkpoints.cached().items()
-                if not self.run_id or cp.control.get("runId") in (None, self.run_id)
-            }
-            # The history replays drain propagation; an epoch that changed no DrainStates adds
-            # nothing to replay, and a job idling for hours must not grow it epoch by epoch.
-            if not self._history or _drains(control) != _drains(self._history[-1]["control"]):
-                self._history.append(
-                    {"processor": processor.processor_id, "epoch": processor.epoch, "control": control}
-                )
-            if not self._finish_if_all_done() and self._until == "caught-up" and self._caught_up():
-                self._finish("finished")
-
-    def processor_idle(self, processor: StreamProcessor) -> None:
-        if self.lease is None and self._state == "running":
-            # A process of a distributed job whose own tasks ended learns here that the
-            # others' did: no epoch of its own commits any more to tell it.
-            done = NamespacedMetadataStore(self.metadata, _DONE_NAMESPACE).all()
-            with self._progress:
-                self._done_tasks.update(t for t, run in done.items() if run.decode() == self.run_id)
-                if self._finish_if_all_done():
-                    return
-        if self._until != "caught-up":
-            return
-        with self._progress:
-            if self._state == "running" and not self._finish_if_all_done() and self._caught_up():
-                self._finish("finished")
-
-    def rejoins_when_fenced(self) -> bool:
-        # A distributed coordinator's session ended: it rejoins; the embedded lease was taken.
-        return self.lease is None
-
-    def is_done(self, task: str) -> bool:
-        if task not in self._done_tasks and self.lease is None:
-            # A new model may hand this process tasks another process finished: read what the
-            # group recorded once per model, before any of them is opened again.
-            model = self.coordinator.job_model
-            if model is not self._done_read_for:
-                self._done_read_for = model
-                done = NamespacedMetadataStore(self.metadata, _DONE_NAMESPACE).all()
-                with self._progress:
-                    self._done_tasks.update(t for t, run in done.items() if run.decode() == self.run_id)
-                    if task in self._done_tasks:
-                        self._finish_if_all_done()
-        return task in self._done_tasks
-
-    def _finish_if_all_done(self) -> bool:
-        model = self.job_model
-        if model.containers and all(t in self._done_tasks for t in model.active_tasks()):
-            drained = any(p.drain_requested for p in self._processors.values())
-            self._finish("drained" if drained else "finished")
-            return True
-        return False
-
-    def drain_seen(self, processor: StreamProcessor) -> None:
-        with self._progress:
-            if self.drain_seen_epoch is None:
-                self.drain_seen_epoch = self.epoch
-        # Every processor drains: one DrainMonitor seeing the notification is enough.
-        for other in list(self._processors.values()):
-            if not other.drain_requested:
-                other.drain_seen_epoch = other.epoch
-                other.drain_requested = True
-
-    def processor_stopped(self, processor: StreamProcessor) -> None:
-        with self._progress:
-            self._stopped.add(processor.processor_id)
-            if processor.error is not None and self._error is None:
-                self._error = processor.error
-                self._state = "failed"
-                for other in list(self._processors.values()):
-                    other.request_stop()
-            if processor.processor_id in self._leaving:
-                return
-            if set(self._processors) - self._leaving <= self._stopped:
-                # The last processor stopped: the job has ended, the next run may take over.
-                if self._state == "running":
-                    self._state = "stopped" if self._stop_requested else "finished"
-                self._release()
-
-    def _caught_up(self) -> bool:
-        """Whether every task of the job has read everything there is: this process's tasks
-        by its own checkpoints, other processes' by what they committed to the shared store.
-        A survivor whose peer died with unread input waits until a new model gives it the
-        peer's tasks and it has read them too (it would otherwise say "finished" over them)."""
-        lags = self._ssp_lags()
-        if any(lag for (task, _ssp), lag in lags.items() if task not in self._done_tasks):
-            return False
-        # An input made again behind a checkpoint shows no lag, and is still to be read.
-        return not self._driver.inputs_made_again(t for t in self._task_ssps() if t not in self._done_tasks)
 
     # -- drain -------------------------------------------------------------------------------
     def drain(self, wait: bool = False, timeout: float | None = None) -> JobStatus:
@@ -441,56 +309,142 @@ class Job(JobRegrouping):
     def drain_states(self) -> DrainStatesView:
         """Per task and SSP: drained, upstream tasks heard from / expected, the epoch it drained
         at; ``.history`` replays propagation epoch by epoch."""
-        with self._progress:
-            history = list(self._history)
-        return DrainStatesView.build(history, self._producer_counts(), self._task_ssps())
+        history = self._progress.drain_history()
+        return DrainStatesView.build(history, self._views.producer_counts(), self._views.task_ssps())
 
-def _drains(control: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Each task's DrainStates within its committed control state."""
-    return {task: state.get("drain", {}) for task, state in control.items()}
+    # -- what it shows (JobViews) --------------------------------------------------------------
+    @property
+    def epoch(self) -> int:
+        """The highest epoch of any processor."""
+        return self._host.epoch
 
+    def status(self) -> JobStatus:
+        """State, epoch, processors, tasks (epochs, lag, done, restore), input partitions,
+        standbys and the operators that skipped, dropped or failed."""
+        return self._views.status()
 
-def check_until(until: Any) -> None:
-    """``until`` as run() takes it, or a ConfigError naming the choices."""
-    if not (isinstance(until, int) and not isinstance(until, bool) and until > 0) and until not in _UNTIL:
-        msg = f"until must be one of {list(_UNTIL)} or a positive number of epochs, got {until!r}"
-        raise ConfigError(msg)
+    def standby_lags(self) -> dict[str, dict[str, Any]]:
+        """Per standby task of this process's processors: where it runs and how far it is
+        behind its active's committed checkpoint (records of the changelog, epochs)."""
+        return self._views.standby_lags()
 
+    def metrics(self) -> dict[str, Any]:
+        """Per task and per stream: messages in/out, lag, epoch time, restores; changelog
+        compactions and their failures; Spark Python workers lost mid-epoch."""
+        return self._views.metrics()
 
-def run(
-    app: Any,
-    config: Config | dict[str, Any] | None = None,
-    *,
-    processors: int | None = None,
-    grouper: str | None = None,
-    until: str | int = "end-of-stream",
-    background: bool = False,
-    clock: Callable[[], int] | None = None,
-    executor: str = "spark",
-    lease_wait: bool = False,
-    lease_timeout: float | None = None,
-) -> Job:
-    """Run ``app``; returns the Job (finished unless ``background=True``).
+    def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
+        """Per task and operator: (input watermark, output watermark) as last committed."""
+        return self._views.operator_watermarks()
 
-    ``processors`` overrides ``job.container.count``; ``grouper`` overrides
-    ``task.name.grouper.factory``; ``executor="local"`` runs task epochs in this process
-    instead of on Spark (tests; see :func:`samza_nb.testing.run_local`). One run of a job at a
-    time: another run holding the job's lease fails this one at once, naming it, unless
-    ``lease_wait`` (then up to ``lease_timeout`` seconds).
-    """
-    check_until(until)
-    if not callable(getattr(app, "plan", None)):
-        msg = f"run() takes a StreamApplication, got {type(app).__name__} {app!r:.60}"
-        raise ConfigError(msg)
-    job = Job(
-        app,
-        Config.of(config),
-        processors=processors,
-        grouper=grouper,
-        until=until,
-        clock=clock,
-        executor=executor,
-        lease_wait=lease_wait,
-        lease_timeout=lease_timeout,
-    )
-    return job.start(background)
+    def collect(self, output_stream_id: str) -> Any:
+        """The messages of an output stream as a DataFrame (partition, offset, key, value,
+        timestamp); a KV sent to an output is split into key and value."""
+        return self._views.collect(output_stream_id)
+
+    def show(self, target: str | None = None, n: int = 20) -> JobOverview | LatestMessages:
+        """The latest ``n`` messages of a stream (input, intermediate or output) or operator,
+        or with no target the job at a glance. An operator is sampled inside the tasks from
+        the next epoch on (its stream, for inputs, outputs and shuffles, is read back)."""
+        return self._views.show(target, n)
+
+    def lag_heatmap(self) -> LagHeatmap:
+        """Lag per task and input stream partition, as committed (control messages left out)."""
+        return self._views.lag_heatmap()
+
+    def average_rate(self) -> float | None:
+        """Input messages read per second, from the job's start to the commit that read its
+        last input message so far (None before it read any)."""
+        return self._views.average_rate()
+
+    def plot(self, *panels: str, x: str = "seconds") -> JobChart:
+        """The job's course after every committed epoch, drawn in real units on one time axis
+        (seconds since the job started): by default the input rate (messages/s over the last
+        10 s, with the job's average rate, both as RunProgress computes them) and the input lag
+        (messages); panels may also be messages_in, messages_out and epoch, and ``x`` may be
+        "epoch". ``.to_frame()`` gives the numbers."""
+        return self._views.plot(*panels, x=x)
+
+    @property
+    def spark_ui(self) -> str | None:
+        """The Spark UI's address when the job runs on Spark with the UI on
+        (``spark.ui.enabled=true``), else None."""
+        return self._views.spark_ui
+
+    # -- its processors and grouper (ProcessorHost) ------------------------------------------
+    @property
+    def job_model(self) -> JobModel:
+        """The job model the processors run now (no containers before the first one)."""
+        return self._host.job_model
+
+    @property
+    def grouper(self) -> str:
+        """The registry name of the grouper that computed the current JobModel."""
+        return self._host.grouper
+
+    @property
+    def grouper_options(self) -> dict[str, Any]:
+        """The options the current grouper was given (``rebalance(grouper, **options)``)."""
+        return self._host.grouper_options
+
+    @property
+    def processors(self) -> dict[str, str]:
+        """The live processors: processor id → location id (a grouper may leave one idle)."""
+        return self._host.processors
+
+    @property
+    def replication_factor(self) -> int:
+        """Copies of each task's state: 1 active + standbys (``job.standbytasks.replication.factor``,
+        or what :meth:`regroup` set)."""
+        return self._host.replication_factor
+
+    def propose(
+        self,
+        processors: Mapping[str, str] | None = None,
+        grouper: str | None = None,
+        *,
+        replication_factor: int | None = None,
+        **options: Any,
+    ) -> JobModel:
+        """The model :meth:`regroup` would apply to these processors (and grouper), unapplied."""
+        return self._host.propose(processors, grouper, replication_factor=replication_factor, **options)
+
+    def regroup(
+        self,
+        processors: Mapping[str, str],
+        grouper: str | None = None,
+        *,
+        replication_factor: int | None = None,
+        **options: Any,
+    ) -> JobModel:
+        """Set the live processors (id → location) and optionally the grouper (and the standby
+        ``replication_factor``) in one step: the running job moves from its model to the new
+        one with no model in between. On failure the job keeps its processors, grouper and
+        model."""
+        return self._host.regroup(processors, grouper, replication_factor=replication_factor, **options)
+
+    def kill_processor(self, processor_id: str) -> JobModel:
+        """Remove a processor; its tasks move per the grouper (host affinity keeps the rest).
+        With standbys (``job.standbytasks.replication.factor`` > 1) each of its active tasks is
+        promoted onto the processor holding its standby and replays only its store's tail."""
+        return self._host.kill_processor(processor_id)
+
+    def add_processor(self, location_id: str | None = None) -> JobModel:
+        """Add a processor (the next free number as its id) at ``location_id``; by default at
+        its entry of ``processor.locations``, as ``run(processors=N)`` places the first N, or
+        at this process's location."""
+        return self._host.add_processor(location_id)
+
+    def rebalance(self, grouper: str | None = None, **options: Any) -> JobModel:
+        """Regroup the tasks (optionally with another grouper); moved tasks continue from their
+        checkpoints. A grouper that fails leaves the running JobModel as it was."""
+        return self._host.rebalance(grouper, **options)
+
+    def __repr__(self) -> str:
+        return f"Job({self.plan.app_name!r}, state={self._run.state!r}, epoch={self.epoch})"
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<p>Job <b>{html.escape(self.plan.app_name)}</b> (grouper "
+            f"<code>{html.escape(self.grouper)}</code>)</p>{self.status()._repr_html_()}"
+        )

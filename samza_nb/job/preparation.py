@@ -10,7 +10,7 @@ from pathlib import Path
 
 from samza_nb.config import Config
 from samza_nb.coordination import get_location_id_provider
-from samza_nb.coordination.job_model_calculator import JobInputs
+from samza_nb.coordination.job_model_calculator import JobInputs, JobModelCalculator
 from samza_nb.errors import ConfigError, PlanError, StreamNotFoundError
 from samza_nb.grouping import GroupBySystemStreamPartition, ssp_grouper_from_config
 from samza_nb.job.home import metadata_store_path
@@ -170,6 +170,33 @@ def existing_job_data(plan: ExecutionPlan, store_root: Path) -> list[str]:
     if store_root.is_dir():
         found += [f"store folder {path}" for path in sorted(store_root.glob("*/*/*")) if path.is_dir()]
     return found
+
+
+def forget_cached_offsets(plan: ExecutionPlan) -> None:
+    """What this process saw of the job's streams and changelogs may be of topics made again
+    since (broker data lost, or deleted and created by another process): a run starts from the
+    broker."""
+    for stream_id in plan.streams:
+        system_of(plan, stream_id).forget_cached_offsets(stream_id)
+    default = default_system_of(plan)
+    if default is not None:
+        for store in plan.store_names:
+            default.forget_cached_offsets(plan.changelog_stream_id(store))
+
+
+def model_calculator(plan: ExecutionPlan, grouper: str | None, *, one_process: bool) -> JobModelCalculator:
+    """The calculator of the job's models; processes of a distributed job (``one_process``
+    false) have their own ids, so Samza's standalone grouper unless one is configured."""
+    if grouper is None and not one_process and "task.name.grouper.factory" not in plan.config:
+        grouper = "group-by-container-ids"
+    return JobModelCalculator(
+        job_inputs(plan),
+        grouper=grouper,
+        replication_factor=plan.config.get_int("job.standbytasks.replication.factor"),
+        # A distributed job's processes join one at a time: the first ones run with the
+        # standbys their locations allow (status().unassigned_standbys) until more join.
+        place_fewer_standbys=not one_process,
+    )
 
 
 def job_inputs(plan: ExecutionPlan) -> JobInputs:

@@ -1,13 +1,9 @@
-"""What a Job shows of itself: status, metrics, watermarks, outputs, its HTML.
-
-A mixin of :class:`~samza_nb.job.handle.Job`, kept apart so the handle's module holds its
-lifecycle and control; these read the Job's plan, job model, processors, checkpoints, metrics
-and state and change nothing.
+"""What a Job shows of itself: status, metrics, watermarks, outputs, the latest messages, its
+course. A part of :class:`~samza_nb.job.handle.Job`, which answers these by asking its views.
 """
 
 from __future__ import annotations
 
-import html
 from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -16,9 +12,10 @@ from samza_nb.coordination.job_model_calculator import unassigned_standbys
 from samza_nb.errors import JobError, SamzaNbError, TaskError
 from samza_nb.grouping.standby import active_task_name
 from samza_nb.job.charts import JobChart, LagHeatmap
+from samza_nb.job.history import JobHistory
 from samza_nb.job.overview import JobOverview, LatestMessages, latest_stream_messages
 from samza_nb.job.status import JobStatus, ProcessorStatus
-from samza_nb.model import JobModel, SystemStreamPartition, TaskMode
+from samza_nb.model import SystemStreamPartition, TaskMode
 from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.plan_systems import system_of
@@ -26,67 +23,66 @@ from samza_nb.runtime.processor.epoch_driver import newest_offsets, producer_cou
 from samza_nb.runtime.processor.standby import standby_lag
 
 if TYPE_CHECKING:
-    from samza_nb.job.history import JobHistory
+    from samza_nb.job.host import ProcessorHost
     from samza_nb.job.metrics import JobMetrics
+    from samza_nb.job.run_state import RunState
     from samza_nb.plan.execution_plan import ExecutionPlan
     from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore
     from samza_nb.runtime.epoch import EpochResult
     from samza_nb.runtime.executors.executor import Executor
     from samza_nb.runtime.processor.epoch_driver import EpochDriver
-    from samza_nb.runtime.processor.processor import StreamProcessor
 
 __all__ = ["JobViews"]
 
 
 class JobViews:
-    """Read-only views of a running or finished job."""
+    """Read-only views of a running or finished job: they read its plan, job model,
+    processors, checkpoints, metrics and run state, and change nothing."""
 
-    plan: ExecutionPlan
-    checkpoints: CheckpointStore
-    run_id: str
-    _metrics: JobMetrics
-    _processors: dict[str, StreamProcessor]
-    _done_tasks: set[str]
-    _state: str
-    _error: BaseException | None
-    _progress: Any
-    _driver: EpochDriver
-    _executor: Executor
-    _samples: dict[str, deque[str]]
-    _timeline: JobHistory
-    #: The embedded job-home lease; None for a processor process of a distributed job.
-    lease: Any
+    def __init__(
+        self,
+        plan: ExecutionPlan,
+        host: ProcessorHost,
+        run: RunState,
+        *,
+        checkpoints: CheckpointStore,
+        metrics: JobMetrics,
+        driver: EpochDriver,
+        executor: Executor,
+        one_process: bool,
+    ) -> None:
+        self.plan = plan
+        self._host = host
+        self._run = run
+        self._checkpoints = checkpoints
+        self._metrics = metrics
+        #: The job's course, a point after every commit (plot(), average_rate()).
+        self._timeline = JobHistory()
+        self._driver = driver
+        self._executor = executor
+        #: Whether one process hosts every processor of the job (the embedded coordinator).
+        self._one_process = one_process
+        #: Per sampled operator: its latest messages (show(op)).
+        self._samples: dict[str, deque[str]] = {}
 
-    @property
-    def job_model(self) -> JobModel:
-        raise NotImplementedError
+    def task_ssps(self) -> dict[str, frozenset[SystemStreamPartition]]:
+        """The input SSPs of every active task of the current job model."""
+        return {n: t.ssps for n, t in self._host.job_model.active_tasks().items()}
 
-    @property
-    def grouper(self) -> str:
-        raise NotImplementedError
-
-    @property
-    def epoch(self) -> int:
-        """The highest epoch of any processor."""
-        return max((p.epoch for p in list(self._processors.values())), default=0)
-
-    def _task_ssps(self) -> dict[str, frozenset[SystemStreamPartition]]:
-        return {n: t.ssps for n, t in self.job_model.active_tasks().items()}
-
-    def _producer_counts(self) -> dict[str, int]:
-        return producer_counts(self.plan, self._task_ssps())
+    def producer_counts(self) -> dict[str, int]:
+        return producer_counts(self.plan, self.task_ssps())
 
     def _known_checkpoints(self) -> dict[str, Checkpoint]:
         """Every task's checkpoint as far as this process knows: its own tasks' (the freshest)
         and, in a processor process of a distributed job, the other processes' as committed
         in the shared metadata store (else their lag would count everything they read)."""
-        cached = self.checkpoints.cached()
-        if self.lease is not None:  # one process hosts every processor of the job
+        cached = self._checkpoints.cached()
+        if self._one_process:
             return cached
-        model = self.job_model
-        mine = {task for pid, container in model.containers.items() if pid in self._processors for task in container.tasks}
+        model = self._host.job_model
+        mine = {task for pid, container in model.containers.items() if pid in self._host.running for task in container.tasks}
         try:
-            stored = self.checkpoints.read_all()
+            stored = self._checkpoints.read_all()
         except SamzaNbError:  # the store is away: this process's own view only
             return cached
         # This process's own commits win for its tasks; a task of its model it never ran (one
@@ -95,8 +91,9 @@ class JobViews:
         known.update((task, cp) for task, cp in cached.items() if task in mine or task not in stored)
         return known
 
-    def _ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
-        return ssp_lags(self._task_ssps(), self._known_checkpoints(), newest_offsets(self.plan))
+    def ssp_lags(self) -> dict[tuple[str, SystemStreamPartition], int]:
+        """Per (task, SSP): offsets not read yet, as far as this process knows."""
+        return ssp_lags(self.task_ssps(), self._known_checkpoints(), newest_offsets(self.plan))
 
     def _message_lags(
         self, known: dict[str, Checkpoint] | None = None
@@ -105,7 +102,7 @@ class JobViews:
         end-of-stream, drain) left out, so 2,000 events read by nobody show a lag of 2,000.
         ``known``: the checkpoints when the caller already read them."""
         cached = self._known_checkpoints() if known is None else known
-        lags = ssp_lags(self._task_ssps(), cached, newest_offsets(self.plan))
+        lags = ssp_lags(self.task_ssps(), cached, newest_offsets(self.plan))
         for (task, ssp), lag in lags.items():
             if lag:
                 checkpoint = cached.get(task)
@@ -116,7 +113,7 @@ class JobViews:
         return lags
 
     def status(self) -> JobStatus:
-        model = self.job_model
+        model = self._host.job_model
         lag_by_task: dict[str, int] = {}
         cached = self._known_checkpoints()
         newest = newest_offsets(self.plan)
@@ -140,29 +137,29 @@ class JobViews:
             task: {
                 "epochs": cached[task].seq if task in cached else 0,
                 "lag": lag_by_task.get(task, 0),
-                "done": task in self._done_tasks,
+                "done": task in self._run.done_tasks,
                 "restore": self._metrics.restore_of(task),
             }
-            for task in sorted(self._task_ssps())
+            for task in sorted(self.task_ssps())
         }
         processors = {}
         for pid, container in sorted(model.containers.items()):
-            processor = self._processors.get(pid)
+            processor = self._host.running.get(pid)
             # A container of standbys only is as alive as its processor.
             actives = [t for t, model in container.tasks.items() if model.mode is TaskMode.ACTIVE]
-            finished = (bool(actives) or not container.tasks) and all(t in self._done_tasks for t in actives)
+            finished = (bool(actives) or not container.tasks) and all(t in self._run.done_tasks for t in actives)
             state = "stopped" if finished or processor is None else processor.state
             location = container.location_id or (processor.location_id if processor else "")
             processors[pid] = ProcessorStatus(pid, location, sorted(container.tasks), state)
-        error = None if self._error is None else str(self._error)
-        failed = self._error.op_id if isinstance(self._error, TaskError) else None
+        error = None if self._run.error is None else str(self._run.error)
+        failed = self._run.error.op_id if isinstance(self._run.error, TaskError) else None
         troubled = {
             op_id: {key: counts[key] for key in ("skipped", "dropped", "errors")}
             for op_id, counts in sorted(self._metrics.operator_counters(failed).items())
             if counts["skipped"] or counts["dropped"] or counts["errors"]
         }
         return JobStatus(
-            self._state, self.epoch, self.run_id, processors, tasks, error, troubled, partitions,
+            self._run.state, self._host.epoch, self._run.run_id, processors, tasks, error, troubled, partitions,
             standbys=self.standby_lags(), unassigned_standbys=self._unassigned_standbys(),
         )
 
@@ -170,16 +167,17 @@ class JobViews:
         """Per standby task of this process's processors: where it runs and how far it is
         behind its active's committed checkpoint (records of the changelog, epochs)."""
         out: dict[str, dict[str, Any]] = {}
-        for pid, container in sorted(self.job_model.containers.items()):
-            processor = self._processors.get(pid)
+        model = self._host.job_model
+        for pid, container in sorted(model.containers.items()):
+            processor = self._host.running.get(pid)
             if processor is None:
                 continue
-            for name, task in sorted(self.job_model.standby_tasks().items()):
+            for name, task in sorted(model.standby_tasks().items()):
                 if name not in container.tasks:
                     continue
                 progress = processor.standbys.get(name)
                 active = active_task_name(name)
-                lag = standby_lag(self.plan, task, progress, self.checkpoints.read_committed(active))
+                lag = standby_lag(self.plan, task, progress, self._checkpoints.read_committed(active))
                 out[name] = {
                     "active": active,
                     "processor": pid,
@@ -192,10 +190,7 @@ class JobViews:
         return out
 
     def _unassigned_standbys(self) -> int:
-        factor = getattr(self.coordinator, "replication_factor", None)  # type: ignore[attr-defined]
-        if factor is None:
-            factor = self.plan.config.get_int("job.standbytasks.replication.factor")
-        return unassigned_standbys(self.job_model, int(factor))
+        return unassigned_standbys(self._host.job_model, self._host.replication_factor)
 
     def metrics(self) -> dict[str, Any]:
         """Per task and per stream: messages in/out, lag, epoch time, restores; changelog
@@ -209,9 +204,9 @@ class JobViews:
             if self.plan.streams[ssp.stream].kind == "input":
                 lag_by_partition[ssp_key(ssp.stream, ssp.partition)] = lag
         kinds = {stream_id: info.kind for stream_id, info in self.plan.streams.items()}
-        failed = self._error.op_id if isinstance(self._error, TaskError) else None
+        failed = self._run.error.op_id if isinstance(self._run.error, TaskError) else None
         snapshot = self._metrics.snapshot(
-            self._task_ssps(), kinds, lag_by_task, lag_by_stream, self.epoch, failed_op=failed
+            self.task_ssps(), kinds, lag_by_task, lag_by_stream, self._host.epoch, failed_op=failed
         )
         # Consumer lag per input partition (``stream#partition``), as Kafka reports it.
         snapshot["partitions"] = dict(sorted(lag_by_partition.items()))
@@ -229,7 +224,7 @@ class JobViews:
         """Changelog compactions of this process's processors (only the retention owner
         compacts): how many ran, how many failed, the newest failure."""
         report: dict[str, Any] = {"compactions": 0, "failures": 0, "last_failure": None}
-        for processor in list(self._processors.values()):
+        for processor in self._host.all():
             mine = processor.compactor.report()
             report["compactions"] += mine["compactions"]
             report["failures"] += mine["failures"]
@@ -239,7 +234,7 @@ class JobViews:
     def operator_watermarks(self) -> dict[str, dict[str, tuple[int, int]]]:
         """Per task and operator: (input watermark, output watermark) as last committed."""
         result: dict[str, dict[str, tuple[int, int]]] = {}
-        for task, checkpoint in sorted(self.checkpoints.cached().items()):
+        for task, checkpoint in sorted(self._checkpoints.cached().items()):
             operators = checkpoint.control.get("operators", {})
             result[task] = {
                 op_id: (int(state.get("in", -1)), int(state.get("out", -1)))
@@ -261,7 +256,11 @@ class JobViews:
         return system.read_frame(output_stream_id, serde=serde)
 
     # -- looking at the data and the job's course ---------------------------------------------
-    def _record_views(self, results: list[EpochResult]) -> None:
+    def begin(self) -> None:
+        """The job's course starts now (the job started)."""
+        self._timeline.begin()
+
+    def record(self, results: list[EpochResult]) -> None:
         """After a commit: the samples tasks took, and a point of the job's course."""
         for result in results:
             for op_id, texts in result.samples.items():
@@ -279,7 +278,7 @@ class JobViews:
             # The course starts at the job's start, with what the first epoch read still to read.
             self._timeline.add_start(lag + read)
         self._timeline.add(
-            self.epoch, read, sum(c["out"] for s, c in counts.items() if kinds.get(s) == "output"), lag
+            self._host.epoch, read, sum(c["out"] for s, c in counts.items() if kinds.get(s) == "output"), lag
         )
 
     def _input_lag(self, kinds: Mapping[str, str]) -> int:
@@ -311,7 +310,7 @@ class JobViews:
         if stream_id in plan.streams:
             return latest_stream_messages(plan, stream_id, n)
         op_id = spec.op_id
-        with self._progress:
+        with self._run.lock:
             kept = self._samples.get(op_id)
             if kept is None or kept.maxlen != n:
                 kept = self._samples[op_id] = deque(kept or (), maxlen=n)
@@ -357,12 +356,3 @@ class JobViews:
         """The Spark UI's address when the job runs on Spark with the UI on
         (``spark.ui.enabled=true``), else None."""
         return self._executor.ui_url()
-
-    def __repr__(self) -> str:
-        return f"Job({self.plan.app_name!r}, state={self._state!r}, epoch={self.epoch})"
-
-    def _repr_html_(self) -> str:
-        return (
-            f"<p>Job <b>{html.escape(self.plan.app_name)}</b> (grouper "
-            f"<code>{html.escape(self.grouper)}</code>)</p>{self.status()._repr_html_()}"
-        )

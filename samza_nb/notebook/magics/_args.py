@@ -11,12 +11,12 @@ import sys
 
 from IPython.core.magic_arguments import argument
 
+from samza_nb.job.run_state import UNTIL
 from samza_nb.secrecy import secret_exposed
 
 __all__ = ["config_argument", "identifier", "job_argument", "key_value", "positive_int", "until"]
 
 # run() checks these too, but only after the line parsed; here the error names --until.
-_UNTIL = ("end-of-stream", "caught-up", "forever")
 
 
 def positive_int(text: str) -> int:
@@ -28,11 +28,11 @@ def positive_int(text: str) -> int:
 
 def until(text: str) -> str | int:
     """``end-of-stream``, ``caught-up``, ``forever`` or a positive number of epochs."""
-    if text in _UNTIL:
+    if text in UNTIL:
         return text
     if text.isdigit() and int(text) > 0:
         return int(text)
-    msg = f"must be {', '.join(_UNTIL)} or a positive number of epochs, got {text!r}"
+    msg = f"must be {', '.join(UNTIL)} or a positive number of epochs, got {text!r}"
     raise argparse.ArgumentTypeError(msg)
 
 

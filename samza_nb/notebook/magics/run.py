@@ -11,7 +11,8 @@ from IPython.display import display
 
 from samza_nb.errors import JobInterruptedError
 from samza_nb.grouping import get_grouper, grouper_names
-from samza_nb.job.handle import Job, run
+from samza_nb.job.handle import Job
+from samza_nb.job.launch import run
 from samza_nb.notebook.magics._args import config_argument, positive_int, until
 from samza_nb.notebook.magics._session import Session
 from samza_nb.notebook.widgets import RunProgress, settle_views
