@@ -16,7 +16,7 @@ __all__ = ["in_notebook_words"]
 #: Python[; more])" after it when there is one; ``more`` is kept.
 _RESET = re.compile(
     r"`samza-nb reset MODULE:APP(?: --yes)?`"
-    r"(?: \(reset_job\(app\.plan\(\)\)(?: from samza_nb\.runtime\.reset)? in Python"
+    r"(?: \(reset_job\(app\.plan\(\)\)(?: from samza_nb\.job\.reset)? in Python"
     r"(?:; (?P<more>[^)]*))?\))?"
 )
 _RESET_CALL = "`samza_nb.job.reset.reset_job(app.plan())`"

@@ -76,7 +76,7 @@ def spark_conf_dir() -> Path | None:
     """``$SAMZA_NB_SPARK_CONF_DIR``, else ``engine/spark`` of the checkout, when it has a log4j2 file."""
     configured = environment("SAMZA_NB_SPARK_CONF_DIR")
     candidate = (
-        Path(configured) if configured else Path(__file__).resolve().parents[2] / "engine" / "spark"
+        Path(configured) if configured else Path(__file__).resolve().parents[3] / "engine" / "spark"
     )
     return candidate if (candidate / "log4j2.properties").is_file() else None
 

@@ -20,7 +20,8 @@ from samza_nb.plan.source_names import describe_source
 
 __all__ = ["describe", "raising_frame", "source_line"]
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
+#: samza_nb itself: frames in it are the engine's, not the user's.
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
 
 
 def _library_dirs() -> tuple[str, ...]:
