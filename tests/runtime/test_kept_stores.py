@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rocksdict import Options, Rdict
 
-import samza_nb.runtime.task.stores as stores_module
+import samza_nb.runtime.task.rocksdb_open as rocksdb_open
 from samza_nb.api import KV, StreamApplication, Windows
 from samza_nb.errors import JobError
 from samza_nb.examples.page_views import (
@@ -90,7 +90,7 @@ def test_a_store_held_too_long_fails_naming_it(tmp_path: Path, monkeypatch: pyte
     system.create_stream(_LOG, 1, compacted=True)
     store = _store(system, tmp_path / "stores")
     _one_epoch(store, 0)
-    monkeypatch.setattr(stores_module, "_LOCK_WAIT_S", 0.3)
+    monkeypatch.setattr(rocksdb_open, "_LOCK_WAIT_S", 0.3)
     holder = _held_by_another_process(store.path, 5)
     try:
         with pytest.raises(StoreHeldOpen) as raised:
