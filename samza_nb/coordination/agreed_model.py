@@ -32,7 +32,7 @@ class AgreedModelCoordinator(JobCoordinator):
 
     _service: str  # "ZooKeeper", "Azure"
     #: How a model becomes this processor's: "agreed" (ZooKeeper's barrier), "confirmed".
-    _agreement: str = "agreed"
+    _agreed_as: str = "agreed"
     _changed: threading.Condition
     _model: JobModel | None
     _model_version: str | None
@@ -118,7 +118,7 @@ class AgreedModelCoordinator(JobCoordinator):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     msg = (
-                        f"no job model {self._agreement} within {timeout:g} s for processor "
+                        f"no job model {self._agreed_as} within {timeout:g} s for processor "
                         f"{self.processor_id!r} {self._coordination_place()}"
                     )
                     raise CoordinationError(msg)

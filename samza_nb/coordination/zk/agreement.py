@@ -9,20 +9,42 @@ changed start it and record where their tasks now run.
 from __future__ import annotations
 
 from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
-from samza_nb.coordination.zk._base import _PROCESSOR_CHANGE, ZkCoordinatorBase
 from samza_nb.coordination.zk.barrier import DONE, TIMED_OUT
 from samza_nb.coordination.zk.fencing import active_work
+from samza_nb.coordination.zk.leadership import ZkLeadership
+from samza_nb.coordination.zk.state import ZkState
 from samza_nb.model import JobModel
 
 __all__ = ["ZkAgreement"]
 
 
-class ZkAgreement(ZkCoordinatorBase):
+class ZkAgreement:
+    """How this processor takes the versions the leader publishes."""
+
+    def __init__(self, state: ZkState, leadership: ZkLeadership) -> None:
+        self._state = state
+        self._leadership = leadership
+        self.model: JobModel | None = None  # the model this processor runs (agreed)
+        self.model_version: str | None = None
+        self._latest: tuple[str, JobModel] | None = None  # the newest model read
+        self._seen_version: str | None = None
+        self._primed = False
+        self.expired = False  # this processor's work was stopped for a newer model
+        self._standbys_moved = False  # the newest model read changes only this one's standbys
+        self.working = False  # the listener runs a model handed over by on_new_job_model
+
+    def expire_work(self) -> None:
+        """Stop the work this processor runs (its model is no longer agreed)."""
+        if self.working and not self.expired:
+            self._state.listener().on_job_model_expired()
+        self.working = False
+        self.expired = True
+
     """How this processor takes the versions the leader publishes."""
 
     # -- every processor: new versions and the barrier (§8.5 steps 5–7) ------------------------
-    def _on_version_data(self, data: bytes | None, stat: object) -> bool:
-        if self._stopped:
+    def on_version_data(self, data: bytes | None, stat: object) -> bool:
+        if self._state.stopped:
             return False
         version = data.decode().strip() if data else ""
         if not self._primed and not version:
@@ -36,99 +58,103 @@ class ZkAgreement(ZkCoordinatorBase):
             self._seen_version = version
             return True
         self._seen_version = version
-        self._schedule("version-change", 0, lambda: self._on_version_change(version))
+        self._state.schedule("version-change", 0, lambda: self._on_version_change(version))
         return True
 
     def _on_version_change(self, version: str) -> None:
-        model = self._versions.read(version)
+        state = self._state
+        model = state.versions.read(version)
         self._latest = (version, model)
-        pid = self.processor_id
-        if self._model is None or active_work(self._model, pid) != active_work(model, pid):
-            if self._working and not self._expired:
-                self._listener().on_job_model_expired()
-                self._working = False
-            self._expired = True
-        elif self._model.containers.get(pid) != model.containers.get(pid):
+        pid = state.processor_id
+        if self.model is None or active_work(self.model, pid) != active_work(model, pid):
+            if self.working and not self.expired:
+                state.listener().on_job_model_expired()
+                self.working = False
+            self.expired = True
+        elif self.model.containers.get(pid) != model.containers.get(pid):
             # Placing or moving a standby never expires this processor's active work (issue
             # #15): it keeps running and takes the new standby set when the model is agreed.
             self._standbys_moved = True
-            self._drop_leaving_standbys(self._model, model)
-        if pid not in self._barrier.expected(version):
+            self._drop_leaving_standbys(self.model, model)
+        if pid not in state.barrier.expected(version):
             return  # a model made before this processor registered; the next one counts on it
-        self._barrier.join(version, pid)
-        epoch = self._epoch
+        state.barrier.join(version, pid)
+        epoch = state.epoch
 
-        def settled(state: str) -> None:
-            if epoch == self._epoch:
-                self._schedule(f"barrier-{version}", 0, lambda: self._on_barrier(version, state))
+        def settled(outcome: str) -> None:
+            if epoch == state.epoch:
+                state.schedule(f"barrier-{version}", 0, lambda: self._on_barrier(version, outcome))
 
-        self._barrier.watch_state(version, settled)
+        state.barrier.watch_state(version, settled)
 
     def _drop_leaving_standbys(self, running: JobModel, model: JobModel) -> None:
         """Before joining the barrier, stop the standbys ``model`` takes away from this
         processor: the epoch in flight finishes with them, so none of their steps still runs
         when the model's new holders start (they may open the same store at this location)."""
-        pid = self.processor_id
+        pid = self._state.processor_id
         mine, new = running.containers.get(pid), model.containers.get(pid)
-        if mine is None or new is None or not self._working or self._expired:
+        if mine is None or new is None or not self.working or self.expired:
             return
         kept = {name: task for name, task in mine.tasks.items() if name in new.tasks}
         if len(kept) < len(mine.tasks):
             interim = running.replace(
                 containers={**running.containers, pid: mine.replace(tasks=kept)}
             )
-            self._listener().on_new_job_model(pid, interim)
+            self._state.listener().on_new_job_model(pid, interim)
 
-    def _on_barrier(self, version: str, state: str) -> None:
-        if self._scheduler is not None:
-            self._scheduler.cancel(f"expire-{version}")  # settled: nothing left to expire
-        if state == TIMED_OUT:
-            if self._leading:
-                self._schedule(_PROCESSOR_CHANGE, self.debounce, self._do_on_processor_change)
+    def _on_barrier(self, version: str, outcome: str) -> None:
+        state = self._state
+        if state.scheduler is not None:
+            state.scheduler.cancel(f"expire-{version}")  # settled: nothing left to expire
+        if outcome == TIMED_OUT:
+            self._leadership.barrier_timed_out()
             return
-        if state != DONE or self._latest is None:
+        if outcome != DONE or self._latest is None:
             return
-        if self._leading:
-            self._versions.set_active(version)
+        leading = self._leadership.leading
+        if leading:
+            state.versions.set_active(version)
         latest_version, model = self._latest
         if latest_version != version:
             return  # a newer version is already on its way
-        if self._leading and self._metadata is not None:
-            update_task_assignments(self._metadata, model, write_locality=False)
+        if leading and state.metadata is not None:
+            update_task_assignments(state.metadata, model, write_locality=False)
         self._accept(version, model)
 
     def _accept(self, version: str, model: JobModel) -> None:
-        pid = self.processor_id
-        start = self._expired
-        standbys_moved, self._standbys_moved = self._standbys_moved and self._working, False
+        state = self._state
+        pid = state.processor_id
+        start = self.expired
+        standbys_moved, self._standbys_moved = self._standbys_moved and self.working, False
         if start or standbys_moved:
-            self._expired = False
+            self.expired = False
             container = model.containers.get(pid)
             if container is not None:
-                location = self._locations[pid]
+                location = state.location
                 tasks = dict.fromkeys(container.tasks, location)
-                self._locality.write(tasks)
-                if self._metadata is not None:
-                    manager = LocalityManager(self._metadata)
+                state.locality.write(tasks)
+                if state.metadata is not None:
+                    manager = LocalityManager(state.metadata)
                     manager.write_task_locality(tasks)
                     manager.write_processor_locality({pid: location})
-        with self._changed:
-            self._model = model
-            self._model_version = version
-            self._changed.notify_all()
+        with state.changed:
+            self.model = model
+            self.model_version = version
+            state.changed.notify_all()
         if start or standbys_moved:
             # Not expired (standbys only): the processor finishes its epoch in flight with the
             # old standbys before this returns (StreamProcessor.on_new_job_model).
-            self._working = True
-            self._listener().on_new_job_model(pid, model)
+            self.working = True
+            state.listener().on_new_job_model(pid, model)
 
-    def _start_with_active_model(self) -> None:
+    def start_with_active_model(self) -> None:
         """§8.5 step 9: run the last agreed model at once when it is also the latest."""
-        active = self._versions.active()
-        current, _ = self._versions.current()
+        versions = self._state.versions
+        active = versions.active()
+        current, _ = versions.current()
         if active is None or active != current:
             return
-        model = self._versions.read(active)
+        model = versions.read(active)
         self._latest = (active, model)
-        self._expired = True
+        self.expired = True
         self._accept(active, model)

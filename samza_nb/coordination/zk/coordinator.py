@@ -12,18 +12,22 @@ Threading: every reaction, and every call of the listener, runs on the coordinat
 scheduler thread (``samza_nb-zk-<processor id>``), except that :meth:`stop` calls
 ``on_job_model_expired`` and ``on_coordinator_stop`` on the thread that calls it.
 
-This module starts and stops the coordinator; the leader's side lives in ``leadership``, a
-processor's side of a version in ``agreement``, session handling in ``sessions``, commit
-fencing in ``fencing`` and the state they share in ``_base``.
+This module starts and stops the coordinator and composes its parts: the leader's side
+(``leadership``), a processor's side of a version (``agreement``), session handling
+(``sessions``) and commit fencing (``fencing``), around the state they share (``state``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kazoo.recipe.watchers import DataWatch
 
+from samza_nb.config import Config
+from samza_nb.coordination.agreed_model import AgreedModelCoordinator
+from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.coordination.zk.agreement import ZkAgreement
 from samza_nb.coordination.zk.barrier import VersionBarrier
 from samza_nb.coordination.zk.debounce import DebounceScheduler
@@ -33,15 +37,16 @@ from samza_nb.coordination.zk.job_models import JobModelVersions
 from samza_nb.coordination.zk.leader import JobModelPublisher
 from samza_nb.coordination.zk.leadership import KEEP_JOB_MODELS, ZkLeadership
 from samza_nb.coordination.zk.lock import ZkDistributedLock
-from samza_nb.coordination.zk.processors import ProcessorRegistry
+from samza_nb.coordination.zk.processors import ProcessorRegistry, check_processor_identity
 from samza_nb.coordination.zk.protocol import validate_protocol_version
 from samza_nb.coordination.zk.run_id import ZkRunIdGenerator
 from samza_nb.coordination.zk.sessions import ZkSessions
+from samza_nb.coordination.zk.state import ZkSettings, ZkState
 from samza_nb.coordination.zk.task_locality import ZkTaskLocality, current_store_locality
 from samza_nb.errors import CoordinationError
 from samza_nb.metadata import MetadataStore
 from samza_nb.metadata.zk_client import ZkClient
-from samza_nb.model import JobModel
+from samza_nb.model import JobModel, LocationId
 
 __all__ = ["KEEP_JOB_MODELS", "STREAMS_LOCK_ID", "ZkJobCoordinator", "active_work"]
 
@@ -51,7 +56,7 @@ STREAMS_LOCK_ID = "createStreams"
 _log = logging.getLogger(__name__)
 
 
-class ZkJobCoordinator(ZkLeadership, ZkAgreement, ZkSessions, ZkCommitFencing):
+class ZkJobCoordinator(AgreedModelCoordinator):
     """Coordinates the one processor attached to it with the job's other processors.
 
     ``calculator`` computes models (the leader's), ``config`` gives the ``job.coordinator.zk.*``
@@ -67,77 +72,159 @@ class ZkJobCoordinator(ZkLeadership, ZkAgreement, ZkSessions, ZkCommitFencing):
     name = "zookeeper"
     _service = "ZooKeeper"
 
+    def __init__(
+        self,
+        calculator: JobModelCalculator,
+        config: Config | Mapping[str, Any] | None = None,
+        *,
+        metadata: MetadataStore | None = None,
+        partition_counts: Callable[[], Mapping[str, int]] | None = None,
+        connect: str | None = None,
+        before_first_publish: Callable[[JobModel], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = calculator.inputs.config if config is None else Config.of(config)
+        self.settings = ZkSettings(self.config, connect)
+        self.keys = self.settings.keys
+        self._metadata = metadata
+        self._before_first_publish = before_first_publish
+        self._state = ZkState(
+            self.settings,
+            metadata=metadata,
+            processor_id=lambda: self.processor_id,
+            locations=self._locations,
+            listener=self._listener,
+        )
+        self._leadership = ZkLeadership(self._state, calculator, partition_counts)
+        self._agreement = ZkAgreement(self._state, self._leadership)
+        self._sessions = ZkSessions(self._state, self._leadership, self._agreement, self._stop)
+        self._fencing = ZkCommitFencing(self._state, self._agreement)
+
+    def __repr__(self) -> str:
+        pid = next(iter(self._listeners), None)
+        zk = self._state.zk
+        return (
+            f"ZkJobCoordinator({zk.description if zk else '(not started)'!r}, "
+            f"processor={pid!r}, leader={self.is_leader}, version={self.job_model_version})"
+        )
+
+    # -- the contract (AgreedModelCoordinator) -------------------------------------------------
+    @property
+    def connect(self) -> str:
+        """The ZooKeeper connect string."""
+        return self.settings.connect
+
+    @property
+    def _changed(self) -> Any:  # type: ignore[override]
+        return self._state.changed
+
+    @property
+    def _model(self) -> JobModel | None:  # type: ignore[override]
+        return self._agreement.model
+
+    @property
+    def _model_version(self) -> str | None:  # type: ignore[override]
+        return self._agreement.model_version
+
+    @property
+    def _leading(self) -> bool:  # type: ignore[override]
+        return self._leadership.leading
+
+    @property
+    def _stopped(self) -> bool:  # type: ignore[override]
+        return self._state.stopped
+
+    @property
+    def _calculator(self) -> JobModelCalculator:  # type: ignore[override]
+        return self._leadership.calculator
+
+    def _check_processor(self, processor_id: str, location_id: LocationId) -> None:
+        check_processor_identity(processor_id, location_id)
+
+    def _coordination_place(self) -> str:
+        return f"under {self.keys.root}"
+
+    def fence(self, tx: Any) -> None:
+        """Add to a kazoo transaction the check that this processor's session is still live
+        and works on the model its commits belong to (``fencing``)."""
+        self._fencing.fence(tx)
+
     def run_id_generator(self, store: MetadataStore) -> ZkRunIdGenerator:
         """A run-id generator on this coordinator's session (call after :meth:`start`)."""
-        if self._zk is None:
+        if self._state.zk is None:
             msg = "start the ZooKeeper coordinator before asking for the run id"
             raise CoordinationError(msg)
-        return ZkRunIdGenerator(self._zk, self.keys, store, self.processor_id)
+        return ZkRunIdGenerator(self._state.zk, self.keys, store, self.processor_id)
 
     def start(self) -> None:
         """Register, check for a duplicate id, and start the election (returns without waiting
         for the first model; the listener gets it on the scheduler thread)."""
         pid = self.processor_id
-        location = self._locations[pid]
+        state, settings = self._state, self.settings
         zk = ZkClient(
-            self.connect,
-            session_timeout=self.session_timeout,
-            connection_timeout=self.connection_timeout,
+            settings.connect,
+            session_timeout=settings.session_timeout,
+            connection_timeout=settings.connection_timeout,
             error=CoordinationError,
         )
-        self._zk = zk
+        state.zk = zk
         try:
             validate_protocol_version(zk, self.keys)
             for path in (self.keys.processors, self.keys.task_locality, self.keys.barriers):
                 zk.ensure(path)
-            self._versions = JobModelVersions(zk, self.keys)
-            self._versions.ensure_nodes()
-            self._barrier = VersionBarrier(zk, self.keys)
-            self._registry = ProcessorRegistry(zk, self.keys)
-            self._locality = ZkTaskLocality(zk, self.keys)
-            self._publisher = JobModelPublisher(
-                self._versions,
-                self._barrier,
-                self._registry,
-                self._locality,
-                skip_unchanged=self.startup_with_active,
+            state.versions = JobModelVersions(zk, self.keys)
+            state.versions.ensure_nodes()
+            state.barrier = VersionBarrier(zk, self.keys)
+            state.registry = ProcessorRegistry(zk, self.keys)
+            state.locality = ZkTaskLocality(zk, self.keys)
+            state.publisher = JobModelPublisher(
+                state.versions,
+                state.barrier,
+                state.registry,
+                state.locality,
+                skip_unchanged=settings.startup_with_active,
                 before_first_publish=self._locked_setup() if self._before_first_publish else None,
                 store_locality=None if self._metadata is None else self._current_store_locality,
             )
-            self._elector = LeaderElector(zk, self.keys, self._on_predecessor_change)
-            self._scheduler = DebounceScheduler(f"samza_nb-zk-{pid}", self._on_action_failed)
+            state.elector = LeaderElector(zk, self.keys, self._leadership.on_predecessor_change)
+            state.scheduler = DebounceScheduler(f"samza_nb-zk-{pid}", self._on_action_failed)
             # Subscribe before registering, so no version that counts on this processor is missed.
-            DataWatch(zk.kazoo, self.keys.job_model_version, self._on_version_data)
-            self._node = self._registry.register(pid, location)
-            self._registry.wait_until_unique(self._node, pid, 2 * self.session_timeout)
+            DataWatch(zk.kazoo, self.keys.job_model_version, self._agreement.on_version_data)
+            state.node = state.registry.register(pid, state.location)
+            state.registry.wait_until_unique(state.node, pid, 2 * settings.session_timeout)
         except BaseException:
-            self._stopped = True
-            if self._scheduler is not None:
-                self._scheduler.stop()
+            state.stopped = True
+            if state.scheduler is not None:
+                state.scheduler.stop()
             zk.close()
             raise
-        zk.kazoo.add_listener(self._on_session_state)
-        if self.startup_with_active:
-            self._schedule("start-with-active", 0, self._start_with_active_model)
-        self._schedule("elect", 0, self._elect)
+        zk.kazoo.add_listener(self._sessions.on_session_state)
+        if settings.startup_with_active:
+            state.schedule("start-with-active", 0, self._agreement.start_with_active_model)
+        state.schedule("elect", 0, self._leadership.elect)
 
     def stop(self) -> None:
         self._stop(None)
 
+    def _on_action_failed(self, name: str, error: BaseException) -> None:
+        self._stop(error)
+
     def _current_store_locality(self) -> dict[str, dict[str, int]]:
-        assert self._zk is not None and self._metadata is not None  # set before the publisher
-        return current_store_locality(self._zk, self.keys, self._metadata)
+        zk = self._state.zk
+        assert zk is not None and self._metadata is not None  # set before the publisher
+        return current_store_locality(zk, self.keys, self._metadata)
 
     def _locked_setup(self) -> Callable[[JobModel], None]:
         """``before_first_publish`` under the ``createStreams`` lock of this session."""
         setup = self._before_first_publish
-        assert setup is not None and self._zk is not None
+        zk = self._state.zk
+        assert setup is not None and zk is not None
         lock = ZkDistributedLock(
-            self._zk,
+            zk,
             self.keys,
             STREAMS_LOCK_ID,
             self.processor_id,
-            timeout=max(2 * self.session_timeout, 10.0),  # a frozen holder's session ends first
+            timeout=max(2 * self.settings.session_timeout, 10.0),  # a frozen holder's session ends first
         )
 
         def locked(model: JobModel) -> None:
@@ -148,27 +235,29 @@ class ZkJobCoordinator(ZkLeadership, ZkAgreement, ZkSessions, ZkCommitFencing):
 
     # -- stopping ------------------------------------------------------------------------------
     def _stop(self, error: BaseException | None) -> None:
-        with self._changed:
-            if self._stopped:
+        state = self._state
+        with state.changed:
+            if state.stopped:
                 return
-            self._stopped = True
-            self._leading = False
-            self._changed.notify_all()
+            state.stopped = True
+            self._leadership.leading = False
+            state.changed.notify_all()
         failure = error
-        self._cancel_disconnect_timer()
+        self._sessions.cancel_disconnect_timer()
+        agreement = self._agreement
         try:
-            if self._scheduler is not None:
-                self._scheduler.stop(timeout=0)
-                if self._zk is not None and not self._zk.kazoo.connected:
+            if state.scheduler is not None:
+                state.scheduler.stop(timeout=0)
+                if state.zk is not None and not state.zk.kazoo.connected:
                     # Nothing to leave gracefully; closing fails calls stuck on the dead link.
-                    self._zk.close()
-                self._scheduler.join(10.0)
-            if self._working and not self._expired and self._listeners:
+                    state.zk.close()
+                state.scheduler.join(10.0)
+            if agreement.working and not agreement.expired and self._listeners:
                 self._listener().on_job_model_expired()
-            self._working = False
+            agreement.working = False
         except Exception as exc:  # noqa: BLE001 - report it, and still leave the group
             failure = failure or exc
         finally:
-            if self._zk is not None:
-                self._zk.close()  # ends the session now: the processor leaves the group at once
+            if state.zk is not None:
+                state.zk.close()  # ends the session now: the processor leaves the group at once
         self._tell_stopped(failure)

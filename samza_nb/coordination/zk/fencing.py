@@ -7,11 +7,14 @@ moving its active tasks was activated since the model it works on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from samza_nb.coordination.zk._base import ZkCoordinatorBase
 from samza_nb.errors import CoordinationError, JobLeaseError
 from samza_nb.model import JobModel, TaskMode
+
+if TYPE_CHECKING:
+    from samza_nb.coordination.zk.agreement import ZkAgreement
+    from samza_nb.coordination.zk.state import ZkState
 
 __all__ = ["ZkCommitFencing", "active_work"]
 
@@ -30,8 +33,15 @@ def active_work(model: JobModel, processor_id: str) -> tuple[object, ...] | None
     )
 
 
-class ZkCommitFencing(ZkCoordinatorBase):
+class ZkCommitFencing:
     """The ``fence`` guard of this processor's commits."""
+
+    def __init__(self, state: ZkState, agreement: ZkAgreement) -> None:
+        self._state = state
+        self._agreement = agreement
+        #: (active version, this processor's version) → the first version between them that
+        #: moved this processor's work, or None (its commits go on).
+        self._moves: dict[tuple[str, str], str | None] = {}
 
     def fence(self, tx: Any) -> None:
         """Add to a kazoo transaction the check that this processor's session is still live.
@@ -41,14 +51,15 @@ class ZkCommitFencing(ZkCoordinatorBase):
         ``ZkMetadataStore.put_all(entries, guard=coordinator.fence)`` fails with
         :class:`~samza_nb.errors.JobLeaseError` and writes nothing.
         """
-        node = self._node
-        if node is None or self._stopped:
+        state = self._state
+        node = state.node
+        if node is None or state.stopped:
             msg = (
-                f"processor {self.processor_id!r} has no live ZooKeeper session under "
-                f"{self.keys.root}: its commits are fenced"
+                f"processor {state.processor_id!r} has no live ZooKeeper session under "
+                f"{state.keys.root}: its commits are fenced"
             )
             raise JobLeaseError(msg)
-        tx.check(self.keys.processor(node), 0)
+        tx.check(state.keys.processor(node), 0)
         self._fence_model_version(tx)
 
     def _first_move(self, running: JobModel, version: int, active: int) -> str | None:
@@ -60,13 +71,14 @@ class ZkCommitFencing(ZkCoordinatorBase):
         the one after. Comparing only the ends would let its stale epoch commit over the work
         another processor did on those tasks in between. A model cleaned up since counts as
         a move (it is far older than the active one)."""
-        mine = active_work(running, self.processor_id)
+        pid = self._state.processor_id
+        mine = active_work(running, pid)
         for between in range(version + 1, active + 1):
             try:
-                model = self._versions.read(str(between))
+                model = self._state.versions.read(str(between))
             except CoordinationError:
                 return str(between)
-            if active_work(model, self.processor_id) != mine:
+            if active_work(model, pid) != mine:
                 return str(between)
         return None
 
@@ -86,17 +98,18 @@ class ZkCommitFencing(ZkCoordinatorBase):
         write (the store builds the transaction once more, and this check reads the new
         active version).
         """
-        assert self._zk is not None
-        with self._changed:
-            running, version = self._model, self._model_version
-        found = self._zk.get(self.keys.active_job_model_version)
+        state = self._state
+        assert state.zk is not None
+        with state.changed:
+            running, version = self._agreement.model, self._agreement.model_version
+        found = state.zk.get(state.keys.active_job_model_version)
         if found is None:
             return  # no tree yet (the leader creates it before the first model)
         active = found[0].decode("utf-8", "replace").strip()
         if running is None or version is None:
             msg = (
-                f"processor {self.processor_id!r} works on no agreed job model under "
-                f"{self.keys.root}: its commits are fenced"
+                f"processor {state.processor_id!r} works on no agreed job model under "
+                f"{state.keys.root}: its commits are fenced"
             )
             raise JobLeaseError(msg)
         if active and active.isdigit() and version.isdigit() and int(active) > int(version):
@@ -105,9 +118,9 @@ class ZkCommitFencing(ZkCoordinatorBase):
             moved = self._moves[(active, version)]
             if moved is not None:
                 msg = (
-                    f"processor {self.processor_id!r} works on job model version {version}, but "
+                    f"processor {state.processor_id!r} works on job model version {version}, but "
                     f"version {moved} moved its tasks (version {active} is active under "
-                    f"{self.keys.root}): its commits are fenced"
+                    f"{state.keys.root}): its commits are fenced"
                 )
                 raise JobLeaseError(msg)
-        tx.check(self.keys.active_job_model_version, found[1].version)
+        tx.check(state.keys.active_job_model_version, found[1].version)

@@ -9,12 +9,14 @@ barrier and completes or expires it; it also watches input partition counts.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 
 from kazoo.recipe.watchers import ChildrenWatch
 
-from samza_nb.coordination.zk._base import _PROCESSOR_CHANGE, ZkCoordinatorBase
+from samza_nb.coordination.job_model_calculator import JobModelCalculator
 from samza_nb.coordination.zk.barrier import TIMED_OUT
 from samza_nb.coordination.zk.partition_monitor import PartitionCountMonitor
+from samza_nb.coordination.zk.state import PROCESSOR_CHANGE, ZkState
 from samza_nb.errors import StreamSystemError
 
 __all__ = ["KEEP_JOB_MODELS", "ZkLeadership"]
@@ -25,41 +27,63 @@ KEEP_JOB_MODELS = 10
 _log = logging.getLogger(__name__)
 
 
-class ZkLeadership(ZkCoordinatorBase):
+class ZkLeadership:
     """Election, and the rounds a leader runs."""
 
-    # -- election ------------------------------------------------------------------------------
-    def _on_predecessor_change(self) -> None:
-        epoch = self._epoch
-        self._schedule("elect", 0, lambda: self._elect() if epoch == self._epoch else None)
+    def __init__(
+        self,
+        state: ZkState,
+        calculator: JobModelCalculator,
+        partition_counts: Callable[[], Mapping[str, int]] | None,
+    ) -> None:
+        self._state = state
+        #: The calculator of this leader's models (the partition monitor may replace it).
+        self.calculator = calculator
+        self._partition_counts = partition_counts
+        self._monitor: PartitionCountMonitor | None = None
+        self.leading = False
+        #: Versions whose barrier completed or expired: nothing left to react to.
+        self._settled: set[str] = set()
 
-    def _elect(self) -> None:
-        if self._node is None or self._elector is None or self._leading:
+    # -- election ------------------------------------------------------------------------------
+    def on_predecessor_change(self) -> None:
+        state = self._state
+        state.schedule("elect", 0, state.in_session(state.epoch, self.elect))
+
+    def elect(self) -> None:
+        state = self._state
+        if state.node is None or state.elector is None or self.leading:
             return
-        if self._elector.try_become_leader(self._node):
-            self._leading = True
-            _log.info("processor %s leads %s", self.processor_id, self.keys.root)
+        if state.elector.try_become_leader(state.node):
+            self.leading = True
+            _log.info("processor %s leads %s", state.processor_id, state.keys.root)
             self._on_become_leader()
 
+    def resign(self) -> None:
+        """The session that led is gone: no longer leader, no partition monitor."""
+        self.leading = False
+        if self._state.elector is not None:
+            self._state.elector.resign()
+        self._monitor = None
+
     def _on_become_leader(self) -> None:
-        assert self._zk is not None
-        epoch = self._epoch
+        state = self._state
+        assert state.zk is not None
+        epoch = state.epoch
 
         def processors_changed(children: list[str]) -> bool:
-            if self._stopped or epoch != self._epoch or not self._leading:
+            if state.stopped or epoch != state.epoch or not self.leading:
                 return False
-            self._schedule(_PROCESSOR_CHANGE, self.debounce, self._do_on_processor_change)
+            state.schedule(PROCESSOR_CHANGE, state.settings.debounce, self.on_processor_change)
             return True
 
-        if self._partition_counts is not None and not self._calculator.inputs.has_durable_stores:
-            self._monitor = PartitionCountMonitor(
-                self._partition_counts, self._calculator.inputs.partition_counts()
-            )
+        if self._partition_counts is not None and not self.calculator.inputs.has_durable_stores:
+            self._monitor = PartitionCountMonitor(self._partition_counts, self.calculator.inputs.partition_counts())
             # Counts read now, before the first round: this process planned the job with the
             # counts of its start, and inputs may have grown since (a leader that took over).
             self._read_partition_counts()
-            self._schedule("partition-monitor", self.monitor_interval, self._check_partitions)
-        ChildrenWatch(self._zk.kazoo, self.keys.processors, processors_changed)
+            state.schedule("partition-monitor", state.settings.monitor_interval, self._check_partitions)
+        ChildrenWatch(state.zk.kazoo, state.keys.processors, processors_changed)
 
     def _read_partition_counts(self) -> bool:
         """Expand the calculator's inputs when a partition count changed; True then."""
@@ -74,45 +98,51 @@ class ZkLeadership(ZkCoordinatorBase):
         if counts is None:
             return False
         _log.info("input partition counts changed to %s: regenerating the job model", counts)
-        self._calculator = PartitionCountMonitor.recalculate(self._calculator, counts)
+        self.calculator = PartitionCountMonitor.recalculate(self.calculator, counts)
         return True
 
     def _check_partitions(self) -> None:
-        if self._monitor is None or not self._leading:
+        state = self._state
+        if self._monitor is None or not self.leading:
             return
         if self._read_partition_counts():
-            self._schedule(_PROCESSOR_CHANGE, 0, self._do_on_processor_change)
-        self._schedule("partition-monitor", self.monitor_interval, self._check_partitions)
+            state.schedule(PROCESSOR_CHANGE, 0, self.on_processor_change)
+        state.schedule("partition-monitor", state.settings.monitor_interval, self._check_partitions)
 
     # -- the leader's job model generation (§8.5 step 4) ---------------------------------------
-    def _do_on_processor_change(self) -> None:
-        if not self._leading:
+    def on_processor_change(self) -> None:
+        """The leader's next round: publish a new version and open its barrier."""
+        if not self.leading:
             return
-        epoch = self._epoch
+        state = self._state
+        epoch = state.epoch
 
         def opened(version: str) -> None:
             def participants_changed() -> bool:
-                if self._stopped or epoch != self._epoch or version in self._settled:
+                if state.stopped or epoch != state.epoch or version in self._settled:
                     return False
-                self._schedule(f"complete-{version}", 0, lambda: self._try_complete(version))
+                state.schedule(f"complete-{version}", 0, lambda: self._try_complete(version))
                 return True
 
-            self._barrier.watch_participants(version, participants_changed)
-            self._schedule(
-                f"expire-{version}", self.consensus_timeout, lambda: self._expire(version)
-            )
+            state.barrier.watch_participants(version, participants_changed)
+            state.schedule(f"expire-{version}", state.settings.consensus_timeout, lambda: self._expire(version))
 
-        version = self._publisher.publish_next(self._calculator, opened)
+        version = state.publisher.publish_next(self.calculator, opened)
         if version is not None:
-            _log.info("leader %s published job model version %s", self.processor_id, version)
-            self._schedule("cleanup", 0, lambda: self._publisher.cleanup(KEEP_JOB_MODELS))
+            _log.info("leader %s published job model version %s", state.processor_id, version)
+            state.schedule("cleanup", 0, lambda: state.publisher.cleanup(KEEP_JOB_MODELS))
+
+    def barrier_timed_out(self) -> None:
+        """A version's barrier timed out: a leader tries again after the debounce."""
+        if self.leading:
+            self._state.schedule(PROCESSOR_CHANGE, self._state.settings.debounce, self.on_processor_change)
 
     def _try_complete(self, version: str) -> None:
-        if self._barrier.try_complete(version) != "NEW":
+        if self._state.barrier.try_complete(version) != "NEW":
             self._settled.add(version)
 
     def _expire(self, version: str) -> None:
-        state = self._barrier.expire(version)
+        state = self._state.barrier.expire(version)
         self._settled.add(version)
         if state == TIMED_OUT:
             _log.warning("barrier of job model version %s timed out", version)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from kazoo.protocol.states import KazooState
 
-from samza_nb.coordination.zk._base import ZkCoordinatorBase
+from samza_nb.coordination.zk.agreement import ZkAgreement
+from samza_nb.coordination.zk.leadership import ZkLeadership
+from samza_nb.coordination.zk.state import ZkState
 from samza_nb.errors import CoordinationError
 
 __all__ = ["ZkSessions"]
@@ -21,76 +24,87 @@ __all__ = ["ZkSessions"]
 _log = logging.getLogger(__name__)
 
 
-class ZkSessions(ZkCoordinatorBase):
-    """Reactions to the session's state."""
+class ZkSessions:
+    """Reactions to the session's state; ``stop`` stops the coordinator with an error."""
+
+    def __init__(
+        self,
+        state: ZkState,
+        leadership: ZkLeadership,
+        agreement: ZkAgreement,
+        stop: Callable[[BaseException], None],
+    ) -> None:
+        self._state = state
+        self._leadership = leadership
+        self._agreement = agreement
+        self._stop = stop
+        self._session_lost = False
+        self._disconnect_timer: threading.Timer | None = None
 
     # -- sessions (§8.5 step 10) ---------------------------------------------------------------
-    def _on_session_state(self, state: str) -> None:
+    def on_session_state(self, kazoo_state: str) -> None:
         # Called on kazoo's thread: only schedule.
-        if state == KazooState.LOST:
-            self._epoch += 1  # reactions already scheduled for the old session are void
+        state = self._state
+        if kazoo_state == KazooState.LOST:
+            state.epoch += 1  # reactions already scheduled for the old session are void
             self._session_lost = True
-            self._schedule("session-expired", 0, self._on_session_expired)
-        elif state == KazooState.SUSPENDED:
+            state.schedule("session-expired", 0, self._on_session_expired)
+        elif kazoo_state == KazooState.SUSPENDED:
             # A timer of its own: the scheduler thread may be blocked on the dead connection.
-            with self._changed:
-                if self._disconnect_timer is None and not self._stopped:
-                    timer = threading.Timer(self.session_timeout, self._on_disconnected_too_long)
+            with state.changed:
+                if self._disconnect_timer is None and not state.stopped:
+                    timer = threading.Timer(state.settings.session_timeout, self._on_disconnected_too_long)
                     timer.daemon = True
                     timer.start()
                     self._disconnect_timer = timer
-        elif state == KazooState.CONNECTED:
-            self._cancel_disconnect_timer()
+        elif kazoo_state == KazooState.CONNECTED:
+            self.cancel_disconnect_timer()
             if self._session_lost:
-                self._schedule("new-session", 0, self._on_new_session)
+                state.schedule("new-session", 0, self._on_new_session)
             else:
                 # The same session on a new connection (a server restarted, a link came
                 # back): ZooKeeper keeps watches per connection and kazoo does not set them
                 # again, so a one-shot watch (this follower's on its predecessor) is gone.
                 # Elect again: it watches the predecessor anew, or leads if that one left
                 # meanwhile. (kazoo's DataWatch and ChildrenWatch set their own again.)
-                epoch = self._epoch
-                self._schedule("elect", 0, lambda: self._elect() if epoch == self._epoch else None)
+                state.schedule("elect", 0, state.in_session(state.epoch, self._leadership.elect))
 
-    def _cancel_disconnect_timer(self) -> None:
-        with self._changed:
+    def cancel_disconnect_timer(self) -> None:
+        with self._state.changed:
             timer, self._disconnect_timer = self._disconnect_timer, None
         if timer is not None:
             timer.cancel()
 
     def _on_disconnected_too_long(self) -> None:
-        with self._changed:
+        state = self._state
+        with state.changed:
             self._disconnect_timer = None
         msg = (
-            f"processor {self.processor_id!r} was disconnected from ZooKeeper "
-            f"{self._zk.description if self._zk else ''} for more than the session timeout "
-            f"({self.session_timeout:g} s)"
+            f"processor {state.processor_id!r} was disconnected from ZooKeeper "
+            f"{state.zk.description if state.zk else ''} for more than the session timeout "
+            f"({state.settings.session_timeout:g} s)"
         )
         self._stop(CoordinationError(msg))
 
     def _on_session_expired(self) -> None:
-        self._node = None
-        self._leading = False
-        if self._elector is not None:
-            self._elector.resign()
-        self._monitor = None
-        if self._scheduler is not None:
-            self._scheduler.cancel_all()
-        if self._working and not self._expired:
-            self._listener().on_job_model_expired()
-        self._working = False
-        self._expired = True
-        if self._zk is not None and self._zk.kazoo.connected:
+        state = self._state
+        state.node = None
+        self._leadership.resign()
+        if state.scheduler is not None:
+            state.scheduler.cancel_all()
+        self._agreement.expire_work()
+        if state.zk is not None and state.zk.kazoo.connected:
             self._on_new_session()
 
     def _on_new_session(self) -> None:
-        if not self._session_lost or self._zk is None:
+        state = self._state
+        if not self._session_lost or state.zk is None:
             return
         self._session_lost = False
-        if self._scheduler is not None:
-            self._scheduler.cancel_all()
-        pid = self.processor_id
-        self._node = self._registry.register(pid, self._locations[pid])
-        self._registry.wait_until_unique(self._node, pid, 2 * self.session_timeout)
-        _log.info("processor %s rejoined %s with a new session", pid, self.keys.root)
-        self._elect()
+        if state.scheduler is not None:
+            state.scheduler.cancel_all()
+        pid = state.processor_id
+        state.node = state.registry.register(pid, state.location)
+        state.registry.wait_until_unique(state.node, pid, 2 * state.settings.session_timeout)
+        _log.info("processor %s rejoined %s with a new session", pid, state.keys.root)
+        self._leadership.elect()

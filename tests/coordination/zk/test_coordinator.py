@@ -183,8 +183,8 @@ def test_session_expiry_stops_work_and_rejoins(coordinators: Make) -> None:
     p2, l2 = coordinators("p2", "host-b")
     wait_until(lambda: agreed([p1, p2], {"p1", "p2"}), 15, "two-way agreement")
     version = p1.job_model_version
-    assert p2._zk is not None
-    expire_session(p2._zk.kazoo)
+    assert p2._state.zk is not None
+    expire_session(p2._state.zk.kazoo)
     wait_until(lambda: "expired" in l2.kinds(), 10, "p2 to stop work")
     wait_until(lambda: agreed([p1, p2], {"p1", "p2"}) and p1.job_model_version != version, 20, "p2 back")
     assert l2.kinds()[-2:] == ["expired", "new"]
@@ -236,11 +236,11 @@ def test_startup_with_active_job_model_runs_it_at_once(coordinators: Make, zk_co
     p1, _ = coordinators("p1", "host-a", **flag)
     model = wait_until(lambda: p1.job_model, 15, "the first model")
     version = p1.job_model_version
-    p1._scheduler.stop()  # type: ignore[union-attr]  # a frozen process: no more reactions
+    p1._state.scheduler.stop()  # type: ignore[union-attr]  # a frozen process: no more reactions
     config: dict[str, Any] = {**flag}
     # A restart of the same processor while its old session is still alive would be a
     # duplicate; close the old session first, as a restart does.
-    p1._zk.close()  # type: ignore[union-attr]
+    p1._state.zk.close()  # type: ignore[union-attr]
     again, listener = coordinators("p1", "host-a", **config)
     wait_until(lambda: listener.kinds() == ["new"], 5, "the active model at once")
     assert again.job_model == model and again.job_model_version == version
@@ -271,8 +271,8 @@ def test_agreed_models_are_persisted_and_commits_are_fenced(zk_connect: str, key
         assert LocalityManager(metadata).read_task_locality() == dict.fromkeys(ALL_TASKS, "host-a")
         with ZkMetadataStore(zk_connect, "/checkpoints", session_timeout=4) as checkpoints:
             checkpoints.put_all({"Partition 0": b"1"}, guard=coordinator.fence)
-            assert coordinator._zk is not None
-            expire_session(coordinator._zk.kazoo)
+            assert coordinator._state.zk is not None
+            expire_session(coordinator._state.zk.kazoo)
             with pytest.raises(JobLeaseError, match="fenced"):
                 for _ in range(100):  # until the expiry reached the coordinator's view
                     checkpoints.put_all({"Partition 0": b"2"}, guard=coordinator.fence)
@@ -360,8 +360,8 @@ def test_a_short_disconnection_does_not_interrupt_work(proxied_connect: tuple[st
         proxy.cut()
         time.sleep(1.5)  # well under the 4 s session timeout
         proxy.restore()
-        assert coordinator._zk is not None
-        wait_until(lambda: coordinator._zk.kazoo.connected, 10, "the reconnection")  # type: ignore[union-attr]
+        assert coordinator._state.zk is not None
+        wait_until(lambda: coordinator._state.zk.kazoo.connected, 10, "the reconnection")  # type: ignore[union-attr]
         time.sleep(SESSION_MS / 1000 + 0.5)  # past the moment a pending stop would have run
         assert listener.kinds() == ["new"]
     finally:
@@ -390,8 +390,8 @@ def test_leader_session_expiry_hands_leadership_over_and_rejoins_as_follower(coo
     p2, _ = coordinators("p2", "host-b")
     wait_until(lambda: agreed([p1, p2], {"p1", "p2"}), 15, "two-way agreement")
     version = p1.job_model_version
-    assert p1._zk is not None and p1.is_leader
-    expire_session(p1._zk.kazoo)
+    assert p1._state.zk is not None and p1.is_leader
+    expire_session(p1._state.zk.kazoo)
     wait_until(lambda: p2.is_leader, 10, "p2 to lead")
     wait_until(lambda: agreed([p1, p2], {"p1", "p2"}) and p1.job_model_version != version, 20, "p1 back")
     assert not p1.is_leader
