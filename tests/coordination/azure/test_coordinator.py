@@ -104,7 +104,7 @@ def test_one_leader_and_a_dead_follower_is_dropped_and_fenced(
     with pytest.raises(JobLeaseError, match="no longer held"):
         metadata.put_all(
             {"late": b"1"},
-            guard=lambda g: g.require_token(follower.processor_id, follower._fence_lease, "frozen p"),
+            guard=lambda g: g.require_token(follower.processor_id, follower._fence.lease, "frozen p"),
         )
     assert metadata.get("late") is None
     metadata.put_all({"fresh": b"1"}, guard=survivor.fence)
@@ -143,7 +143,7 @@ def test_a_processor_fenced_out_between_its_check_and_its_write_writes_nothing(
         verify(guard)
         checks.append("passed")
         if len(checks) == 1:
-            leader._break_fence(follower.processor_id)
+            leader._leadership.break_fence(follower.processor_id)
 
     monkeypatch.setattr(AzureWriteGuard, "verify", dropped_right_after_the_check)
     with pytest.raises(JobLeaseError) as refused:
@@ -219,13 +219,13 @@ def test_a_processor_dropped_while_frozen_and_listed_again_commits_with_a_new_fe
     follower, listener = (first, first_listener) if not first.is_leader else (second, second_listener)
     leader = second if follower is first else first
     frozen = threading.Event()
-    heartbeat, read_barrier = follower._heartbeat, follower.blob.read_barrier
-    follower._heartbeat = lambda: None if frozen.is_set() else heartbeat()  # type: ignore[method-assign]
+    heartbeat, read_barrier = follower._state.heartbeat, follower.blob.read_barrier
+    follower._state.heartbeat = lambda: None if frozen.is_set() else heartbeat()  # type: ignore[method-assign]
     if not sees_the_version_without_it:
         follower.blob.read_barrier = (  # type: ignore[method-assign]
             lambda: None if frozen.is_set() else read_barrier()
         )
-    old_lease = follower._fence_lease
+    old_lease = follower._fence.lease
     frozen.set()
     without = leader.wait_for_job_model(30, newer_than=version)
     assert set(without.containers) == {leader.processor_id}
@@ -247,7 +247,7 @@ def test_a_processor_dropped_while_frozen_and_listed_again_commits_with_a_new_fe
     kinds = listener.kinds()
     assert kinds == ["new", "expired", "new"]  # the old work stopped before the new started
     assert listener.tasks()
-    assert follower._fence_lease != old_lease
+    assert follower._fence.lease != old_lease
     metadata.put_all({"relisted": b"1"}, guard=follower.fence)
     assert metadata.get("relisted") == b"1"
     # Work of the old model still in flight cannot commit: its lease is gone.
@@ -272,10 +272,10 @@ def test_a_late_fence_break_by_a_former_leader_is_taken_back_and_the_work_restar
     version = _on_one_model(first, second)
     follower, listener = (first, first_listener) if not first.is_leader else (second, second_listener)
     assert listener.kinds() == ["new"]
-    old_lease = follower._fence_lease
-    BlobLeaseClient(follower._fence_blob).break_lease(lease_break_period=0)
+    old_lease = follower._fence.lease
+    BlobLeaseClient(follower._fence.blob).break_lease(lease_break_period=0)
     wait_until(
-        lambda: follower._fence_lease != old_lease and listener.kinds() == ["new", "expired", "new"],
+        lambda: follower._fence.lease != old_lease and listener.kinds() == ["new", "expired", "new"],
         15,
         "the processor taking its fencing lease back and starting again",
     )
@@ -295,8 +295,8 @@ def test_a_processor_whose_id_another_process_took_over_stops(coordinators: Make
     coordinators("p1", "host-a")
     second, listener = coordinators("p2", "host-b")
     second.table.upsert(UNASSIGNED, "p2", is_leader=False, location_id="host-c", incarnation=new_incarnation())
-    BlobLeaseClient(second._fence_blob).break_lease(lease_break_period=0)
-    BlobLeaseClient(second._fence_blob).acquire(lease_duration=-1)
+    BlobLeaseClient(second._fence.blob).break_lease(lease_break_period=0)
+    BlobLeaseClient(second._fence.blob).acquire(lease_duration=-1)
     wait_until(lambda: "failure" in listener.kinds(), 10, "p2 stopping")
     error = next(value for kind, value in listener.events if kind == "failure")
     assert "taken over" in str(error) and "host-c" in str(error)
@@ -312,7 +312,7 @@ def test_two_processes_racing_for_one_id_leave_one_that_can_commit(
     crash(crashed)
     earlier, _ = coordinators("p2", "host-b", start=False)
     later, _ = coordinators("p2", "host-c", start=False)
-    write_row = earlier._write_row
+    write_row = earlier._state.write_row
 
     def slow_first_row(version: str) -> None:
         if not getattr(earlier, "_wrote", False):
@@ -320,7 +320,7 @@ def test_two_processes_racing_for_one_id_leave_one_that_can_commit(
             time.sleep(0.5)
         write_row(version)
 
-    earlier._write_row = slow_first_row  # type: ignore[method-assign]
+    earlier._state.write_row = slow_first_row  # type: ignore[method-assign]
     failures: list[BaseException] = []
 
     def start(coordinator: AzureJobCoordinator) -> None:
