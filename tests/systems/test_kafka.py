@@ -208,7 +208,7 @@ def test_secrets_never_show(tmp_path: Path, caplog: pytest.LogCaptureFixture) ->
     )
     assert configured.bootstrap_servers == "broker:9092"
     assert SECRET not in repr(configured) and SECRET not in str(pickle.dumps(configured))
-    options = configured._settings.producer_options({})
+    options = configured.settings.producer_options({})
     assert options["sasl.password"] == SECRET and options["linger.ms"] == "20"
     assert "fetch.min.bytes" not in options
 

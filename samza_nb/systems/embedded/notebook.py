@@ -7,7 +7,7 @@ import itertools
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -25,18 +25,17 @@ _json_decode = msgspec.json.Decoder().decode
 _WRITE_BATCH = 10_000
 
 
-class EmbeddedNotebookIO(StreamSystem):
-    """The notebook helpers of :class:`~samza_nb.systems.embedded.EmbeddedSystem`."""
+class EmbeddedNotebookIO:
+    """What a notebook writes to and reads from ``system`` directly; ``db()`` opens its log and
+    ``require_partitions(stream)`` gives a stream's partition count or fails naming it."""
 
-    _round_robin: dict[str, itertools.count[int]]
-
-    if TYPE_CHECKING:
-        # Defined by EmbeddedSystem.
-        def _db(self) -> sqlite3.Connection:
-            ...
-
-        def _require_partitions(self, stream_id: str) -> int:
-            ...
+    def __init__(
+        self, system: StreamSystem, db: Callable[[], sqlite3.Connection], require_partitions: Callable[[str], int]
+    ) -> None:
+        self._system = system
+        self._db = db
+        self._require_partitions = require_partitions
+        self._round_robin: dict[str, itertools.count[int]] = {}
 
     def write(
         self,
@@ -56,7 +55,7 @@ class EmbeddedNotebookIO(StreamSystem):
         partition 0), else round robin. Values and keys are JSON unless
         ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
         """
-        count = self._require_open(stream_id)
+        count = self.require_open(stream_id)
         placed = placed_records(
             stream_id, values, partitions=count,
             rotation=self._round_robin.setdefault(stream_id, itertools.count()),
@@ -68,14 +67,14 @@ class EmbeddedNotebookIO(StreamSystem):
         for target, records in sorted(per_partition.items()):
             # Rows of at most _WRITE_BATCH messages: a reader decodes whole rows.
             for start in range(0, len(records), _WRITE_BATCH):
-                self.append(stream_id, target, records[start : start + _WRITE_BATCH])
+                self._system.append(stream_id, target, records[start : start + _WRITE_BATCH])
         return len(placed)
 
     def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
         """Append a source watermark (null task name) to one partition."""
-        self._require_open(stream_id)
+        self.require_open(stream_id)
         payload = _json_encode({"timestamp": int(timestamp), "taskName": None, "version": 1})
-        self.append(stream_id, partition, [Record(MessageKind.WATERMARK, None, payload, None)])
+        self._system.append(stream_id, partition, [Record(MessageKind.WATERMARK, None, payload, None)])
 
     def end_stream(self, stream_id: str) -> None:
         """Mark a bounded stream as ended: an end-of-stream message on every partition. Ending
@@ -85,7 +84,7 @@ class EmbeddedNotebookIO(StreamSystem):
             return
         payload = _json_encode({"taskName": None, "version": 1})
         for partition in range(count):
-            self.append(stream_id, partition, [Record(MessageKind.END_OF_STREAM, None, payload, None)])
+            self._system.append(stream_id, partition, [Record(MessageKind.END_OF_STREAM, None, payload, None)])
         db = self._db()
         with transaction(db):
             db.execute("INSERT OR IGNORE INTO ended_streams VALUES (?, ?)", (stream_id, time.time()))
@@ -95,24 +94,19 @@ class EmbeddedNotebookIO(StreamSystem):
         row = self._db().execute("SELECT 1 FROM ended_streams WHERE stream = ?", (stream_id,)).fetchone()
         return row is not None
 
-    def _require_open(self, stream_id: str) -> int:
+    def require_open(self, stream_id: str) -> int:
+        """The stream's partition count, or an error when it does not exist or has ended."""
         count = self._require_partitions(stream_id)
         if self.is_ended(stream_id):
+            name = self._system.name
             msg = (
-                f"stream {stream_id!r} of system {self.name!r} has ended (end_stream); its readers "
+                f"stream {stream_id!r} of system {name!r} has ended (end_stream); its readers "
                 f"stop at the end, so nothing more may be written to it. To write it again from "
-                f"the start, delete it first ({self.name}.delete_stream({stream_id!r}); reset the "
+                f"the start, delete it first ({name}.delete_stream({stream_id!r}); reset the "
                 f"jobs that read it), or give the system a folder of its own (path=...)"
             )
             raise StreamSystemError(msg)
         return count
-
-    def read(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
-        """Every user message of the stream as a pandas DataFrame with columns partition,
-        offset, key, value and timestamp. Values and keys are decoded by ``serde`` and
-        ``key_serde`` when given, else as JSON where the bytes are JSON (so a string-serde
-        stream's ``"123"`` reads as 123: pass ``serde=serdes.string()``)."""
-        return self.read_frame(stream_id, serde=serde, key_serde=key_serde)
 
     def read_frame(
         self, stream_id: str, *, serde: Any = None, key_serde: Any = None
@@ -124,7 +118,7 @@ class EmbeddedNotebookIO(StreamSystem):
         decode_key = key_serde.from_bytes if key_serde is not None else _lenient_json
         rows = []
         for partition in range(count):
-            for offset, record in self.read_records(stream_id, partition, 0, 2**62):
+            for offset, record in self._system.read_records(stream_id, partition, 0, 2**62):
                 if record.kind != MessageKind.USER:
                     continue
                 key = decode_key(record.key) if record.key is not None else None

@@ -7,7 +7,6 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from samza_nb.systems.batch_format import decode_batch, encode_batch
 from samza_nb.systems.compaction import (
@@ -35,12 +34,10 @@ _ANYTHING_BELOW = (
 
 
 class EmbeddedRetention:
-    """The retention and compaction methods of :class:`~samza_nb.systems.embedded.EmbeddedSystem`."""
+    """Retention and compaction of the log that ``db()`` opens (this process's connection)."""
 
-    if TYPE_CHECKING:
-        # Defined by EmbeddedSystem.
-        def _db(self) -> sqlite3.Connection:
-            ...
+    def __init__(self, db: Callable[[], sqlite3.Connection]) -> None:
+        self._db = db
 
     def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
         return self.delete_before_all([(stream_id, partition, offset)])

@@ -23,66 +23,29 @@ embedded_notebook.py.
 
 from __future__ import annotations
 
-import itertools
-import operator
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from samza_nb.config import environment
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
-from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem, validate_stream_id
-from samza_nb.systems.batch_format import StoredBatch, decode_batch, encode_batch
-from samza_nb.systems.compaction import compacted_runs, decode_offsets
+from samza_nb.systems.base import Fetched, Record, StreamSystem, validate_stream_id
+from samza_nb.systems.batch_format import (
+    DecodedBatchCache,
+    control_indexes,
+    encode_batch,
+)
+from samza_nb.systems.compaction import CompactionResult, compacted_runs, decode_offsets
 from samza_nb.systems.embedded.appends import EncodedBatch, insert_batch, insert_batches
 from samza_nb.systems.embedded.notebook import EmbeddedNotebookIO
 from samza_nb.systems.embedded.retention import EmbeddedRetention
 from samza_nb.systems.embedded.sqlite import Connections, transaction
 
 __all__ = ["EmbeddedSystem", "default_data_dir"]
-
-#: A record's kind (0 for a user message), read in C.
-_kind = operator.itemgetter(0)
-
-
-def _control_indexes(records: Sequence[Record]) -> list[int]:
-    """Where a batch's control messages are; most batches hold user messages only, and one
-    pass in C finds that out."""
-    if isinstance(records, StoredBatch):
-        kinds = records.kinds
-        if kinds.count(0) == len(kinds):
-            return []
-        return [index for index, kind in enumerate(kinds) if kind != MessageKind.USER]
-    if not any(map(_kind, records)):
-        return []
-    return [index for index, record in enumerate(records) if record[0] != MessageKind.USER]
-
-
-class _DecodedBatch:
-    """The last batch this system decoded (per thread), kept for the next read of the same
-    row: a task reads a large batch in several fetches. A hit needs the same row and the same
-    payload bytes (comparing bytes costs far less than decoding them), so a stream deleted and
-    created again never serves stale records."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def get(self, stream_id: str, partition: int, first: int, payload: bytes) -> Sequence[Any]:
-        key = (stream_id, partition, first)
-        cached = getattr(self._local, "entry", None)
-        if cached is not None and cached[0] == key and cached[1] == payload:
-            records = cached[2]
-        else:
-            records = decode_batch(payload)
-            self._local.entry = (key, payload, records)
-        # A batch by columns is never changed in place (slicing copies); older rows decode to
-        # a list, handed out as a copy.
-        return records if isinstance(records, StoredBatch) else list(records)
-
 
 def default_data_dir() -> Path:
     """``$SAMZA_NB_HOME`` or the per-user data folder (``~/.local/share/samza_nb``)."""
@@ -93,7 +56,7 @@ def default_data_dir() -> Path:
     return Path(base) / "samza_nb"
 
 
-class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
+class EmbeddedSystem(StreamSystem):
     """A durable partitioned log on local disk; the default system of samza_nb.
 
     >>> import tempfile
@@ -111,20 +74,22 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
     def __init__(self, name: str = "embedded", *, path: str | os.PathLike[str] | None = None):
         super().__init__(name)
         self._path = Path(path).expanduser() if path is not None else None
+        self._parts()
+
+    def _parts(self) -> None:
         self._lock = threading.RLock()
-        self._round_robin: dict[str, itertools.count[int]] = {}
-        self._decoded = _DecodedBatch()
+        self._decoded = DecodedBatchCache()
+        self._notebook = EmbeddedNotebookIO(self, self._db, self._require_partitions)
+        self._retention = EmbeddedRetention(self._db)
 
     def __getstate__(self) -> dict[str, Any]:
-        # Shipped to Spark executors: locks and counters stay behind.
+        # Shipped to Spark executors: locks, counters and parts stay behind.
         return {"_name": self._name, "_path": self.path}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._name = state["_name"]
         self._path = state["_path"]
-        self._lock = threading.RLock()
-        self._round_robin = {}
-        self._decoded = _DecodedBatch()
+        self._parts()
 
     def __repr__(self) -> str:
         return f"EmbeddedSystem({self.name!r}, path={str(self.path)!r})"
@@ -145,6 +110,82 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
 
     def close(self) -> None:
         Connections.close(self.log_file)
+
+    # -- what a notebook writes and reads directly (EmbeddedNotebookIO) -------------------
+    def write(
+        self,
+        stream_id: str,
+        values: Iterable[Any],
+        *,
+        key_fn: Callable[[Any], Any] | None = None,
+        partition: int | None = None,
+        timestamps: Iterable[int] | None = None,
+        serde: Any = None,
+        key_serde: Any = None,
+    ) -> int:
+        """Write values to a stream; returns how many were written.
+
+        Placement: ``partition`` if given, else murmur2 of the serialized key when ``key_fn`` is
+        given or the value is a ``KV`` (a keyed message: its key and its value; a None key goes to
+        partition 0), else round robin. Values and keys are JSON unless
+        ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
+        """
+        return self._notebook.write(
+            stream_id, values, key_fn=key_fn, partition=partition, timestamps=timestamps,
+            serde=serde, key_serde=key_serde,
+        )
+
+    def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
+        """Append a source watermark (null task name) to one partition."""
+        self._notebook.write_watermark(stream_id, partition, timestamp)
+
+    def end_stream(self, stream_id: str) -> None:
+        """Mark a bounded stream as ended: an end-of-stream message on every partition. Ending
+        an ended stream does nothing; writing to it is an error."""
+        self._notebook.end_stream(stream_id)
+
+    def is_ended(self, stream_id: str) -> bool:
+        """Whether :meth:`end_stream` ended this stream."""
+        return self._notebook.is_ended(stream_id)
+
+    def read(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
+        """Every user message of the stream as a pandas DataFrame with columns partition,
+        offset, key, value and timestamp. Values and keys are decoded by ``serde`` and
+        ``key_serde`` when given, else as JSON where the bytes are JSON (so a string-serde
+        stream's ``"123"`` reads as 123: pass ``serde=serdes.string()``)."""
+        return self._notebook.read_frame(stream_id, serde=serde, key_serde=key_serde)
+
+    def read_frame(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
+        return self._notebook.read_frame(stream_id, serde=serde, key_serde=key_serde)
+
+    # -- retention and compaction (EmbeddedRetention) -------------------------------------------
+    def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
+        return self._retention.delete_before(stream_id, partition, offset)
+
+    def delete_before_all(self, deletions: Sequence[tuple[str, int, int]]) -> int:
+        return self._retention.delete_before_all(deletions)
+
+    def compact(
+        self,
+        stream_id: str,
+        partition: int,
+        upto: int,
+        *,
+        is_tombstone: Callable[[bytes], bool] | None = None,
+        tombstone_retention_ms: int | None = None,
+    ) -> CompactionResult | None:
+        """Keep the latest record per key among the whole batches below ``upto``; see
+        :meth:`EmbeddedRetention.compact`."""
+        return self._retention.compact(
+            stream_id, partition, upto, is_tombstone=is_tombstone, tombstone_retention_ms=tombstone_retention_ms
+        )
+
+    def compaction_state(self, stream_id: str, partition: int) -> tuple[int, int]:
+        """(offset the last compaction reached, records it kept); (0, 0) before any."""
+        return self._retention.compaction_state(stream_id, partition)
+
+    def tombstones_dropped_below(self, stream_id: str, partition: int) -> int:
+        return self._retention.tombstones_dropped_below(stream_id, partition)
 
     # -- admin -----------------------------------------------------------------------------
     def partition_count(self, stream_id: str) -> int | None:
@@ -245,7 +286,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         payload = encode_batch(records)
         return self.append_encoded(
             stream_id, partition, payload, len(records), producer=producer,
-            producer_seq=producer_seq, controls=_control_indexes(records),
+            producer_seq=producer_seq, controls=control_indexes(records),
         )
 
     def append_encoded(
@@ -280,7 +321,7 @@ class EmbeddedSystem(EmbeddedNotebookIO, EmbeddedRetention, StreamSystem):
         encoded: list[EncodedBatch] = []
         for stream_id, partition, records in batches:
             if records:
-                controls = _control_indexes(records)
+                controls = control_indexes(records)
                 encoded.append((stream_id, partition, encode_batch(records), len(records), controls))
         if not encoded:
             return

@@ -5,73 +5,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Mapping
 
 from samza_nb.errors import StreamSystemError
-from samza_nb.kafka_settings import KafkaClientConfig, broker_api_versions
-from samza_nb.systems.base import StreamSystem
-
-if TYPE_CHECKING:
-    from samza_nb.systems.kafka.clients import ProcessClients
+from samza_nb.systems.kafka.connection import KafkaConnection
+from samza_nb.systems.kafka.topics import KafkaTopics
 
 __all__ = ["KafkaOffsets"]
 
 #: The Kafka system's logger: what a user configures for KafkaSystem covers its offsets too.
 _log = logging.getLogger("samza_nb.systems.kafka")
-_T = TypeVar("_T")
-#: ApiVersions key: a broker without CreatePartitions is Tansu-like.
-_CREATE_PARTITIONS = 37
 
 
-class KafkaOffsets(StreamSystem):
-    """The offset queries of :class:`~samza_nb.systems.kafka.KafkaSystem`."""
+class KafkaOffsets:
+    """The offset queries of a Kafka system's topics."""
 
-    _timeout: float
-    _retries: int
-    _outage_wait: float
-    _tansu: bool | None
-    _settings: KafkaClientConfig
-
-    if TYPE_CHECKING:
-        # Defined by KafkaSystem.
-        @property
-        def where(self) -> str:
-            ...
-
-        @property
-        def bootstrap_servers(self) -> str:
-            ...
-
-        def _clients(self) -> ProcessClients:
-            ...
-
-        def scrub(self, text: str) -> str:
-            ...
-
-        def _call(self, operation: str, call: Callable[[float], _T]) -> _T:
-            ...
-
-        def _require(self, stream_id: str) -> int:
-            ...
-
-        def require_partition(self, stream_id: str, partition: int) -> int:
-            ...
-
-    def _is_tansu(self) -> bool:
-        """Whether the broker is Tansu-like: no CreatePartitions in its ApiVersions (forced by
-        ``KafkaSystem(tansu=)``)."""
-        if self._tansu is not None:
-            return self._tansu
-        clients = self._clients()
-        if clients.tansu is None:
-            tansu = False
-            if self._settings.security_protocol == "plaintext":
-                apis = broker_api_versions(self.bootstrap_servers, self._timeout)
-                tansu = apis is not None and _CREATE_PARTITIONS not in apis
-            clients.tansu = tansu
-            _log.debug("%s: Tansu-like broker: %s", self.where, tansu)
-        return clients.tansu
+    def __init__(self, connection: KafkaConnection, topics: KafkaTopics) -> None:
+        self._connection = connection
+        self._topics = topics
 
     def _list_offsets(self, stream_id: str, count: int, latest: bool) -> dict[int, int]:
         from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
@@ -81,7 +32,7 @@ class KafkaOffsets(StreamSystem):
         request = {TopicPartition(stream_id, p): spec for p in range(count)}
 
         def list_offsets(timeout: float) -> dict[int, int]:
-            futures = self._clients().admin().list_offsets(
+            futures = self._connection.clients().admin().list_offsets(
                 request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout
             )
             offsets = {tp.partition: int(f.result(timeout=timeout).offset) for tp, f in futures.items()}
@@ -92,15 +43,15 @@ class KafkaOffsets(StreamSystem):
             return offsets
 
         which = "end" if latest else "start"
-        return self._call(f"list {which} offsets of topic {stream_id!r}", list_offsets)
+        return self._connection.call(f"list {which} offsets of topic {stream_id!r}", list_offsets)
 
     def newest_offsets(self, stream_id: str) -> dict[int, int]:
-        count = self._require(stream_id)
+        count = self._topics.require(stream_id)
         listed = self._list_offsets(stream_id, count, latest=True)
-        if self._is_tansu():
+        if self._connection.is_tansu():
             probed = self._probe_high_watermarks(stream_id, listed)
             listed = {p: max(offset, probed.get(p, offset)) for p, offset in listed.items()}
-        seen = self._clients().seen_high
+        seen = self._connection.clients().seen_high
         return {p: max(offset, seen.get((stream_id, p), offset)) for p, offset in listed.items()}
 
     def _probe_high_watermarks(self, stream_id: str, listed: Mapping[int, int]) -> dict[int, int]:
@@ -114,7 +65,8 @@ class KafkaOffsets(StreamSystem):
         ``retries`` attempts (or, once the brokers were reached, ``outage_wait`` seconds) a
         partition whose end no attempt saw fails the call: the listed end is short of the true
         one, and a reader bounded by it would stop before the last batch."""
-        clients = self._clients()
+        connection = self._connection
+        clients = connection.clients()
         highs: dict[int, int] = {}
         wanted: dict[int, int] = {}
         for p, offset in listed.items():
@@ -126,7 +78,7 @@ class KafkaOffsets(StreamSystem):
             elif offset > 0:
                 wanted[p] = offset - 1
         outage = clients.outage
-        waits = outage.reached and self._outage_wait > 0
+        waits = outage.reached and connection.outage_wait > 0
         started = time.monotonic()
         attempts = 0
         missing = dict(wanted)
@@ -137,20 +89,20 @@ class KafkaOffsets(StreamSystem):
             missing = {p: offset for p, offset in wanted.items() if p not in highs}
             attempts += 1
             if not missing:
-                outage.answered(self.where)
+                outage.answered(connection.where)
                 break
             elapsed = time.monotonic() - started
-            if attempts >= self._retries and (not waits or elapsed >= self._outage_wait):
+            if attempts >= connection.retries and (not waits or elapsed >= connection.outage_wait):
                 msg = (
-                    f"{self.where}: no high watermark for partitions {sorted(missing)} of topic "
+                    f"{connection.where}: no high watermark for partitions {sorted(missing)} of topic "
                     f"{stream_id!r} after {attempts} attempts in {elapsed:.1f}s (a fetch of the "
                     f"last batch never reached the partition's end); is the broker reachable?"
                 )
-                raise StreamSystemError(self.scrub(msg))
+                raise StreamSystemError(connection.scrub(msg))
             if waits:
                 operation = f"probe the end of topic {stream_id!r}"
-                reason = f"partitions {sorted(missing)} not seen to end within {self._timeout:g}s"
-                outage.waiting(self.where, operation, reason, self._outage_wait)
+                reason = f"partitions {sorted(missing)} not seen to end within {connection.timeout:g}s"
+                outage.waiting(connection.where, operation, reason, connection.outage_wait)
         return highs
 
     def _fetch_ends(self, stream_id: str, starts: Mapping[int, int]) -> dict[int, int]:
@@ -158,14 +110,14 @@ class KafkaOffsets(StreamSystem):
         each partition from ``starts`` (its last batch)."""
         from confluent_kafka import KafkaError, TopicPartition
 
-        consumer = self._clients().consumer(
+        consumer = self._connection.clients().consumer(
             forced={"isolation.level": "read_uncommitted", "enable.partition.eof": True},
             **{"queued.max.messages.kbytes": 4096},
         )
         ends: dict[int, int] = {}
         try:
             consumer.assign([TopicPartition(stream_id, p, offset) for p, offset in starts.items()])
-            deadline = time.monotonic() + self._timeout
+            deadline = time.monotonic() + self._connection.timeout
             while not starts.keys() <= ends.keys() and time.monotonic() < deadline:
                 batch = consumer.consume(num_messages=10_000, timeout=0)
                 for message in batch or consumer.consume(num_messages=1, timeout=0.1):
@@ -177,7 +129,7 @@ class KafkaOffsets(StreamSystem):
         return ends
 
     def oldest_offsets(self, stream_id: str) -> dict[int, int]:
-        return self._list_offsets(stream_id, self._require(stream_id), latest=False)
+        return self._list_offsets(stream_id, self._topics.require(stream_id), latest=False)
 
     def consumer_lag(self, stream_id: str, offsets: Mapping[int, int]) -> dict[int, int]:
         """Per partition, the newest offset minus ``offsets`` (Kafka's consumer lag: a count of
@@ -190,18 +142,19 @@ class KafkaOffsets(StreamSystem):
         (which crashes a broker thread on it) and on brokers that refuse it."""
         from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-        self.require_partition(stream_id, partition)
-        clients = self._clients()
-        if self._is_tansu() or stream_id in clients.delete_records_skipped:
+        connection = self._connection
+        self._topics.require_partition(stream_id, partition)
+        clients = connection.clients()
+        if connection.is_tansu() or stream_id in clients.delete_records_skipped:
             if stream_id not in clients.delete_records_skipped:
                 clients.delete_records_skipped.add(stream_id)
                 _log.info(
                     "%s: not deleting old records of topic %r: the broker does not support "
                     "DeleteRecords safely (Tansu); the topic keeps them until its retention",
-                    self.where, stream_id,
+                    connection.where, stream_id,
                 )
             return 0
-        before = self._list_offsets(stream_id, self._require(stream_id), latest=False)[partition]
+        before = self._list_offsets(stream_id, self._topics.require(stream_id), latest=False)[partition]
         if offset <= before:
             return 0
 
@@ -213,7 +166,7 @@ class KafkaOffsets(StreamSystem):
             return int(future.result(timeout=timeout).low_watermark)
 
         try:
-            low = self._call(f"delete records of {stream_id}[{partition}] before {offset}", delete)
+            low = connection.call(f"delete records of {stream_id}[{partition}] before {offset}", delete)
         except StreamSystemError as error:
             cause = error.__cause__
             unsupported = isinstance(cause, KafkaException) and cause.args[0].code() in (
@@ -222,6 +175,6 @@ class KafkaOffsets(StreamSystem):
             if not unsupported and "unsupported" not in str(error).lower():
                 raise
             clients.delete_records_skipped.add(stream_id)
-            _log.info("%s: DeleteRecords is not supported; keeping old records of %r", self.where, stream_id)
+            _log.info("%s: DeleteRecords is not supported; keeping old records of %r", connection.where, stream_id)
             return 0
         return max(0, low - before)

@@ -8,64 +8,51 @@ starts.
 
 Clients are opened lazily, once per process and settings (:mod:`~samza_nb.systems.kafka.clients`),
 and are never pickled: a :class:`KafkaSystem` shipped to a Spark executor carries only its
-settings. Broker quirks of Tansu (the test broker) are handled here and in
-:mod:`~samza_nb.systems.kafka.offsets`: it under-reports end offsets after multi-record batches
-(the high watermark of a fetch is used instead), auto-creates a topic whenever its metadata is
-asked for (existence is checked against the full topic list), and crashes on DeleteRecords
-(never sent to it). The notebook helpers live in :mod:`~samza_nb.systems.kafka.notebook`.
+settings. A KafkaSystem is composed of its connection (:mod:`~samza_nb.systems.kafka.connection`:
+clients, retries, messages), its topics (:mod:`~samza_nb.systems.kafka.topics`) and its offsets
+(:mod:`~samza_nb.systems.kafka.offsets`); it reads and appends itself. Broker quirks of Tansu
+(the test broker): it under-reports end offsets after multi-record batches (the high watermark
+of a fetch is used instead, offsets.py), auto-creates a topic whenever its metadata is asked for
+(existence is checked against the full topic list, topics.py), and crashes on DeleteRecords
+(never sent to it).
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
+
+import msgspec
 
 from samza_nb.config import Config
 from samza_nb.errors import ConfigError, StreamNotFoundError, StreamSystemError
-from samza_nb.kafka_settings import (
-    KafkaClientConfig,
-    is_secret_option,
-    transport_diagnosis,
-)
-from samza_nb.secrecy import redact
-from samza_nb.systems.base import Fetched, Record, StreamSystem, validate_stream_id
-from samza_nb.systems.kafka.clients import (
-    ProcessClients,
-    close_process_clients,
-    process_clients,
-)
+from samza_nb.kafka_settings import KafkaClientConfig
+from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
+from samza_nb.systems.kafka.clients import ProcessClients
+from samza_nb.systems.kafka.connection import KafkaConnection
 from samza_nb.systems.kafka.dedup import (
     DedupTracker,
     rebuilt_tracker,
     resume_tracker,
     tracker_state,
 )
-from samza_nb.systems.kafka.notebook import KafkaNotebookIO
 from samza_nb.systems.kafka.offsets import KafkaOffsets
-from samza_nb.systems.kafka.outage import RetryPolicy, call_with_retries
 from samza_nb.systems.kafka.reader import (
     consume_range,
     decode_message,
     record_headers,
 )
+from samza_nb.systems.kafka.topics import LONGEST_TOPIC, KafkaTopics
+from samza_nb.systems.writes import placed_records
 
 __all__ = ["KafkaSystem"]
 
-_log = logging.getLogger("samza_nb.systems.kafka")  # the package's logger, which users configure
-_T = TypeVar("_T")
-
-_TOPIC_CACHE_SECONDS = 5.0
-_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-#: Kafka's defaults: a topic's max.message.bytes and a librdkafka producer's message.max.bytes.
-_TOPIC_MAX_BYTES = 1_048_588
-_PRODUCER_MAX_BYTES = 1_000_000
+_json_encode = msgspec.json.Encoder().encode
 
 
-class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
+class KafkaSystem(StreamSystem):
     """Streams as topics of a Kafka cluster.
 
     ``KafkaSystem("kafka", bootstrap_servers="host:9092", **{"security.protocol": "SASL_SSL"})``:
@@ -86,7 +73,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
     """
 
     #: Kafka's longest topic name (its ``Topic.validate``).
-    longest_stream_id = 249
+    longest_stream_id = LONGEST_TOPIC
 
     def __init__(
         self,
@@ -106,19 +93,22 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         **confluent_config: Any,
     ):
         super().__init__(name)
-        self._settings = KafkaClientConfig.build(
+        settings = KafkaClientConfig.build(
             bootstrap_servers,
             confluent_config,
             consumer=consumer_config,
             producer=producer_config,
             config_file=config_file,
         )
-        self._topic_config = {str(k): str(v) for k, v in (topic_config or {}).items()}
-        self._replication_factor = int(replication_factor)
-        self._timeout = float(timeout)
-        self._retries = max(1, int(retries))
-        self._outage_wait = max(0.0, float(outage_wait))
-        self._tansu = tansu
+        self._connection = KafkaConnection(
+            name, settings, timeout=timeout, retries=retries, outage_wait=outage_wait, tansu=tansu
+        )
+        self._topics = KafkaTopics(
+            self._connection,
+            topic_config={str(k): str(v) for k, v in (topic_config or {}).items()},
+            replication_factor=int(replication_factor),
+        )
+        self._offsets = KafkaOffsets(self._connection, self._topics)
         self._dedup_lookback = int(dedup_lookback)
         self._round_robin: dict[str, itertools.count[int]] = {}
 
@@ -138,7 +128,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
                 raise ConfigError(msg)
             options["outage_wait"] = wait_ms / 1000
         system = cls(name, settings.bootstrap_servers, **options)
-        system._settings = settings
+        system._connection.settings = settings
         return system
 
     def __getstate__(self) -> dict[str, Any]:
@@ -157,39 +147,51 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
             self._clients().outage.reached = True
 
     def __repr__(self) -> str:
-        return f"KafkaSystem({self.name!r}, {self._settings.describe()})"
+        return f"KafkaSystem({self.name!r}, {self.settings.describe()})"
 
+    # -- the connection ------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        return self._settings.bootstrap_servers
+        return self._connection.bootstrap_servers
 
     @property
     def settings(self) -> KafkaClientConfig:
         """The client settings (secrets included: never print ``producer_options()``)."""
-        return self._settings
+        return self._connection.settings
 
     @property
     def timeout(self) -> float:
-        return self._timeout
+        return self._connection.timeout
 
     @property
     def retries(self) -> int:
-        return self._retries
+        return self._connection.retries
 
     @property
     def outage_wait(self) -> float:
         """Seconds a broker outage is waited out (once the brokers were reached)."""
-        return self._outage_wait
+        return self._connection.outage_wait
 
     @property
     def send_timeout(self) -> float:
-        """Seconds an append waits for its acknowledgements: the tries of a call, or the
-        outage bound when that is longer."""
-        return max(self._timeout * self._retries, self._outage_wait)
+        """Seconds an append waits for its acknowledgements."""
+        return self._connection.send_timeout
 
-    # -- clients and errors --------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """The system and its bootstrap servers, for messages."""
+        return self._connection.where
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the value of every secret option, and every secret-looking part,
+        masked."""
+        return self._connection.scrub(text)
+
     def _clients(self) -> ProcessClients:
-        return process_clients(self._settings)
+        return self._connection.clients()
+
+    def _is_tansu(self) -> bool:
+        return self._connection.is_tansu()
 
     def forget_cached_offsets(self, stream_id: str) -> None:
         self._clients().forget_offsets(stream_id)
@@ -204,178 +206,82 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         return self._clients().fetched_records.get((stream_id, partition), 0)
 
     def close(self) -> None:
-        close_process_clients(self._settings)
+        self._connection.close()
 
-    @property
-    def where(self) -> str:
-        """The system and its bootstrap servers, for messages."""
-        return f"Kafka system {self.name!r} (bootstrap servers {redact(self.bootstrap_servers)})"
-
-    def scrub(self, text: str) -> str:
-        """``text`` with the value of every secret option, and every secret-looking part,
-        masked."""
-        options = {**self._settings.common, **self._settings.consumer, **self._settings.producer}
-        for key, value in options.items():
-            if is_secret_option(key) and len(value) >= 3:
-                text = text.replace(value, "********")
-        return redact(text)
-
-    def _fail(self, operation: str, error: BaseException) -> StreamSystemError:
-        msg = self.scrub(f"{self.where}: {operation} failed: {error}")
-        return StreamSystemError(msg)
-
-    def _call(self, operation: str, call: Callable[[float], _T]) -> _T:
-        """``call(timeout)``, retried on transient errors and through outages
-        (:mod:`~samza_nb.systems.kafka.outage`); one error when it gives up."""
-        return call_with_retries(
-            call,
-            operation=operation,
-            where=self.where,
-            policy=RetryPolicy(self._timeout, self._retries, self._outage_wait),
-            watch=self._clients().outage,
-            scrub=self.scrub,
-            diagnose=self._transport_diagnosis,
-        )
-
-    def _transport_diagnosis(self) -> str:
-        """What a plain connection to the bootstrap servers says (kafka_settings)."""
-        try:
-            text = transport_diagnosis(
-                self.bootstrap_servers, self._settings.security_protocol, min(self._timeout, 5.0)
-            )
-        except Exception as error:  # noqa: BLE001 - the diagnosis only adds to the error
-            _log.debug("%s: diagnosing the transport failed: %s", self.where, error)
-            return ""
-        return self.scrub(text)
-
-    # -- topics -------------------------------------------------------------------------------
-    def _topics(self, *, refresh: bool = True) -> dict[str, int]:
-        clients = self._clients()
-        if refresh or time.monotonic() - clients.topics_read > _TOPIC_CACHE_SECONDS:
-            metadata = self._call("list topics", lambda t: clients.admin().list_topics(timeout=t))
-            clients.topics = {
-                name: len(topic.partitions)
-                for name, topic in metadata.topics.items()
-                if name not in _INTERNAL_TOPICS and topic.error is None
-            }
-            clients.topics_read = time.monotonic()
-        return clients.topics
-
-    def _require(self, stream_id: str) -> int:
-        """The topic's partition count (cached a few seconds), else StreamNotFoundError."""
-        count = self._topics(refresh=False).get(stream_id)
-        if count is None:
-            count = self._topics().get(stream_id)
-        if count is None:
-            msg = (
-                f"topic {stream_id!r} does not exist on {self.where}; create it with "
-                f"{self.name}.create_stream({stream_id!r}, partitions=N)"
-            )
-            raise StreamNotFoundError(msg)
-        return count
-
+    # -- topics (KafkaTopics) and offsets (KafkaOffsets) -----------------------------------------
     def require_partition(self, stream_id: str, partition: int) -> int:
-        count = self._require(stream_id)
-        if not 0 <= partition < count:
-            msg = f"topic {stream_id!r} on {self.where} has partitions 0..{count - 1}, not {partition}"
-            raise StreamSystemError(msg)
-        return count
+        return self._topics.require_partition(stream_id, partition)
 
-    # -- admin --------------------------------------------------------------------------------
     def max_record_bytes(self, stream_id: str) -> int:
-        """The largest record (key, value and headers) an append to ``stream_id`` can carry:
-        the topic's ``max.message.bytes`` (read once per process) or, when the broker does not
-        say, Kafka's default, and never more than the producer's ``message.max.bytes``."""
-        limits = self.__dict__.setdefault("_record_limits", {})
-        limit = limits.get(stream_id)
-        if limit is None:
-            producer = int(self._settings.producer_options({}).get("message.max.bytes", _PRODUCER_MAX_BYTES))
-            limit = limits[stream_id] = min(producer, self._topic_max_bytes(stream_id))
-        return int(limit)
-
-    def _topic_max_bytes(self, stream_id: str) -> int:
-        from confluent_kafka.admin import ConfigResource
-
-        resource = ConfigResource(ConfigResource.Type.TOPIC, stream_id)
-        try:
-            futures = self._clients().admin().describe_configs([resource], request_timeout=self._timeout)
-            entry = futures[resource].result(self._timeout).get("max.message.bytes")
-            return int(entry.value) if entry is not None and entry.value else _TOPIC_MAX_BYTES
-        except Exception as error:  # noqa: BLE001 - a broker that does not describe configs
-            _log.debug("%s: topic %r: max.message.bytes not described (%s)", self.where, stream_id, error)
-            return _TOPIC_MAX_BYTES
+        """The largest record (key, value and headers) an append to ``stream_id`` can carry."""
+        return self._topics.max_record_bytes(stream_id)
 
     def partition_count(self, stream_id: str) -> int | None:
-        return self._topics().get(stream_id)
+        return self._topics.all().get(stream_id)
 
     def create_stream(self, stream_id: str, partitions: int, *, compacted: bool = False) -> bool:
-        from confluent_kafka import KafkaError, KafkaException
-        from confluent_kafka.admin import NewTopic
-
-        validate_stream_id(stream_id)  # the ids an application's input() and output() accept
-        if len(stream_id) > self.longest_stream_id or stream_id in (".", ".."):
-            msg = (
-                f"create_stream({stream_id[:60]!r}…): Kafka topic names are at most "
-                f"{self.longest_stream_id} characters and neither '.' nor '..' ({len(stream_id)} given)"
-            )
-            raise StreamSystemError(msg)
-        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0:
-            msg = f"create_stream({stream_id!r}): partitions must be a positive int, got {partitions!r}"
-            raise StreamSystemError(msg)
-        existing = self._topics().get(stream_id)
-        if existing is None:
-            topic_config = {"cleanup.policy": "compact" if compacted else "delete", **self._topic_config}
-            topic = NewTopic(stream_id, partitions, self._replication_factor, config=topic_config)
-
-            def create(timeout: float) -> bool:
-                admin = self._clients().admin()
-                future = admin.create_topics([topic], request_timeout=timeout)[stream_id]
-                try:
-                    future.result(timeout=timeout)
-                except KafkaException as error:
-                    if error.args and error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                        return False
-                    raise
-                return True
-
-            if self._call(f"create topic {stream_id!r}", create):
-                self._await_topic(stream_id)
-                return True
-            existing = self._topics().get(stream_id)
-        if existing is not None and existing != partitions:
-            msg = (
-                f"topic {stream_id!r} already exists on {self.where} with {existing} partitions, "
-                f"not {partitions}; delete it or use {existing} partitions"
-            )
-            raise StreamSystemError(msg)
-        return False
-
-    def _await_topic(self, stream_id: str) -> None:
-        deadline = time.monotonic() + self._timeout
-        while stream_id not in self._topics() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        return self._topics.create(stream_id, partitions, compacted=compacted)
 
     def delete_stream(self, stream_id: str) -> None:
-        from confluent_kafka import KafkaError, KafkaException
-
-        clients = self._clients()
-        if stream_id not in self._topics():
-            return
-
-        def delete(timeout: float) -> None:
-            future = clients.admin().delete_topics([stream_id], operation_timeout=timeout)[stream_id]
-            try:
-                future.result(timeout=timeout)
-            except KafkaException as error:
-                if error.args and error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    return
-                raise
-
-        self._call(f"delete topic {stream_id!r}", delete)
-        clients.forget_topic(stream_id)
+        self._topics.delete(stream_id)
 
     def list_streams(self) -> dict[str, int]:
-        return dict(sorted(self._topics().items()))
+        return dict(sorted(self._topics.all().items()))
+
+    def newest_offsets(self, stream_id: str) -> dict[int, int]:
+        return self._offsets.newest_offsets(stream_id)
+
+    def oldest_offsets(self, stream_id: str) -> dict[int, int]:
+        return self._offsets.oldest_offsets(stream_id)
+
+    def consumer_lag(self, stream_id: str, offsets: Mapping[int, int]) -> dict[int, int]:
+        """Per partition, the newest offset minus ``offsets`` (Kafka's consumer lag)."""
+        return self._offsets.consumer_lag(stream_id, offsets)
+
+    def delete_before(self, stream_id: str, partition: int, offset: int) -> int:
+        """DeleteRecords; returns how many *offsets* were deleted (a logged no-op on Tansu)."""
+        return self._offsets.delete_before(stream_id, partition, offset)
+
+    # -- what a notebook writes and reads directly ---------------------------------------------
+    def write(
+        self,
+        stream_id: str,
+        values: Iterable[Any],
+        *,
+        key_fn: Callable[[Any], Any] | None = None,
+        partition: int | None = None,
+        timestamps: Iterable[int] | None = None,
+        serde: Any = None,
+        key_serde: Any = None,
+    ) -> int:
+        """Write values to a topic; returns how many were written.
+
+        Placement as on the embedded system: ``partition`` if given, else Kafka's murmur2 of
+        the serialized key when ``key_fn`` is given or the value is a ``KV`` (a keyed message:
+        its key and its value; computed here and produced to that partition explicitly), else
+        round robin. Values and keys are JSON unless
+        ``serde``/``key_serde`` (objects with ``to_bytes``) say otherwise.
+        """
+        count = self._topics.require(stream_id)
+        placed = placed_records(
+            stream_id, values, partitions=count,
+            rotation=self._round_robin.setdefault(stream_id, itertools.count()),
+            key_fn=key_fn, partition=partition, timestamps=timestamps, serde=serde, key_serde=key_serde,
+        )
+        self._produce_all(stream_id, [(target, record, None) for target, record in placed])
+        return len(placed)
+
+    def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
+        """Append a source watermark (null task name) to one partition."""
+        payload = _json_encode({"timestamp": int(timestamp), "taskName": None, "version": 1})
+        self.append(stream_id, partition, [Record(MessageKind.WATERMARK, None, payload, None)])
+
+    def read(self, stream_id: str, *, serde: Any = None, key_serde: Any = None) -> Any:
+        """Every user message of the topic as a pandas DataFrame (partition, offset, key,
+        value, timestamp), decoded by ``serde``/``key_serde`` when given, else as JSON where
+        the bytes are JSON."""
+        self._topics.require(stream_id)
+        return self.read_frame(stream_id, serde=serde, key_serde=key_serde)
 
     # -- data ---------------------------------------------------------------------------------
     def append(
@@ -428,7 +334,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
                 except KafkaException as error:  # the producer knew fewer partitions: ask once
                     if error.args[0].code() == KafkaError._UNKNOWN_PARTITION and not refreshed:
                         refreshed = True
-                        client.list_topics(stream_id, timeout=self._timeout)
+                        client.list_topics(stream_id, timeout=self.timeout)
                         continue
                     client.flush(self.send_timeout)  # now, not with a later append
                     where = f"{self.where}: append to topic {stream_id!r} partition {partition}"
@@ -471,7 +377,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
         messages, next_offset, high = consume_range(
             clients.consumer(),
             stream_id, partition, offset, bound, max_messages,
-            stall_timeout=min(self._timeout, 2.0), describe=self.where,
+            stall_timeout=min(self.timeout, 2.0), describe=self.where,
         )
         clients.count_fetched(stream_id, partition, len(messages))
         if high is not None and high > clients.seen_high.get(key, -1):
@@ -503,7 +409,7 @@ class KafkaSystem(KafkaNotebookIO, KafkaOffsets, StreamSystem):
                                 clients, stream_id, partition, offset,
                                 oldest=lambda: self.oldest_offsets(stream_id)[partition],
                                 lookback=self._dedup_lookback,
-                                stall_timeout=min(self._timeout, 2.0), describe=self.where,
+                                stall_timeout=min(self.timeout, 2.0), describe=self.where,
                             )
                         if not tracker.admit(producer, seq, ordinal):
                             continue
