@@ -38,8 +38,8 @@ from samza_nb.grouping import (
 )
 from samza_nb.model import JobModel, TaskMode, TaskModel, java_sorted
 from samza_nb.notebook.widgets._html import html_table, paragraph, text_table
-from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL
-from samza_nb.notebook.widgets.grouper_explorer_text import GrouperExplorerText, in_explorer_words
+from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets.grouper_explorer_text import ExplorerText, in_explorer_words
 from samza_nb.notebook.widgets.grouper_inputs import (
     _processors_of,
     explorer_start,
@@ -64,7 +64,7 @@ _MOVE_HEADERS = ["task", "from", "to", "from location", "to location"]
 _STANDBY_HEADERS = ["task", "active on", "standbys on"]
 
 
-class GrouperExplorer(GrouperExplorerText):
+class GrouperExplorer(LiveWidget):
     """Choose a grouper, processors, locations and replicas; see the assignment it gives.
 
     Start from a job (``GrouperExplorer(job)``; a job attached with ``%samza attach`` is
@@ -136,6 +136,7 @@ class GrouperExplorer(GrouperExplorerText):
         self.violations: list[str] = []
         self.error: str | None = None
         self.applied_moves: list[Move] = []
+        self._text = ExplorerText(self)
         self._computed_for: tuple[Any, ...] | None = None
         self._syncing = False
 
@@ -441,25 +442,25 @@ class GrouperExplorer(GrouperExplorerText):
     # -- drawing ---------------------------------------------------------------------------
     def _draw(self) -> None:
         colour = _ERROR if self.error is not None else "#24292f"
-        self.summary.value = paragraph(self._summary_text(), colour=colour, bold=True)
+        self.summary.value = paragraph(self._text.summary(), colour=colour, bold=True)
         blocker = self._shown_blocker()
         self.apply_button.disabled = self.job is None or blocker is not None
         self.apply_button.tooltip = blocker or "regroup the running job to this proposal"
-        notes = self._apply_notes(blocker)
+        notes = self._text.apply_notes(blocker)
         self.apply_note.value = "".join(paragraph(text, colour=_WARN) for text in notes)
         self.checks.value = "".join(
             paragraph(line, colour=_OK if line.startswith("✓") else _ERROR)
-            for line in self._checks_text()
+            for line in self._text.checks()
         )
         self.model_table.value = html_table(
-            _MODEL_HEADERS, self._model_rows(), caption="proposed JobModel"
+            _MODEL_HEADERS, self._text.model_rows(), caption="proposed JobModel"
         )
         self.moves_table.value = (
-            html_table(_MOVE_HEADERS, self._move_rows(), caption="moved tasks")
+            html_table(_MOVE_HEADERS, self._text.move_rows(), caption="moved tasks")
             if self.moves
             else ""
         )
-        standby_rows = self._standby_rows()
+        standby_rows = self._text.standby_rows()
         self.standby_table.value = (
             html_table(_STANDBY_HEADERS, standby_rows, caption="standby placement")
             if standby_rows
@@ -480,14 +481,14 @@ class GrouperExplorer(GrouperExplorerText):
 
     def snapshot_text(self) -> str:
         parts = [
-            f"GrouperExplorer: {self._summary_text()}",
-            *("  " + line for line in self._checks_text()),
+            f"GrouperExplorer: {self._text.summary()}",
+            *("  " + line for line in self._text.checks()),
         ]
-        parts += [f"  {note}" for note in self._apply_notes(self._shown_blocker())]
-        parts.append(text_table(_MODEL_HEADERS, self._model_rows()))
+        parts += [f"  {note}" for note in self._text.apply_notes(self._shown_blocker())]
+        parts.append(text_table(_MODEL_HEADERS, self._text.model_rows()))
         if self.moves:
-            parts.append(text_table(_MOVE_HEADERS, self._move_rows()))
-        standby_rows = self._standby_rows()
+            parts.append(text_table(_MOVE_HEADERS, self._text.move_rows()))
+        standby_rows = self._text.standby_rows()
         if standby_rows:
             parts.append(text_table(_STANDBY_HEADERS, standby_rows))
         return "\n".join(parts)

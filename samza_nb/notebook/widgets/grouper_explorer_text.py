@@ -5,15 +5,16 @@ explorer's state (notebook/widgets/grouper_explorer.py draws them)."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import ipywidgets as widgets
-
-from samza_nb.grouping import Balance, Move, active_task_name
+from samza_nb.grouping import active_task_name
 from samza_nb.model import JobModel, TaskMode, java_sorted
 from samza_nb.notebook.widgets._html import count
-from samza_nb.notebook.widgets._live import LiveWidget
 
-__all__ = ["GrouperExplorerText", "in_explorer_words"]
+if TYPE_CHECKING:
+    from samza_nb.notebook.widgets.grouper_explorer import GrouperExplorer
+
+__all__ = ["ExplorerText", "in_explorer_words"]
 
 #: The explorer's control for ``check_location``.
 _LOCATION_BOX = "“standbys on other locations”"
@@ -37,52 +38,47 @@ def in_explorer_words(message: str) -> str:
     return message
 
 
-class GrouperExplorerText(LiveWidget):
-    """The text parts of :class:`~samza_nb.notebook.widgets.grouper_explorer.GrouperExplorer`."""
+class ExplorerText:
+    """The words and table rows of a :class:`~samza_nb.notebook.widgets.grouper_explorer.GrouperExplorer`,
+    read from its state (its current model and processors, the draft, the proposal and what
+    was computed of it)."""
 
-    current: JobModel
-    current_processors: dict[str, str]
-    draft: dict[str, str]
-    proposal: JobModel | None
-    active_proposal: JobModel | None
-    moves: list[Move]
-    balance: Balance
-    lower_bound: int
-    violations: list[str]
-    error: str | None
-    grouper: widgets.Dropdown
-    replication_factor: widgets.IntSlider
+    def __init__(self, explorer: GrouperExplorer) -> None:
+        self._explorer = explorer
 
-    def _summary_text(self) -> str:
-        tasks = len(self.current.active_tasks())
-        if self.error is not None:
-            return f"{self.grouper.value} over {len(self.draft)} processors: cannot group ({self.error})"
-        b = self.balance
+    def summary(self) -> str:
+        e = self._explorer
+        tasks = len(e.current.active_tasks())
+        if e.error is not None:
+            return f"{e.grouper.value} over {len(e.draft)} processors: cannot group ({e.error})"
+        b = e.balance
         # The lower bound is that of balanced assignments: an unbalanced one may move fewer.
         bound = (
-            f" (any balanced assignment moves at least {self.lower_bound})" if b.is_balanced else ""
+            f" (any balanced assignment moves at least {e.lower_bound})" if b.is_balanced else ""
         )
         return (
-            f"{self.grouper.value} over {len(self.draft)} processors: {len(self.moves)} of {tasks} "
+            f"{e.grouper.value} over {len(e.draft)} processors: {len(e.moves)} of {tasks} "
             f"tasks move{bound}; {b.min}–{b.max} active tasks per processor "
             f"({'balanced' if b.is_balanced else 'unbalanced'})"
         )
 
-    def _apply_notes(self, blocker: str | None) -> list[str]:
+    def apply_notes(self, blocker: str | None) -> list[str]:
         """Next to Apply: why it is off, else what it does with standbys (never both: a note
         saying what Apply would do beside a disabled Apply reads as an invitation)."""
+        e = self._explorer
         if blocker is not None:
             return [f"Apply is off: {blocker}"]
-        if self.error is not None:
+        if e.error is not None:
             return []  # nothing to preview: the summary says why
-        note = self._apply_note_text()
+        note = self._apply_note()
         return [note] if note else []
 
-    def _apply_note_text(self) -> str:
-        replicas = self.replication_factor.value
+    def _apply_note(self) -> str:
+        e = self._explorer
+        replicas = e.replication_factor.value
         if replicas == 1:
             return ""
-        if self.job is not None:
+        if e.job is not None:
             return (
                 f"Apply sets replication factor {replicas} on the running job: its processors "
                 "run the standby tasks shown (placed the SEP's standalone way, whatever the grouper)"
@@ -92,29 +88,31 @@ class GrouperExplorerText(LiveWidget):
             f"active tasks only; the standbys shown (replication factor {replicas}) are a preview"
         )
 
-    def _checks_text(self) -> list[str]:
-        if self.error is not None or self.active_proposal is None:
+    def checks(self) -> list[str]:
+        e = self._explorer
+        if e.error is not None or e.active_proposal is None:
             return []
-        replicas = self.replication_factor.value
+        replicas = e.replication_factor.value
         lines = (
-            [f"✗ {violation}" for violation in self.violations]
-            if self.violations
+            [f"✗ {violation}" for violation in e.violations]
+            if e.violations
             else [f"✓ every standby invariant holds (replication factor {replicas})"]
         )
         return lines
 
-    def _model_rows(self) -> list[list[str]]:
-        if self.proposal is None:
+    def model_rows(self) -> list[list[str]]:
+        e = self._explorer
+        if e.proposal is None:
             return []
         moved_in: dict[str, int] = {}
         moved_out: dict[str, int] = {}
-        for move in self.moves:
+        for move in e.moves:
             if move.after is not None:
                 moved_in[move.after] = moved_in.get(move.after, 0) + 1
             if move.before is not None:
                 moved_out[move.before] = moved_out.get(move.before, 0) + 1
         rows = []
-        for pid, container in self.proposal.containers.items():
+        for pid, container in e.proposal.containers.items():
             active = container.active_tasks()
             rows.append(
                 [
@@ -129,14 +127,14 @@ class GrouperExplorerText(LiveWidget):
             )
         killed = (
             pid
-            for pid in self.current_processors
-            if pid not in self.draft and pid not in self.proposal.containers
+            for pid in e.current_processors
+            if pid not in e.draft and pid not in e.proposal.containers
         )
         for pid in java_sorted(killed):
             rows.append(
                 [
                     f"{pid} (killed)",
-                    self.current_processors[pid],
+                    e.current_processors[pid],
                     "0",
                     "0",
                     count(moved_out.get(pid, 0)),
@@ -146,7 +144,8 @@ class GrouperExplorerText(LiveWidget):
             )
         return rows
 
-    def _move_rows(self) -> list[list[str]]:
+    def move_rows(self) -> list[list[str]]:
+        e = self._explorer
         def location(model: JobModel | None, pid: str | None) -> str:
             container = None if model is None or pid is None else model.containers.get(pid)
             return (container.location_id if container else None) or "–"
@@ -156,22 +155,23 @@ class GrouperExplorerText(LiveWidget):
                 move.task,
                 move.before or "–",
                 move.after or "–",
-                location(self.current, move.before),
-                location(self.proposal, move.after),
+                location(e.current, move.before),
+                location(e.proposal, move.after),
             ]
-            for move in self.moves
+            for move in e.moves
         ]
 
-    def _standby_rows(self) -> list[list[str]]:
-        if self.proposal is None or self.replication_factor.value == 1:
+    def standby_rows(self) -> list[list[str]]:
+        e = self._explorer
+        if e.proposal is None or e.replication_factor.value == 1:
             return []
         standbys: dict[str, list[str]] = {}
-        for pid, container in self.proposal.containers.items():
+        for pid, container in e.proposal.containers.items():
             for name in container.standby_tasks():
                 active = active_task_name(name)
                 place = f"{pid}@{container.location_id}" if container.location_id else pid
                 standbys.setdefault(active, []).append(place)
         return [
             [name, pid, ", ".join(standbys.get(name, [])) or "–"]
-            for name, pid in self.proposal.task_to_processor(mode=TaskMode.ACTIVE).items()
+            for name, pid in e.proposal.task_to_processor(mode=TaskMode.ACTIVE).items()
         ]
