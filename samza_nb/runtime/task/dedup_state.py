@@ -1,6 +1,6 @@
 """Readers' dedup state, carried in the task's checkpoint (``control["dedup"]``).
 
-A Kafka reader drops the second copy of an idempotent append (systems/kafka_reader.py); to do
+A Kafka reader drops the second copy of an idempotent append (systems/kafka/reader.py); to do
 so it must know what was delivered before where it starts. A process that read the partition
 knows; a cold one (a restart, a task moved) used to scan back ``dedup_lookback`` offsets (up to
 a million) before its first read. The task now commits, with its offsets, each Kafka input's

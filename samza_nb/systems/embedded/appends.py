@@ -2,7 +2,7 @@
 
 A batch takes the next offsets of its partition, and a batch its producer already appended at
 the same sequence number (a retried task epoch) is skipped, as is one of a producer retired at
-or above it (systems/embedded_retention.py). A task epoch appends a batch to every partition
+or above it (systems/embedded/retention.py). A task epoch appends a batch to every partition
 its shuffle reached, so with 64 partitions an epoch of 64 tasks appends 4,096 of them:
 :func:`insert_batches` appends a task epoch's batches with three queries per stream (per 500
 of its partitions) and one statement per table, where one batch at a time took five

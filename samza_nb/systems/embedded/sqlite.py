@@ -1,5 +1,5 @@
 """The SQLite file behind the embedded log: its schema, one connection per process and thread,
-and the ``BEGIN IMMEDIATE`` transaction every write runs in (systems/embedded.py)."""
+and the ``BEGIN IMMEDIATE`` transaction every write runs in (systems/embedded/system.py)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ processor's pending epoch whose first attempt was consumed and deleted, cannot a
 The offsets of control messages (watermarks, end-of-stream, drain) are also kept in a table of
 their own, so lag counts messages, not markers (:meth:`EmbeddedSystem.control_messages`).
 
-The SQLite file itself (schema, connections, transactions) lives in embedded_sqlite.py,
-retention and compaction in embedded_retention.py, the notebook's direct writes and reads in
-embedded_notebook.py.
+The SQLite file itself (schema, connections, transactions) lives in sqlite.py; the system
+holds its retention and compaction (retention.py) and the notebook's direct writes and reads
+(notebook.py) as parts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a process's reads of a Kafka partition delivered: the dedup trackers.
 
 A :class:`DedupTracker` per (topic, partition) remembers, per producer and sequence number, the
-highest ordinal a read delivered (systems/kafka_reader.py explains the headers). A read that
+highest ordinal a read delivered (systems/kafka/reader.py explains the headers). A read that
 starts where the process's tracker stopped uses it; a cold read starts from the state the
 reader's checkpoint carries (:func:`resume_tracker`), else rebuilds it by scanning back
 ``dedup_lookback`` offsets (:func:`rebuilt_tracker`).
