@@ -52,7 +52,10 @@ RUNS = WORKING
 #: Shortened protocol timings of a distributed coordinator (Azurite's shortest lease: 15 s).
 _DISTRIBUTED = {
     "job.debounce.time.ms": "300",
-    "job.coordinator.zk.session.timeout.ms": "4000",
+    # Long enough that a process starved by a loaded machine keeps its session: the cells test
+    # combinations, not failover (a session lost mid-epoch repeats the rebalance and, under
+    # exactly-once, aborts the epoch's transaction: one CI run stalled a cell at epoch 3 so).
+    "job.coordinator.zk.session.timeout.ms": "10000",
     "job.coordinator.azure.heartbeat.interval.ms": "500",
     "job.coordinator.azure.liveness.timeout.ms": "3000",
     "job.coordinator.azure.leader.check.interval.ms": "500",
