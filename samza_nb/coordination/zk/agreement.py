@@ -10,12 +10,25 @@ from __future__ import annotations
 
 from samza_nb.coordination.assignments import LocalityManager, update_task_assignments
 from samza_nb.coordination.zk.barrier import DONE, TIMED_OUT
-from samza_nb.coordination.zk.fencing import active_work
 from samza_nb.coordination.zk.leadership import ZkLeadership
 from samza_nb.coordination.zk.state import ZkState
-from samza_nb.model import JobModel
+from samza_nb.model import JobModel, TaskMode
 
-__all__ = ["ZkAgreement"]
+__all__ = ["ZkAgreement", "active_work"]
+
+
+def active_work(model: JobModel, processor_id: str) -> tuple[object, ...] | None:
+    """What of a processor's container an expiry is about: its location and active tasks
+    (standby tasks may come and go without stopping the processor's work)."""
+    container = model.containers.get(processor_id)
+    if container is None:
+        return None
+    return (
+        container.location_id,
+        frozenset(
+            (name, task) for name, task in container.tasks.items() if task.mode is TaskMode.ACTIVE
+        ),
+    )
 
 
 class ZkAgreement:

@@ -28,11 +28,11 @@ from kazoo.recipe.watchers import DataWatch
 from samza_nb.config import Config
 from samza_nb.coordination.agreed_model import AgreedModelCoordinator
 from samza_nb.coordination.job_model_calculator import JobModelCalculator
-from samza_nb.coordination.zk.agreement import ZkAgreement
+from samza_nb.coordination.zk.agreement import ZkAgreement, active_work
 from samza_nb.coordination.zk.barrier import VersionBarrier
 from samza_nb.coordination.zk.debounce import DebounceScheduler
 from samza_nb.coordination.zk.election import LeaderElector
-from samza_nb.coordination.zk.fencing import ZkCommitFencing, active_work
+from samza_nb.coordination.zk.fencing import ZkCommitFencing
 from samza_nb.coordination.zk.job_models import JobModelVersions
 from samza_nb.coordination.zk.leader import JobModelPublisher
 from samza_nb.coordination.zk.leadership import KEEP_JOB_MODELS, ZkLeadership

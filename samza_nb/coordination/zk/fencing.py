@@ -7,30 +7,14 @@ moving its active tasks was activated since the model it works on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from samza_nb.coordination.zk.agreement import ZkAgreement, active_work
+from samza_nb.coordination.zk.state import ZkState
 from samza_nb.errors import CoordinationError, JobLeaseError
-from samza_nb.model import JobModel, TaskMode
+from samza_nb.model import JobModel
 
-if TYPE_CHECKING:
-    from samza_nb.coordination.zk.agreement import ZkAgreement
-    from samza_nb.coordination.zk.state import ZkState
-
-__all__ = ["ZkCommitFencing", "active_work"]
-
-
-def active_work(model: JobModel, processor_id: str) -> tuple[object, ...] | None:
-    """What of a processor's container an expiry is about: its location and active tasks
-    (standby tasks may come and go without stopping the processor's work)."""
-    container = model.containers.get(processor_id)
-    if container is None:
-        return None
-    return (
-        container.location_id,
-        frozenset(
-            (name, task) for name, task in container.tasks.items() if task.mode is TaskMode.ACTIVE
-        ),
-    )
+__all__ = ["ZkCommitFencing"]
 
 
 class ZkCommitFencing:

@@ -5,16 +5,13 @@ explorer's state (notebook/widgets/grouper_explorer.py draws them)."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from samza_nb.grouping import active_task_name
+from samza_nb.grouping import Balance, Move, active_task_name
 from samza_nb.model import JobModel, TaskMode, java_sorted
 from samza_nb.notebook.widgets._html import count
 
-if TYPE_CHECKING:
-    from samza_nb.notebook.widgets.grouper_explorer import GrouperExplorer
-
-__all__ = ["ExplorerText", "in_explorer_words"]
+__all__ = ["ExplorerState", "ExplorerText", "in_explorer_words"]
 
 #: The explorer's control for ``check_location``.
 _LOCATION_BOX = "“standbys on other locations”"
@@ -38,12 +35,30 @@ def in_explorer_words(message: str) -> str:
     return message
 
 
+class ExplorerState(Protocol):
+    """What the text reads of a grouper explorer (its attributes)."""
+
+    job: Any
+    current: JobModel
+    current_processors: dict[str, str]
+    draft: dict[str, str]
+    proposal: JobModel | None
+    active_proposal: JobModel | None
+    moves: list[Move]
+    balance: Balance
+    lower_bound: int
+    violations: list[str]
+    error: str | None
+    grouper: Any  # a Dropdown: .value is the grouper's name
+    replication_factor: Any  # an IntSlider: .value is the factor
+
+
 class ExplorerText:
     """The words and table rows of a :class:`~samza_nb.notebook.widgets.grouper_explorer.GrouperExplorer`,
     read from its state (its current model and processors, the draft, the proposal and what
     was computed of it)."""
 
-    def __init__(self, explorer: GrouperExplorer) -> None:
+    def __init__(self, explorer: ExplorerState) -> None:
         self._explorer = explorer
 
     def summary(self) -> str:
