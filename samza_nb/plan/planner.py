@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -47,11 +46,8 @@ from samza_nb.plan.operators import (
     JoinOperatorSpec,
     OpCode,
     OperatorSpec,
-    OutputOperatorSpec,
     PartitionByOperatorSpec,
-    SendToTableOperatorSpec,
     StreamSystemLike,
-    StreamTableJoinOperatorSpec,
     WindowOperatorSpec,
     declared_at,
 )
@@ -59,6 +55,7 @@ from samza_nb.plan.serdes import KVSerde, Serde
 from samza_nb.plan.stages import SHUFFLES, intermediate_producers, split_stages
 from samza_nb.plan.store_names import check_store_names, operator_store_names
 from samza_nb.plan.stream_names import changelog_stream_id, check_stream_name_lengths
+from samza_nb.plan.unused import PlanWarning, warn_unused
 
 __all__ = [
     "MAX_INFERRED_PARTITIONS",
@@ -74,10 +71,6 @@ MAX_INFERRED_PARTITIONS = 256
 
 _INT_MAX = 2147483647
 
-
-
-class PlanWarning(UserWarning):
-    """Something in the application is allowed but probably unintended (an unused input …)."""
 
 
 def plan_application(
@@ -121,7 +114,7 @@ class _Planner:
             elif isinstance(spec, SHUFFLES):
                 shuffles[spec.stream_id] = spec
 
-        self._warn_unused(operators)
+        warn_unused(graph, operators)
         check_store_names(operators, set(graph.tables))
         counts = self._declared_counts()
         intermediates = list(shuffles)
@@ -231,42 +224,6 @@ class _Planner:
                     raise PlanError(msg)
                 counts[stream_id] = count
         return counts
-
-    def _warn_unused(self, operators: list[OperatorSpec]) -> None:
-        graph = self.graph
-        written = {spec.stream_id for spec in operators if isinstance(spec, OutputOperatorSpec)}
-        used_tables = {
-            spec.table.table_id
-            for spec in operators
-            if isinstance(spec, SendToTableOperatorSpec | StreamTableJoinOperatorSpec)
-            and spec.table is not None
-        }
-        for spec in operators:
-            if (
-                isinstance(spec, InputOperatorSpec)
-                and not spec.is_intermediate
-                and not spec.next_ops
-            ):
-                msg = (
-                    f"app {graph.app_name!r}: input {spec.stream_id!r}{declared_at(spec)} is declared "
-                    "but no operator reads it"
-                )
-                warnings.warn(msg, PlanWarning, stacklevel=5)
-        for stream_id, decl in graph.outputs.items():
-            if stream_id not in written:
-                place = f" (at {decl.user_location})" if decl.user_location else ""
-                msg = (
-                    f"app {graph.app_name!r}: output {stream_id!r}{place} is declared but no "
-                    "operator sends to it"
-                )
-                warnings.warn(msg, PlanWarning, stacklevel=5)
-        for table_id, table_decl in graph.tables.items():
-            if table_id not in used_tables and not table_decl.side_inputs:
-                msg = (
-                    f"app {graph.app_name!r}: table {table_id!r} is registered but no operator "
-                    "sends to or joins with it"
-                )
-                warnings.warn(msg, PlanWarning, stacklevel=5)
 
     def _infer_remaining(
         self,

@@ -37,7 +37,7 @@ from samza_nb.grouping import (
     task_assignment,
 )
 from samza_nb.model import JobModel, TaskMode, TaskModel, java_sorted
-from samza_nb.notebook.widgets._html import html_table, paragraph, text_table
+from samza_nb.notebook.widgets._html import paragraph
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
 from samza_nb.notebook.widgets.grouper_explorer_text import ExplorerText, in_explorer_words
 from samza_nb.notebook.widgets.grouper_inputs import (
@@ -57,11 +57,6 @@ __all__ = ["GrouperExplorer", "group", "tasks_of_plan"]
 _ERROR = "#cf222e"
 _OK = "#1a7f37"
 _WARN = "#9a6700"
-_MODEL_HEADERS = [
-    "processor", "location", "active", "moved in", "moved out", "active tasks", "standby tasks",
-]
-_MOVE_HEADERS = ["task", "from", "to", "from location", "to location"]
-_STANDBY_HEADERS = ["task", "active on", "standbys on"]
 
 
 class GrouperExplorer(LiveWidget):
@@ -452,20 +447,9 @@ class GrouperExplorer(LiveWidget):
             paragraph(line, colour=_OK if line.startswith("✓") else _ERROR)
             for line in self._text.checks()
         )
-        self.model_table.value = html_table(
-            _MODEL_HEADERS, self._text.model_rows(), caption="proposed JobModel"
-        )
-        self.moves_table.value = (
-            html_table(_MOVE_HEADERS, self._text.move_rows(), caption="moved tasks")
-            if self.moves
-            else ""
-        )
-        standby_rows = self._text.standby_rows()
-        self.standby_table.value = (
-            html_table(_STANDBY_HEADERS, standby_rows, caption="standby placement")
-            if standby_rows
-            else ""
-        )
+        self.model_table.value = self._text.model_table_html()
+        self.moves_table.value = self._text.moves_table_html()
+        self.standby_table.value = self._text.standby_table_html()
 
     # -- display ---------------------------------------------------------------------------
     def snapshot_html(self) -> str:
@@ -485,12 +469,7 @@ class GrouperExplorer(LiveWidget):
             *("  " + line for line in self._text.checks()),
         ]
         parts += [f"  {note}" for note in self._text.apply_notes(self._shown_blocker())]
-        parts.append(text_table(_MODEL_HEADERS, self._text.model_rows()))
-        if self.moves:
-            parts.append(text_table(_MOVE_HEADERS, self._text.move_rows()))
-        standby_rows = self._text.standby_rows()
-        if standby_rows:
-            parts.append(text_table(_STANDBY_HEADERS, standby_rows))
+        parts += self._text.tables_text()
         return "\n".join(parts)
 
     def __repr__(self) -> str:

@@ -1,6 +1,6 @@
-"""The words and table rows of the grouper explorer's view: its summary, the note next to
-Apply, the checks, and the rows of the model, move and standby tables, all read from the
-explorer's state (notebook/widgets/grouper_explorer.py draws them)."""
+"""The words and tables of the grouper explorer's view: its summary, the note next to Apply,
+the checks, and the model, move and standby tables (HTML and text), all read from the
+explorer's state (notebook/widgets/grouper_explorer.py shows them)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from typing import Any, Protocol
 
 from samza_nb.grouping import Balance, Move, active_task_name
 from samza_nb.model import JobModel, TaskMode, java_sorted
-from samza_nb.notebook.widgets._html import count
+from samza_nb.notebook.widgets._html import count, html_table, text_table
 
 __all__ = ["ExplorerState", "ExplorerText", "in_explorer_words"]
+
+_MODEL_HEADERS = [
+    "processor", "location", "active", "moved in", "moved out", "active tasks", "standby tasks",
+]
+_MOVE_HEADERS = ["task", "from", "to", "from location", "to location"]
+_STANDBY_HEADERS = ["task", "active on", "standbys on"]
 
 #: The explorer's control for ``check_location``.
 _LOCATION_BOX = "“standbys on other locations”"
@@ -190,3 +196,26 @@ class ExplorerText:
             [name, pid, ", ".join(standbys.get(name, [])) or "–"]
             for name, pid in e.proposal.task_to_processor(mode=TaskMode.ACTIVE).items()
         ]
+
+    def model_table_html(self) -> str:
+        return html_table(_MODEL_HEADERS, self.model_rows(), caption="proposed JobModel")
+
+    def moves_table_html(self) -> str:
+        """The moved tasks' table ("" when none moves)."""
+        rows = self.move_rows() if self._explorer.moves else []
+        return html_table(_MOVE_HEADERS, rows, caption="moved tasks") if rows else ""
+
+    def standby_table_html(self) -> str:
+        """The standbys' placement ("" without standbys)."""
+        rows = self.standby_rows()
+        return html_table(_STANDBY_HEADERS, rows, caption="standby placement") if rows else ""
+
+    def tables_text(self) -> list[str]:
+        """The model, move and standby tables as text (the ones there are)."""
+        tables = [text_table(_MODEL_HEADERS, self.model_rows())]
+        if self._explorer.moves:
+            tables.append(text_table(_MOVE_HEADERS, self.move_rows()))
+        standby_rows = self.standby_rows()
+        if standby_rows:
+            tables.append(text_table(_STANDBY_HEADERS, standby_rows))
+        return tables

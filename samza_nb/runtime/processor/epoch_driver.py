@@ -11,13 +11,15 @@ failure into a :class:`TaskError`.
 from __future__ import annotations
 
 import logging
+import math
+import operator
 import pickle
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from samza_nb.coordination.lease import JobLease
-from samza_nb.errors import CheckpointError, StreamNotFoundError, TaskError
+from samza_nb.errors import CheckpointError, JobError, StreamNotFoundError, TaskError
 from samza_nb.model import SystemStreamPartition, TaskModel
 from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore, EpochPlan
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
@@ -28,12 +30,34 @@ from samza_nb.runtime.task.user_code import describe, source_line
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["EpochDriver", "newest_offsets", "producer_counts", "ssp_lags"]
+__all__ = ["EpochDriver", "newest_offsets", "processing_time", "producer_counts", "ssp_lags"]
 
 _log = logging.getLogger(__name__)
 
 #: A drain reads the whole intermediate backlog in one epoch (in bounded fetches).
 _UNLIMITED = 2**62
+
+
+def processing_time(reading: object) -> int:
+    """An epoch's processing time from what the job's clock returned, checked before anything
+    records it (a pending epoch's plan keeps it, and a restart replays that plan)."""
+    try:
+        if isinstance(reading, bool):
+            raise TypeError
+        # An int, anything that is one (numpy's), or a finite float of milliseconds.
+        if isinstance(reading, float) and math.isfinite(reading):
+            now = int(reading)
+        else:
+            now = operator.index(reading)  # type: ignore[arg-type]  # TypeError when it is none
+    except TypeError:
+        now = -1
+    if now < 0:
+        msg = (
+            f"the job's clock returned {reading!r} ({type(reading).__name__}); run(clock=...) "
+            "must return the processing time in epoch milliseconds, an int >= 0"
+        )
+        raise JobError(msg)
+    return now
 
 
 def newest_offsets(plan: ExecutionPlan) -> dict[str, int]:

@@ -15,15 +15,13 @@ What a processor reports (committed results, a drain it saw, its failure) goes t
 from __future__ import annotations
 
 import logging
-import math
-import operator
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from samza_nb.drain import DrainMonitor
-from samza_nb.errors import CommitConflictError, JobError, JobLeaseError
+from samza_nb.errors import CommitConflictError, JobLeaseError
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.runtime.checkpoints import CheckpointStore
@@ -34,17 +32,12 @@ from samza_nb.runtime.processor.compaction import ChangelogCompactor
 from samza_nb.runtime.processor.epoch_driver import (
     EpochDriver,
     newest_offsets,
+    processing_time,
     producer_counts,
     ssp_lags,
 )
 from samza_nb.runtime.processor.retention import BackgroundRetention
-from samza_nb.runtime.processor.standby import (
-    StandbyProgress,
-    apply_standby,
-    standby_lag,
-    standby_locations,
-    standby_progress,
-)
+from samza_nb.runtime.processor.standby import StandbyTasks, standby_locations
 from samza_nb.runtime.processor.store_reports import StoreReports
 from samza_nb.runtime.task.stores import task_store_folder
 
@@ -151,8 +144,9 @@ class StreamProcessor:
         #: Compacts changelogs in the background when this processor owns retention.
         self.compactor = ChangelogCompactor(plan)
         self.retention = BackgroundRetention(plan)
+        self.standby_tasks = StandbyTasks(plan, checkpoints, processor_id, driver.store_root)
         #: Progress of this processor's standby tasks, by standby task name.
-        self.standbys: dict[str, StandbyProgress] = {}
+        self.standbys = self.standby_tasks.progress
         #: Which tasks' stores this processor reported holding at its location (host affinity).
         self.store_reports = StoreReports(metadata, processor_id, has_stores=bool(plan.store_names))
 
@@ -334,25 +328,6 @@ class StreamProcessor:
             self._stale_cache = True
         self._release_task_stores()
 
-    def _now_ms(self) -> int:
-        """The epoch's processing time from the job's clock, checked before anything records it
-        (a pending epoch's plan keeps it, and a restart replays that plan)."""
-        reading = self._clock()
-        try:
-            if isinstance(reading, bool):
-                raise TypeError
-            # An int, anything that is one (numpy's), or a finite float of milliseconds.
-            now = int(reading) if isinstance(reading, float) and math.isfinite(reading) else operator.index(reading)
-        except TypeError:
-            now = -1
-        if now < 0:
-            msg = (
-                f"the job's clock returned {reading!r} ({type(reading).__name__}); run(clock=...) "
-                "must return the processing time in epoch milliseconds, an int >= 0"
-            )
-            raise JobError(msg)
-        return now
-
     def _release_task_stores(self) -> None:
         """Have the executor close the stores it keeps open of this processor's active tasks
         (resident workers keep them between epochs): the tasks may run elsewhere next, and
@@ -402,7 +377,7 @@ class StreamProcessor:
         self.driver.check_lease()
         self.epoch += 1
         self._last_epoch_at = time.monotonic()
-        now = self._now_ms()
+        now = processing_time(self._clock())
         location = container.location_id or self.location_id
         drain = self.drain_requested
         assignments = self.driver.assignments(
@@ -444,22 +419,11 @@ class StreamProcessor:
         records to apply. ``counts``: this is the processor's epoch (it has no active task to
         run), counted like one when it works or when ``until`` is a number of epochs."""
         location = container.location_id or self.location_id
-        behind = []
-        for task in standbys:
-            progress = standby_progress(self.standbys, task, self.processor_id, location)
-            self.standbys[task.name] = progress
-            checkpoint = self.checkpoints.read_committed(progress.active)
-            lag = standby_lag(self.plan, task, progress, checkpoint)
-            if lag["records"] or lag["epochs"]:
-                behind.append((task, progress, checkpoint))
-        for gone in set(self.standbys) - {task.name for task in standbys}:
-            del self.standbys[gone]
+        behind = self.standby_tasks.behind(standbys, location)
         if counts and (behind or isinstance(self._until, int)):
             self._count_epoch()
-        for task, progress, checkpoint in behind:
-            apply_standby(self.plan, task, checkpoint, progress, store_root=self.driver.store_root)
-            if progress.steps:
-                self.store_reports.standby_stepped(location, task.name, progress.active, progress.applied_seq)
+        for progress in self.standby_tasks.catch_up(behind):
+            self.store_reports.standby_stepped(location, progress.task, progress.active, progress.applied_seq)
         return bool(behind)
 
     def _count_epoch(self) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from samza_nb.grouping.standby import active_task_name
 from samza_nb.model import JobModel, LocationId, TaskMode, TaskModel
-from samza_nb.runtime.checkpoints import Checkpoint
+from samza_nb.runtime.checkpoints import Checkpoint, CheckpointStore
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.plan_systems import default_system_of
 from samza_nb.runtime.task.stores import ChangelogRef, TaskStore, store_path
@@ -33,7 +33,14 @@ from samza_nb.runtime.task.stores import ChangelogRef, TaskStore, store_path
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan
 
-__all__ = ["StandbyProgress", "apply_standby", "standby_lag", "standby_locations", "standby_progress"]
+__all__ = [
+    "StandbyProgress",
+    "StandbyTasks",
+    "apply_standby",
+    "standby_lag",
+    "standby_locations",
+    "standby_progress",
+]
 
 
 def standby_locations(model: JobModel) -> dict[str, set[LocationId]]:
@@ -148,3 +155,43 @@ def standby_progress(
     if progress is not None and progress.processor == processor and progress.location == location:
         return progress
     return StandbyProgress(task.name, active_task_name(task.name), processor, location)
+
+
+#: A standby task behind its active, with its progress and the checkpoint it catches up to.
+Behind = tuple[TaskModel, StandbyProgress, Checkpoint]
+
+
+class StandbyTasks:
+    """One processor's standby tasks: which are behind their actives' committed checkpoints,
+    and their catching up, one step each per epoch of the processor. ``progress`` (standby
+    task name → :class:`StandbyProgress`) is what the job's status and views read."""
+
+    def __init__(
+        self, plan: ExecutionPlan, checkpoints: CheckpointStore, processor_id: str, store_root: str
+    ) -> None:
+        self.plan = plan
+        self.checkpoints = checkpoints
+        self.processor_id = processor_id
+        self.store_root = store_root
+        self.progress: dict[str, StandbyProgress] = {}
+
+    def behind(self, standbys: list[TaskModel], location: str) -> list[Behind]:
+        """The ones of ``standbys`` (this processor's now, at ``location``) that lag their
+        actives; the progress of standbys no longer here is dropped."""
+        behind = []
+        for task in standbys:
+            progress = standby_progress(self.progress, task, self.processor_id, location)
+            self.progress[task.name] = progress
+            checkpoint = self.checkpoints.read_committed(progress.active)
+            lag = standby_lag(self.plan, task, progress, checkpoint)
+            if lag["records"] or lag["epochs"]:
+                behind.append((task, progress, checkpoint))
+        for gone in set(self.progress) - {task.name for task in standbys}:
+            del self.progress[gone]
+        return behind
+
+    def catch_up(self, behind: list[Behind]) -> list[StandbyProgress]:
+        """One step of each standby ``behind``; the progress of those that stepped."""
+        for task, progress, checkpoint in behind:
+            apply_standby(self.plan, task, checkpoint, progress, store_root=self.store_root)
+        return [progress for _, progress, _ in behind if progress.steps]

@@ -19,7 +19,10 @@ from samza_nb.plan.windows import (
 )
 from samza_nb.runtime.task.operators import from_storable, to_storable
 
-__all__ = ["Pane", "trigger_fires"]
+__all__ = ["STABLE_KEY_TYPES", "Pane", "trigger_fires"]
+
+#: Keys whose store key is computed once per task epoch (not bool: True equals 1 in a dict).
+STABLE_KEY_TYPES = frozenset({str, int, bytes})
 
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode

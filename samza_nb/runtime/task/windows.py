@@ -12,6 +12,7 @@ fire the same way.
 
 Within an epoch the panes stay in memory (loaded once, written back once at the end); a
 message costs one fused call (see runtime/task/operators.py), its store key computed once per key.
+The event-time receivers (tumbling and hopping) are in runtime/task/window_event_time.py.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from samza_nb.plan.windows import (
     WindowType,
 )
 from samza_nb.runtime.task.operators import SKIPPED, OperatorImpl, from_storable, to_storable
-from samza_nb.runtime.task.window_panes import Pane, trigger_fires
+from samza_nb.runtime.task.window_event_time import event_time_receiver, hopping_receiver
+from samza_nb.runtime.task.window_panes import STABLE_KEY_TYPES, Pane, trigger_fires
 
 if TYPE_CHECKING:
     from samza_nb.runtime.task.context import TaskContext
@@ -44,8 +46,6 @@ if TYPE_CHECKING:
 __all__ = ["WindowImpl"]
 
 _pack = msgspec.msgpack.Encoder().encode
-# Keys whose store key is computed once per task epoch (not bool: True equals 1 in a dict).
-_STABLE_KEY_TYPES = frozenset({str, int, bytes})
 _unpack = msgspec.msgpack.Decoder().decode
 #: A window receiver's key not computed yet.
 _NO_KEY: Any = object()
@@ -112,9 +112,9 @@ class WindowImpl(OperatorImpl):
             first = window.initial() if window.initial is not None else None
             # The pane as its store gives it back (msgpack: a tuple or a set reads as a list), so
             # its key and aggregate read the same whether it fires in this epoch or a later one.
-            if type(key) not in _STABLE_KEY_TYPES:
+            if type(key) not in STABLE_KEY_TYPES:
                 key = from_storable(_unpack(store_key)[0])
-            if window.is_aggregating and type(first) not in _STABLE_KEY_TYPES:
+            if window.is_aggregating and type(first) not in STABLE_KEY_TYPES:
                 first = from_storable(_unpack(_pack(to_storable(first))))
         except Exception as error:
             self.failed(error)
@@ -142,9 +142,9 @@ class WindowImpl(OperatorImpl):
 
     def _fuse(self) -> Callable[[Any], None]:
         if self.window.window_type is WindowType.HOPPING:
-            return self._fuse_hopping()
+            return hopping_receiver(self)
         if self.window.is_event_time:
-            return self._fuse_event_time()
+            return event_time_receiver(self)
         window = self.window
         now = self.context.now_ms
         key_fn, fold, merge = window.key_fn, window.fold, window.merge
@@ -155,7 +155,7 @@ class WindowImpl(OperatorImpl):
         panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
         checks = self._checks_on_message()
         store_key_of = self._store_key
-        stable = _STABLE_KEY_TYPES
+        stable = STABLE_KEY_TYPES
         touched = self._touched
         new_pane = self._new_pane
         # The store key of each key's pane in this epoch (keys of stable scalar types only).
@@ -275,139 +275,6 @@ class WindowImpl(OperatorImpl):
             fold_one(message)
 
         return receive_merging
-
-    def _fuse_event_time(self) -> Callable[[Any], None]:
-        """Event-time tumbling panes: the pane of the message's timestamp; a message for a
-        pane the watermark already passed is late and dropped (counted in ``dropped``)."""
-        window = self.window
-        now = self.context.now_ms
-        size = window.size_ms
-        key_fn, fold, timestamp_of = window.key_fn, window.fold, window.event_time
-        aggregating = window.is_aggregating
-        panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
-        checks = window.early_trigger is not None
-        store_key_of = self._store_key
-        stable = _STABLE_KEY_TYPES
-        store_keys: dict[tuple[Any, int], bytes] = {}
-        new_pane = self._new_pane
-        count = 0
-
-        def receive(message: Any) -> None:
-            nonlocal count
-            count += 1
-            try:
-                key = key_fn(message) if key_fn is not None else None
-                timestamp = int(timestamp_of(message))  # type: ignore[misc]
-                window_ts = timestamp - timestamp % size
-                if type(key) in stable:
-                    store_key = store_keys.get((key, window_ts))
-                    if store_key is None:
-                        store_key = store_keys[(key, window_ts)] = store_key_of(key, window_ts)
-                else:
-                    check_partition_key(key, op_id)
-                    store_key = store_key_of(key, window_ts)
-            except Exception as error:
-                failed(error)
-                return
-            if window_ts + size <= self.input_watermark:
-                self.dropped += 1
-                return
-            pane = panes.get(store_key)
-            if pane is None:
-                pane = new_pane(store_key, key, window_ts, now)
-                if pane is None:
-                    return
-            if aggregating:
-                try:
-                    pane.value = fold(message, pane.value)  # type: ignore[misc]
-                except Exception as error:
-                    failed(error)
-                    return
-            else:
-                pane.value.append(message)
-            if pane.early_count == 0:
-                pane.early_first_ts = now
-            pane.count += 1
-            pane.early_count += 1
-            pane.last_ts = now
-            pane.dirty = True
-            if checks:
-                check(store_key, pane, now)
-
-        self._counters.append(lambda: count)
-        return receive
-
-    def _fuse_hopping(self) -> Callable[[Any], None]:
-        """Event-time hopping panes: the message goes to the pane of every window covering
-        its timestamp (starts at multiples of the slide, latest first). Windows the watermark
-        already passed are skipped; the rest take it (one that no window takes counts in
-        ``dropped``)."""
-        window = self.window
-        now = self.context.now_ms
-        size = window.size_ms
-        slide = window.slide_ms or size
-        key_fn, fold, timestamp_of = window.key_fn, window.fold, window.event_time
-        aggregating = window.is_aggregating
-        panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
-        checks = window.early_trigger is not None
-        store_key_of = self._store_key
-        stable = _STABLE_KEY_TYPES
-        store_keys: dict[tuple[Any, int], bytes] = {}
-        new_pane = self._new_pane
-        count = 0
-
-        def receive(message: Any) -> None:
-            nonlocal count
-            count += 1
-            try:
-                key = key_fn(message) if key_fn is not None else None
-                timestamp = int(timestamp_of(message))  # type: ignore[misc]
-                cached = type(key) in stable
-                if not cached:
-                    check_partition_key(key, op_id)
-            except Exception as error:
-                failed(error)
-                return
-            watermark = self.input_watermark
-            window_ts = latest = timestamp - timestamp % slide
-            while window_ts > timestamp - size:
-                if window_ts + size <= watermark:
-                    # This window and every earlier one have fired: dropped if it was the latest.
-                    if window_ts == latest:
-                        self.dropped += 1
-                    return
-                if cached:
-                    store_key = store_keys.get((key, window_ts))
-                    if store_key is None:
-                        store_key = store_keys[(key, window_ts)] = store_key_of(key, window_ts)
-                else:
-                    store_key = store_key_of(key, window_ts)
-                pane = panes.get(store_key)
-                if pane is None:
-                    pane = new_pane(store_key, key, window_ts, now)
-                    if pane is None:
-                        return
-                if aggregating:
-                    try:
-                        pane.value = fold(message, pane.value)  # type: ignore[misc]
-                    except Exception as error:
-                        failed(error)
-                        return
-                else:
-                    pane.value.append(message)
-                pane.count += 1
-                pane.dirty = True
-                if checks:
-                    # Only early triggers read these (the watermark fires the pane).
-                    if pane.early_count == 0:
-                        pane.early_first_ts = now
-                    pane.early_count += 1
-                    pane.last_ts = now
-                    check(store_key, pane, now)
-                window_ts -= slide
-
-        self._counters.append(lambda: count)
-        return receive
 
     def handle_watermark(self, watermark: int) -> list[Any]:
         if self.window.is_event_time:
