@@ -22,7 +22,9 @@ coming last, after every other record of the epoch is acknowledged: a visible ch
 implies every record of its epoch is in the log, and a replayed epoch's copies carry the same
 (producer, seq, ordinal) headers, which samza_nb's reads drop. External ``read_committed``
 consumers of a Tansu topic may therefore see an aborted epoch's records; samza_nb's own reads
-(windows, outputs through ``Job.collect``, changelog restores) count each input once.
+(windows, outputs through ``Job.collect``, changelog restores) count each input once. They read
+uncommitted on Tansu: its last stable offset, when it keeps one, can stay behind a transaction
+for good (systems/kafka/clients.py).
 """
 
 from __future__ import annotations

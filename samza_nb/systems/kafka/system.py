@@ -372,6 +372,7 @@ class KafkaSystem(StreamSystem):
         if offset >= bound or max_messages <= 0:
             return Fetched([], offset)
         self.require_partition(stream_id, partition)
+        self._connection.is_tansu()  # the consumer's isolation level depends on it
         clients = self._clients()
         key = (stream_id, partition)
         messages, next_offset, high = consume_range(
