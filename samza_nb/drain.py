@@ -48,6 +48,9 @@ RUN_ENDED_KEY = "samza-nb.run.ended"
 #: The last run id that ended drained (a drained deployment does not run again).
 RUN_DRAINED_KEY = "samza-nb.run.drained"
 _log = logging.getLogger(__name__)
+#: Polls in a row that failed before the drain monitor warns (the job's own calls to the
+#: store end it with one line long before, when the store is away).
+_LOUD_AFTER_FAILURES = 5
 
 
 class DrainMode(StrEnum):
@@ -251,10 +254,11 @@ class DrainMonitor:
                 failed = 0
             except SamzaNbError as error:  # a store away: say so in a line, the next poll retries
                 # The job's own calls to the store fail the same way and end it with the one
-                # line that matters (a ZooKeeper outage past its bound): a first failure is
-                # logged quietly, a second one in a row is news.
+                # line that matters (a ZooKeeper outage past its bound, each call up to its
+                # retries' bound): failures are logged quietly until they outlast that by far.
                 failed += 1
-                _log.log(logging.WARNING if failed > 1 else logging.INFO, "DrainMonitor poll failed: %s", error)
+                level = logging.WARNING if failed >= _LOUD_AFTER_FAILURES else logging.INFO
+                _log.log(level, "DrainMonitor poll failed: %s", error)
                 found = False
             except Exception:  # a flaky store must not kill the monitor; the next poll retries
                 _log.exception("DrainMonitor poll failed")

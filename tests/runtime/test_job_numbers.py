@@ -164,7 +164,8 @@ def test_ctrl_c_during_wait_of_a_background_job_leaves_it_running_and_wait_waits
 ) -> None:
     system.create_stream("slow", 2)
     system.write("slow", list(range(400)))
-    system.end_stream("slow")
+    # The input ends only after the interrupt, so the job cannot finish before it (a starved
+    # test thread once saw epoch 2 so late that the job ended within the timer's 0.2 s).
     app = StreamApplication("waited", config={"task.max.epoch.messages": "20"})
 
     def slowly(n: int) -> int:
@@ -180,6 +181,7 @@ def test_ctrl_c_during_wait_of_a_background_job_leaves_it_running_and_wait_waits
     with pytest.raises(KeyboardInterrupt):
         job.wait(timeout=60)
     assert job.status().state == "running"  # the interrupt ended the wait, not the job
+    system.end_stream("slow")
     assert job.wait(timeout=120).state == "finished"
     assert sorted(system.read("out")["value"]) == list(range(400))
 
