@@ -202,8 +202,9 @@ class ExplorerText:
 
     def moves_table_html(self) -> str:
         """The moved tasks' table ("" when none moves)."""
-        rows = self.move_rows() if self._explorer.moves else []
-        return html_table(_MOVE_HEADERS, rows, caption="moved tasks") if rows else ""
+        if not self._explorer.moves:
+            return ""
+        return html_table(_MOVE_HEADERS, self.move_rows(), caption="moved tasks")
 
     def standby_table_html(self) -> str:
         """The standbys' placement ("" without standbys)."""

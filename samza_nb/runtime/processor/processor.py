@@ -37,7 +37,7 @@ from samza_nb.runtime.processor.epoch_driver import (
     ssp_lags,
 )
 from samza_nb.runtime.processor.retention import BackgroundRetention
-from samza_nb.runtime.processor.standby import StandbyTasks, standby_locations
+from samza_nb.runtime.processor.standby import StandbyProgress, StandbyTasks, standby_locations
 from samza_nb.runtime.processor.store_reports import StoreReports
 from samza_nb.runtime.task.stores import task_store_folder
 
@@ -145,10 +145,13 @@ class StreamProcessor:
         self.compactor = ChangelogCompactor(plan)
         self.retention = BackgroundRetention(plan)
         self.standby_tasks = StandbyTasks(plan, checkpoints, processor_id, driver.store_root)
-        #: Progress of this processor's standby tasks, by standby task name.
-        self.standbys = self.standby_tasks.progress
         #: Which tasks' stores this processor reported holding at its location (host affinity).
         self.store_reports = StoreReports(metadata, processor_id, has_stores=bool(plan.store_names))
+
+    @property
+    def standbys(self) -> dict[str, StandbyProgress]:
+        """Progress of this processor's standby tasks, by standby task name."""
+        return self.standby_tasks.progress
 
     def __repr__(self) -> str:
         return f"StreamProcessor({self.processor_id!r} at {self.location_id!r}, {self.state}, epoch {self.epoch})"
