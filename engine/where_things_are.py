@@ -20,6 +20,8 @@ _HEADER = """# Where things are
 Every package and module of `samza_nb`, with the first sentence of its docstring. Packages
 import downward only (`tests/test_layers.py` holds the order). This page is written by
 `engine/where_things_are.py` from the tree; `tests/docs/test_map.py` fails when it is stale.
+`engine/message_walk.py` follows one message through a task epoch and counts the modules it
+passes and the returns it makes between them.
 """
 
 

@@ -195,6 +195,7 @@ class TaskContext:
         self.position: tuple[str, int] | None = None
         #: Messages dropped because a user function failed and ``task.errors.skip`` is on.
         self.skipped = 0
+        self._system_streams: dict[str, SystemStream] = {}
 
     def stream_serde(self, stream_id: str) -> Any:
         return self.plan.streams[stream_id].serde
@@ -251,4 +252,8 @@ class TaskContext:
         return self.drain_states.is_drained(self.system_stream(stream_id))
 
     def system_stream(self, stream_id: str) -> SystemStream:
-        return SystemStream(self.plan.streams[stream_id].system.name, stream_id)
+        system_stream = self._system_streams.get(stream_id)
+        if system_stream is None:
+            system_stream = SystemStream(self.plan.streams[stream_id].system.name, stream_id)
+            self._system_streams[stream_id] = system_stream
+        return system_stream

@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -153,3 +153,19 @@ class BatchDecoder:
             return list(map(distinct.__getitem__, raw))
         # A key that decodes to a list or a dict: each message gets its own copy.
         return [None if key is None else decode(key) for key in raw]
+
+
+class StreamDecoders(NamedTuple):
+    """What a task epoch decodes one stream's messages with: ``batch`` a fetched batch at a
+    time; ``one`` a message at a time, ``(key bytes, value bytes) -> message`` (a KV for a KV
+    serde); ``value`` a value-only serde's own decoder (None for a KV serde)."""
+
+    batch: BatchDecoder
+    one: Callable[[bytes | None, bytes | None], Any]
+    value: Callable[[bytes], Any] | None
+
+
+def stream_decoders(serde: Any) -> StreamDecoders:
+    """The decoders of a stream with ``serde``, for one task epoch."""
+    value = None if isinstance(serde, KVSerde) else raw_decoder(serde)
+    return StreamDecoders(BatchDecoder(serde), message_decoder(serde), value)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from samza_nb.plan.kv import from_storable, to_storable
 from samza_nb.plan.operators import InputOperatorSpec, OperatorSpec
 from samza_nb.runtime.task.control import LONG_MAX, WATERMARK_NOT_EXIST
-from samza_nb.runtime.task.fusion import CompiledChain, chain_from, compile_chain
+from samza_nb.runtime.task.fusion import CompiledChain, chain_from, compile_chain, one_by_one
 
 if TYPE_CHECKING:
     from samza_nb.runtime.task.context import TaskContext
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SKIPPED",
     "OperatorImpl",
+    "TaskOperators",
     "UserFunctionError",
     "from_storable",
     "to_storable",
@@ -146,6 +147,15 @@ class OperatorImpl:
             return None
         return following.chain()
 
+    def feeds(self) -> tuple[Receiver, Callable[[list[Any]], None], Callable[[], int]]:
+        """What the task hands this (input) operator's messages to: one message, a decoded
+        batch in one call (the compiled chain after it, else message by message), and how
+        many messages of the last batch went in."""
+        push = self.emitter()
+        chain = self.batch_emitter()
+        run_batch, entered = (chain.run, chain.entered) if chain is not None else one_by_one(push)
+        return push, run_batch, entered
+
     def emit_all(self, messages: Iterable[Any]) -> None:
         emit = self.emitter()
         for message in messages:
@@ -246,6 +256,52 @@ class OperatorImpl:
 
 class InputImpl(OperatorImpl):
     pass
+
+
+def _doing(impls: Iterable[OperatorImpl], hook: str) -> list[OperatorImpl]:
+    """The operators whose kind does something at ``hook`` (overrides OperatorImpl's)."""
+    base = getattr(OperatorImpl, hook)
+    return [impl for impl in impls if getattr(type(impl), hook) is not base]
+
+
+class TaskOperators:
+    """A task's operators by op id, and what the task does with all of them at once: their
+    epoch hooks (each called only on the operators whose kind does something there) and their
+    control state and counts."""
+
+    def __init__(self, impls: dict[str, OperatorImpl]):
+        self.impls = impls
+        self._loads = _doing(impls.values(), "load")
+        self._saves = _doing(impls.values(), "save")
+        self._timers = _doing(impls.values(), "on_timer")
+        self._epoch_ends = _doing(impls.values(), "end_epoch")
+
+    def load(self) -> None:
+        for impl in self._loads:
+            impl.load()
+
+    def save(self) -> None:
+        for impl in self._saves:
+            impl.save()
+
+    def end_epoch(self, now_ms: int) -> None:
+        """Every operator's processing-time tick, then what each still holds is appended."""
+        for impl in self._timers:
+            impl.on_timer(now_ms)
+        for impl in self._epoch_ends:
+            impl.end_epoch()
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        return {op_id: impl.snapshot() for op_id, impl in self.impls.items()}
+
+    def restore(self, state: dict[str, dict[str, Any]]) -> None:
+        for op_id, impl in self.impls.items():
+            if op_id in state:
+                impl.restore(state[op_id])
+
+    def counts(self) -> dict[str, int]:
+        """Messages each operator received in this task epoch."""
+        return {op_id: impl.count() for op_id, impl in self.impls.items()}
 
 
 class _FusedImpl(OperatorImpl):

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from samza_nb.errors import CheckpointError
 from samza_nb.model import SystemStreamPartition
 from samza_nb.plan.combining import partial_message_count
-from samza_nb.plan.serdes import KVSerde
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
 from samza_nb.runtime.faults import reached as kill_point
@@ -36,9 +35,8 @@ from samza_nb.runtime.task.control import (
 from samza_nb.runtime.task.decoding import (
     BatchDecoder,
     holds_control_messages,
-    message_decoder,
-    raw_decoder,
     serde_error,
+    stream_decoders,
 )
 from samza_nb.runtime.task.dedup_state import DEDUP, dedup_states, resume_dedup
 from samza_nb.runtime.task.exactly_once import (
@@ -46,9 +44,8 @@ from samza_nb.runtime.task.exactly_once import (
     TaskTransaction,
     task_transaction,
 )
-from samza_nb.runtime.task.fusion import one_by_one
 from samza_nb.runtime.task.graph import build_operator_graph
-from samza_nb.runtime.task.operators import UserFunctionError
+from samza_nb.runtime.task.operators import TaskOperators, UserFunctionError
 from samza_nb.runtime.task.sampling import tap_operators
 from samza_nb.runtime.task.side_inputs import read_side_input
 from samza_nb.runtime.task.task_control import TaskControl
@@ -83,10 +80,15 @@ class _TaskRun:
         self.messages_in: dict[str, int] = {}
         #: What retention deleted before this epoch read it (runtime/offsets.py after_deletion).
         self.deleted_unread: list[str] = []
+        self._ssps: dict[tuple[str, int], SystemStreamPartition] = {}
 
     # -- setup -----------------------------------------------------------------------------
     def _ssp(self, stream_id: str, partition: int) -> SystemStreamPartition:
-        return SystemStreamPartition(self.plan.streams[stream_id].system.name, stream_id, partition)
+        ssp = self._ssps.get((stream_id, partition))
+        if ssp is None:
+            ssp = SystemStreamPartition(self.plan.streams[stream_id].system.name, stream_id, partition)
+            self._ssps[(stream_id, partition)] = ssp
+        return ssp
 
     def setup(self) -> None:
         plan, a, context = self.plan, self.a, self.context
@@ -97,10 +99,8 @@ class _TaskRun:
         context.operators = self.impls
         self.control.inputs = self.inputs
         self.samples = tap_operators(self.impls, a.samples)
-        operator_state = control.get("operators", {})
-        for op_id, impl in self.impls.items():
-            if op_id in operator_state:
-                impl.restore(operator_state[op_id])
+        self.operators = TaskOperators(self.impls)
+        self.operators.restore(control.get("operators", {}))
         # Stores used by table side inputs are opened like every other store.
         for table_id in plan.tables:
             context.table(table_id)
@@ -122,8 +122,7 @@ class _TaskRun:
     # -- processing ------------------------------------------------------------------------
     def process(self) -> None:
         a, plan = self.a, self.plan
-        for impl in self.impls.values():
-            impl.load()
+        self.operators.load()
         side_inputs = set(plan.side_inputs)
         ordered = sorted(
             a.ssps,
@@ -147,10 +146,7 @@ class _TaskRun:
                 if plan.streams[stream_id].kind == "intermediate":
                     self.control.count_ended_producers(stream_id, partition)
         self.context.position = None
-        for impl in self.impls.values():
-            impl.on_timer(a.now_ms)
-        for impl in self.impls.values():
-            impl.end_epoch()
+        self.operators.end_epoch(a.now_ms)
 
     def _read(self, stream_id: str, partition: int, start: int, bound: int) -> None:
         if bound <= start:
@@ -162,20 +158,16 @@ class _TaskRun:
             # nothing; the next epoch starts the new stream afresh (runtime/offsets.py).
             return
         input_impl = self.inputs[stream_id]
-        push = input_impl.emitter()
         # A decoded batch goes into the input's compiled chain in one call when it has one.
-        chain = input_impl.batch_emitter()
-        run_batch, entered = (chain.run, chain.entered) if chain is not None else one_by_one(push)
+        push, run_batch, entered = input_impl.feeds()
         serde = self.plan.streams[stream_id].serde
-        decode_kv = message_decoder(serde)
-        decode_value = None if isinstance(serde, KVSerde) else raw_decoder(serde)
+        decode_batch, decode_kv, decode_value = stream_decoders(serde)
         context = self.context
         key = ssp_key(stream_id, partition)
         remaining = self.a.max_messages
         count = 0
         offset = start
         user = MessageKind.USER
-        decode_batch = BatchDecoder(serde)
         resume_dedup(self.plan, self.a, stream_id, partition)
         while offset < bound and remaining > 0:
             try:
@@ -277,7 +269,7 @@ class _TaskRun:
         return {
             "runId": self.a.run_id,
             **self.control.snapshot(),
-            "operators": {op_id: impl.snapshot() for op_id, impl in self.impls.items()},
+            "operators": self.operators.snapshot(),
             **({"inputs": dict(self.a.inputs)} if self.a.inputs else {}),
             **({DEDUP: dedup} if dedup else {}),
         }
@@ -311,8 +303,7 @@ class _TaskRun:
         return out
 
     def flush_stores(self, control: dict[str, Any]) -> None:
-        for impl in self.impls.values():
-            impl.save()
+        self.operators.save()
         for store in self.context.stores.values():
             store.flush(self._store_meta(control), self.a.seq)
 
@@ -327,8 +318,7 @@ class _TaskRun:
     def commit_transaction(self, transaction: TaskTransaction, control: dict[str, Any]) -> dict[str, int]:
         """Exactly-once: outputs, changelog records and the checkpoint in one Kafka
         transaction; the local stores are written only after it committed."""
-        for impl in self.impls.values():
-            impl.save()
+        self.operators.save()
 
         def body(open_transaction: TaskTransaction) -> dict[str, int]:
             messages_out = self.write_outputs(open_transaction)
@@ -374,7 +364,7 @@ class _TaskRun:
             drained=bool(context.drain_states.details()) and context.drain_states.are_all_streams_drained(),
             messages_in=self.messages_in,
             messages_out=messages_out,
-            operator_counts={op_id: impl.count() for op_id, impl in self.impls.items()},
+            operator_counts=self.operators.counts(),
             operator_skipped={op_id: impl.skipped for op_id, impl in self.impls.items() if impl.skipped},
             operator_dropped={op_id: impl.dropped for op_id, impl in self.impls.items() if impl.dropped},
             skipped=self.context.skipped,
