@@ -149,7 +149,7 @@ class EpochTracer:
 
     def __exit__(self, *exc: object) -> None:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
 
 
 def quickstart_walks() -> list[EpochWalk]:
