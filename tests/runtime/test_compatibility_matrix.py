@@ -3,13 +3,10 @@ keys, before the job writes anything; working cells run as small real jobs on th
 (ZooKeeper, Azurite, the Kafka broker) with exact counts; docs/configuration.md shows the
 matrix the module computes.
 
-The working cells are 84 (samza_nb.job.compatibility_matrix); running each as a job does
-not fit this file's budget, so :data:`RUNS` runs every row of the matrix's table once (the 21
-working combinations of coordinator, metadata store, guarantee and system) in one of its four
-columns (standby replication factor 1 or 2, executor local or spark), every coordinator with
-each column value. A cell that is not run differs from its row's run only in the replication
-factor and/or the executor: the replication factor adds standby tasks next to the same active
-path, and the executor runs the same task epochs in this process or on the Spark session.
+The working cells are 84 (samza_nb.job.compatibility_matrix): the 21 working combinations of
+coordinator, metadata store, guarantee and system (the rows of the matrix's table), each in its
+four columns (standby replication factor 1 or 2, executor local or spark). :data:`RUNS` runs
+every one of them as a small job.
 """
 
 from __future__ import annotations
