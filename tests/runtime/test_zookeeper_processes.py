@@ -189,6 +189,16 @@ def _input_read(
         store.close()
 
 
+def _fewest_epochs(zk_connect: str, root: str, tasks: int) -> int:
+    """The fewest epochs any of the job's ``tasks`` tasks has committed (0 before all have)."""
+    store = ZkMetadataStore(zk_connect, root)
+    try:
+        checkpoints = CheckpointStore(store).read_all()
+    finally:
+        store.close()
+    return min((checkpoint.seq for checkpoint in checkpoints.values()), default=0) if len(checkpoints) >= tasks else 0
+
+
 def test_samza_nb_drain_stops_every_processor_process(zk_connect: str, tmp_path: Path) -> None:
     log = tmp_path / "log"
     system = EmbeddedSystem("embedded", path=log)
@@ -278,8 +288,11 @@ def test_a_killed_processor_process_fails_over_to_its_standbys(zk_connect: str, 
     root = "/app-zk-standby-1/ApplicationRunnerData"
     try:
         deadline = time.monotonic() + 180
-        while _input_read(zk_connect, root, "events#") < 1_200:
-            assert time.monotonic() < deadline, "the processors read 1200 events in 180 s"
+        # Every task has committed a few epochs, so every processor is running and has stepped
+        # its standbys (on a loaded machine one processor's Spark can start long after the
+        # others have read 1,200 events, and a standby that never stepped restores in full).
+        while _input_read(zk_connect, root, "events#") < 1_200 or _fewest_epochs(zk_connect, root, 4) < 3:
+            assert time.monotonic() < deadline, "the processors read 1200 events, every task 3 epochs, in 180 s"
             for process in (doomed, *processes.values()):
                 if process.poll() is not None:
                     said = process.stdout.read().decode()[-3000:] if process.stdout else ""
