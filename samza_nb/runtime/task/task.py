@@ -95,11 +95,11 @@ class _TaskRun:
         control = control_of_run(a.control, a.run_id, rewound=a.rewound)
         self.control = TaskControl(plan, a, context, control, self._ssp)
         task_streams = {stream_id for stream_id, _ in a.ssps}
-        self.impls, self.inputs = build_operator_graph(plan.input_operators, context, task_streams)
-        context.operators = self.impls
+        impls, self.inputs = build_operator_graph(plan.input_operators, context, task_streams)
+        context.operators = impls
         self.control.inputs = self.inputs
-        self.samples = tap_operators(self.impls, a.samples)
-        self.operators = TaskOperators(self.impls)
+        self.samples = tap_operators(impls, a.samples)
+        self.operators = TaskOperators(impls)
         self.operators.restore(control.get("operators", {}))
         # Stores used by table side inputs are opened like every other store.
         for table_id in plan.tables:
@@ -365,8 +365,8 @@ class _TaskRun:
             messages_in=self.messages_in,
             messages_out=messages_out,
             operator_counts=self.operators.counts(),
-            operator_skipped={op_id: impl.skipped for op_id, impl in self.impls.items() if impl.skipped},
-            operator_dropped={op_id: impl.dropped for op_id, impl in self.impls.items() if impl.dropped},
+            operator_skipped={op_id: impl.skipped for op_id, impl in self.operators.impls.items() if impl.skipped},
+            operator_dropped={op_id: impl.dropped for op_id, impl in self.operators.impls.items() if impl.dropped},
             skipped=self.context.skipped,
             restored_records=restored,
             restore_seconds=sum(store.restore_seconds for store in stores),

@@ -10,14 +10,12 @@ reader's checkpoint carries (:func:`resume_tracker`), else rebuilds it by scanni
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from samza_nb.systems.kafka.reader import consume_range, decode_message
 
-if TYPE_CHECKING:
-    from samza_nb.systems.kafka.clients import ProcessClients
-
-__all__ = ["DedupTracker", "rebuilt_tracker", "resume_tracker", "tracker_state"]
+__all__ = ["DedupTracker", "TrackerHome", "rebuilt_tracker", "resume_tracker", "tracker_state"]
 
 # Keep the highest ordinals of this many recent sequence numbers per producer.
 _SEQS_KEPT = 4096
@@ -93,7 +91,23 @@ class DedupTracker:
         return True
 
 
-def tracker_state(clients: ProcessClients, stream_id: str, partition: int) -> dict[str, Any] | None:
+
+class TrackerHome(Protocol):
+    """Where a process keeps its trackers and reads with (systems/kafka/clients.py's
+    ProcessClients): the functions below ask no more of it."""
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def trackers(self) -> dict[tuple[str, int], DedupTracker]: ...
+
+    def consumer(self) -> Any: ...
+
+    def count_fetched(self, topic: str, partition: int, count: int) -> None: ...
+
+
+def tracker_state(clients: TrackerHome, stream_id: str, partition: int) -> dict[str, Any] | None:
     """The snapshot of the partition's tracker (None: no read met an idempotent append)."""
     with clients.lock:
         tracker = clients.trackers.get((stream_id, partition))
@@ -103,7 +117,7 @@ def tracker_state(clients: ProcessClients, stream_id: str, partition: int) -> di
         return tracker.snapshot()
 
 
-def resume_tracker(clients: ProcessClients, stream_id: str, partition: int, state: Mapping[str, Any] | None) -> bool:
+def resume_tracker(clients: TrackerHome, stream_id: str, partition: int, state: Mapping[str, Any] | None) -> bool:
     """Install the tracker ``state`` describes, unless the process's own tracker of the
     partition stands at the same position; returns whether it was installed."""
     if not state:
@@ -118,7 +132,7 @@ def resume_tracker(clients: ProcessClients, stream_id: str, partition: int, stat
 
 
 def rebuilt_tracker(
-    clients: ProcessClients,
+    clients: TrackerHome,
     stream_id: str,
     partition: int,
     offset: int,
