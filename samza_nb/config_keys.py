@@ -73,7 +73,10 @@ class ConfigKey:
         if kind == "bool":
             ok = value.strip().lower() in (*TRUE_WORDS, *FALSE_WORDS)
         elif kind == "int":
-            ok = re.fullmatch(r"\s*-?[0-9]+\s*", value) is not None and self._in_range(int(value))
+            # ASCII blanks only: int() refuses other characters str.isspace() takes ("\x1f").
+            ok = re.fullmatch(r"[ \t\n\r\f\v]*-?[0-9]+[ \t\n\r\f\v]*", value) is not None and self._in_range(
+                int(value)
+            )
         elif kind == "float":
             number = _finite_float(value)
             ok = number is not None and self._in_range(number)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from samza_nb.config import KNOWN_KEYS, Config, properties_config
@@ -102,6 +102,7 @@ def test_ids_are_text() -> None:
 
 
 @settings(max_examples=300, deadline=None)
+@example({"azure.storage.retry.attempts": "0\x1f"})  # a blank str.isspace() takes, int() not
 @given(
     st.dictionaries(
         st.one_of(st.sampled_from(sorted(KNOWN_KEYS)), st.text(max_size=30)),
