@@ -278,3 +278,24 @@ def test_ctrl_c_while_a_job_starts_spark_is_one_error_and_pysparks_handler_comes
     assert lines[:1] == ["interrupted: stopped"], done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "py4j" not in done.stderr, done.stderr
     assert lines[-1] == f"handler after: {after}", done.stdout
+
+
+def test_the_checkouts_spark_defaults_agree_with_the_settings_get_spark_gives_every_session() -> None:
+    # spark-submit reads engine/spark/spark-defaults.conf (SPARK_CONF_DIR) for any session of
+    # the process, a plain PySpark one included: a module it names must exist.
+    import importlib.util
+
+    from samza_nb.runtime.executors import spark as spark_module
+
+    folder = spark_module.spark_conf_dir()
+    assert folder is not None
+    defaults = {}
+    for line in (folder / "spark-defaults.conf").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, value = line.split(None, 1)
+            defaults[key] = value.strip()
+    essentials = spark_module._ESSENTIALS
+    shared = {key for key in defaults if key in essentials}
+    assert "spark.python.daemon.module" in shared
+    assert {key: defaults[key] for key in shared} == {key: essentials[key] for key in shared}
+    assert importlib.util.find_spec(defaults["spark.python.daemon.module"]) is not None
