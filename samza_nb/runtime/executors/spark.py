@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from samza_nb.config import Config, environment
+from samza_nb.runtime.executors.class_archive import driver_launch
 from samza_nb.runtime.executors.interrupts import handlers_deferred
 from samza_nb.runtime.executors.masters import DEFAULT_MASTER
 from samza_nb.runtime.executors.other_spark_jobs import wait_for_closing_pools
@@ -139,7 +140,10 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     # spark-submit (which pyspark uses to launch the JVM) reads log4j2.properties and
     # spark-defaults.conf from SPARK_CONF_DIR; a folder the user chose is left alone.
     use_conf_dir = conf_dir is not None and "SPARK_CONF_DIR" not in os.environ
-    if use_conf_dir:
+    # With this environment's class-data archive the driver reads the same two files of the
+    # folder another way (runtime/executors/class_archive.py).
+    launch = driver_launch(conf_dir) if conf_dir is not None and use_conf_dir else None
+    if use_conf_dir and launch is None:
         os.environ["SPARK_CONF_DIR"] = str(conf_dir)
     # Spark reads SPARK_LOCAL_IP for its block manager and would warn about a loopback hostname.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -165,9 +169,12 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
             if key.startswith("spark.") and key not in ("spark.master", "spark.app.name")
         }
     )
+    if launch is not None:
+        settings["spark.driver.defaultJavaOptions"] = launch.java_options
     for key, value in settings.items():
         builder = builder.config(key, value)
-    _launch_quiet_gateway(master, name, settings)
+    with _environment(launch.environment if launch is not None else {}):
+        _launch_quiet_gateway(master, name, settings)
     with handlers_deferred():  # a job starting Spark keeps Ctrl-C plain meanwhile (interrupts.py)
         session = builder.getOrCreate()
     _reap_the_jvm()
@@ -175,6 +182,21 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     if not use_conf_dir:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@contextlib.contextmanager
+def _environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """``variables`` set in this process's environment meanwhile (for spark-submit to read)."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _reap_the_jvm() -> None:
