@@ -173,6 +173,11 @@ class OperatorImpl:
         except Exception as error:
             return self.failed(error)
 
+    def add_counter(self, counter: Callable[[], int]) -> None:
+        """Count, in :attr:`messages_in`, the messages a fused receiver of this operator takes
+        (``counter`` returns how many so far)."""
+        self._counters.append(counter)
+
     def failed(self, error: Exception) -> Any:
         """A user function of this operator raised ``error``: count and skip the message
         (returns SKIPPED) when the task skips failures, else raise UserFunctionError."""

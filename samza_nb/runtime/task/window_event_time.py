@@ -12,18 +12,15 @@ computed once per (key, window).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from samza_nb.model.keys import check_partition_key
-from samza_nb.runtime.task.window_panes import STABLE_KEY_TYPES
-
-if TYPE_CHECKING:
-    from samza_nb.runtime.task.windows import WindowImpl
+from samza_nb.runtime.task.window_panes import STABLE_KEY_TYPES, PaneHolder
 
 __all__ = ["event_time_receiver", "hopping_receiver"]
 
 
-def event_time_receiver(op: WindowImpl) -> Callable[[Any], None]:
+def event_time_receiver(op: PaneHolder) -> Callable[[Any], None]:
     """Event-time tumbling panes: the pane of the message's timestamp; a message for a
     pane the watermark already passed is late and dropped (counted in ``dropped``)."""
     window = op.window
@@ -31,12 +28,12 @@ def event_time_receiver(op: WindowImpl) -> Callable[[Any], None]:
     size = window.size_ms
     key_fn, fold, timestamp_of = window.key_fn, window.fold, window.event_time
     aggregating = window.is_aggregating
-    panes, failed, op_id, check = op.panes, op.failed, op.op_id, op._check
+    panes, failed, op_id, check = op.panes, op.failed, op.op_id, op.check_triggers
     checks = window.early_trigger is not None
-    store_key_of = op._store_key
+    store_key_of = op.store_key
     stable = STABLE_KEY_TYPES
     store_keys: dict[tuple[Any, int], bytes] = {}
-    new_pane = op._new_pane
+    new_pane = op.new_pane
     count = 0
 
     def receive(message: Any) -> None:
@@ -81,11 +78,11 @@ def event_time_receiver(op: WindowImpl) -> Callable[[Any], None]:
         if checks:
             check(store_key, pane, now)
 
-    op._counters.append(lambda: count)
+    op.add_counter(lambda: count)
     return receive
 
 
-def hopping_receiver(op: WindowImpl) -> Callable[[Any], None]:
+def hopping_receiver(op: PaneHolder) -> Callable[[Any], None]:
     """Event-time hopping panes: the message goes to the pane of every window covering
     its timestamp (starts at multiples of the slide, latest first). Windows the watermark
     already passed are skipped; the rest take it (one that no window takes counts in
@@ -96,12 +93,12 @@ def hopping_receiver(op: WindowImpl) -> Callable[[Any], None]:
     slide = window.slide_ms or size
     key_fn, fold, timestamp_of = window.key_fn, window.fold, window.event_time
     aggregating = window.is_aggregating
-    panes, failed, op_id, check = op.panes, op.failed, op.op_id, op._check
+    panes, failed, op_id, check = op.panes, op.failed, op.op_id, op.check_triggers
     checks = window.early_trigger is not None
-    store_key_of = op._store_key
+    store_key_of = op.store_key
     stable = STABLE_KEY_TYPES
     store_keys: dict[tuple[Any, int], bytes] = {}
-    new_pane = op._new_pane
+    new_pane = op.new_pane
     count = 0
 
     def receive(message: Any) -> None:
@@ -154,5 +151,5 @@ def hopping_receiver(op: WindowImpl) -> Callable[[Any], None]:
                 check(store_key, pane, now)
             window_ts -= slide
 
-    op._counters.append(lambda: count)
+    op.add_counter(lambda: count)
     return receive

@@ -3,8 +3,9 @@ epochs), and when a trigger fires it (SAMZA.md §11.2); runtime/task/windows.py 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -19,7 +20,11 @@ from samza_nb.plan.windows import (
 )
 from samza_nb.runtime.task.operators import from_storable, to_storable
 
-__all__ = ["STABLE_KEY_TYPES", "Pane", "trigger_fires"]
+if TYPE_CHECKING:
+    from samza_nb.plan.windows import WindowSpec
+    from samza_nb.runtime.task.context import TaskContext
+
+__all__ = ["STABLE_KEY_TYPES", "Pane", "PaneHolder", "trigger_fires"]
 
 #: Keys whose store key is computed once per task epoch (not bool: True equals 1 in a dict).
 STABLE_KEY_TYPES = frozenset({str, int, bytes})
@@ -63,6 +68,28 @@ class Pane:
             from_storable(key), ts, from_storable(value), count, first, last, early_count,
             early_first, cancelled, dirty=False,
         )
+
+
+class PaneHolder(Protocol):
+    """What a window's message receivers (runtime/task/window_event_time.py) use of the window
+    operator that holds the panes (runtime/task/windows.py, ``WindowImpl``)."""
+
+    window: WindowSpec
+    context: TaskContext
+    op_id: str
+    panes: dict[bytes, Pane]
+    input_watermark: int
+    dropped: int
+
+    def failed(self, error: Exception) -> Any: ...
+
+    def store_key(self, key: Any, window_ts: int) -> bytes: ...
+
+    def new_pane(self, store_key: bytes, key: Any, window_ts: int, now: int) -> Pane | None: ...
+
+    def check_triggers(self, store_key: bytes, pane: Pane, now: int) -> None: ...
+
+    def add_counter(self, counter: Callable[[], int]) -> None: ...
 
 
 def trigger_fires(

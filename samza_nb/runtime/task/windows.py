@@ -96,7 +96,7 @@ class WindowImpl(OperatorImpl):
                 pane.dirty = False
         self.deleted.clear()
 
-    def _store_key(self, key: Any, window_ts: int) -> bytes:
+    def store_key(self, key: Any, window_ts: int) -> bytes:
         if self.window.window_type is WindowType.SESSION:
             return _pack([to_storable(key)])
         return _pack([to_storable(key), window_ts])
@@ -104,7 +104,7 @@ class WindowImpl(OperatorImpl):
     def on_message(self, message: Any, source: OperatorImpl | None) -> None:
         self.receiver(source)(message)
 
-    def _new_pane(self, store_key: bytes, key: Any, window_ts: int, now: int) -> Pane | None:
+    def new_pane(self, store_key: bytes, key: Any, window_ts: int, now: int) -> Pane | None:
         """A new pane of ``key`` at ``window_ts``, put in the panes; None when the window's
         ``initial`` raised (reported to ``failed``: skipped or raised)."""
         window = self.window
@@ -152,12 +152,12 @@ class WindowImpl(OperatorImpl):
         session = window.window_type is WindowType.SESSION
         default = window.default_trigger
         tumbling_ts = now - now % window.size_ms
-        panes, failed, op_id, check = self.panes, self.failed, self.op_id, self._check
+        panes, failed, op_id, check = self.panes, self.failed, self.op_id, self.check_triggers
         checks = self._checks_on_message()
-        store_key_of = self._store_key
+        store_key_of = self.store_key
         stable = STABLE_KEY_TYPES
         touched = self._touched
-        new_pane = self._new_pane
+        new_pane = self.new_pane
         # The store key of each key's pane in this epoch (keys of stable scalar types only).
         store_keys: dict[Any, bytes] = {}
         count = 0
@@ -223,7 +223,7 @@ class WindowImpl(OperatorImpl):
             if checks:
                 check(store_key, pane, now)
 
-        self._counters.append(lambda: count)
+        self.add_counter(lambda: count)
         if checks or session or not aggregating or key_fn is None:
             return receive if merge is None else self._merging(receive, receive)
 
@@ -290,7 +290,7 @@ class WindowImpl(OperatorImpl):
                 self._fire(store_key, self.panes[store_key], FiringType.DEFAULT)
         return []
 
-    def _check(self, store_key: bytes, pane: Pane, now: int) -> None:
+    def check_triggers(self, store_key: bytes, pane: Pane, now: int) -> None:
         window = self.window
         if not window.is_event_time and trigger_fires(
             window.default_trigger, pane.count, pane.first_ts, pane.last_ts, pane.window_ts, now
@@ -338,7 +338,7 @@ class WindowImpl(OperatorImpl):
             return  # only the watermark fires these panes (handle_watermark)
         for store_key, pane in sorted(self.panes.items(), key=lambda item: item[1].window_ts):
             if store_key in self.panes:
-                self._check(store_key, pane, now_ms)
+                self.check_triggers(store_key, pane, now_ms)
 
     def _flush_all(self) -> list[Any]:
         for store_key, pane in sorted(self.panes.items(), key=lambda item: item[1].window_ts):
