@@ -195,33 +195,37 @@ def _input_read(
         store.close()
 
 
-def _task_seqs(zk_connect: str, root: str) -> dict[str, int]:
-    """Each task's committed epochs (the seq of its checkpoint)."""
-    store = ZkMetadataStore(zk_connect, root)
-    try:
-        return {
-            task: checkpoint.seq for task, checkpoint in CheckpointStore(store).read_all().items()
-        }
-    finally:
-        store.close()
+class _JobWatch:
+    """One ZooKeeper session reading a running job's checkpoints and agreed model, cheap to
+    poll (a session per read took seconds under load, as long as a small job runs)."""
 
+    def __init__(self, zk_connect: str, app_name: str) -> None:
+        self.store = ZkMetadataStore(zk_connect, f"/app-{app_name}-1/ApplicationRunnerData")
+        self.checkpoints = CheckpointStore(self.store)
+        self.observer = ZkJobObserver(zk_connect, Config({"app.name": app_name, "job.id": "1"}))
 
-def _fewest_epochs_since(zk_connect: str, root: str, seqs: dict[str, int], tasks: int) -> int:
-    """The fewest epochs any of the job's ``tasks`` tasks has committed since ``seqs`` (a task not
-    in them: since none; 0 before all have committed one)."""
-    now = _task_seqs(zk_connect, root)
-    return min(seq - seqs.get(task, 0) for task, seq in now.items()) if len(now) >= tasks else 0
+    def seqs(self) -> dict[str, int]:
+        """Each task's committed epochs (the seq of its checkpoint)."""
+        return {task: checkpoint.seq for task, checkpoint in self.checkpoints.read_all().items()}
 
+    def read(self, prefix: str) -> int:
+        """Messages the tasks have read of the inputs whose SSP keys start with ``prefix``."""
+        return sum(
+            offset
+            for checkpoint in self.checkpoints.read_all().values()
+            for key, offset in checkpoint.offsets.items()
+            if key.startswith(prefix)
+        )
 
-def _agreed_model_holds(zk_connect: str, app_name: str, processors: set[str]) -> bool:
-    """Whether the job's newest agreed model has exactly ``processors``."""
-    observer = ZkJobObserver(zk_connect, Config({"app.name": app_name, "job.id": "1"}))
-    try:
-        observation = observer.observe()
-    finally:
-        observer.close()
-    agreed = next((v.model for v in observation.versions if v.version == observation.active), None)
-    return agreed is not None and set(agreed.containers) == processors
+    def agreed_processors(self) -> set[str]:
+        """The processors of the newest model all of them agreed on (none before one)."""
+        observation = self.observer.observe()
+        agreed = next((v.model for v in observation.versions if v.version == observation.active), None)
+        return set(agreed.containers) if agreed is not None else set()
+
+    def close(self) -> None:
+        self.observer.close()
+        self.store.close()
 
 
 def test_samza_nb_drain_stops_every_processor_process(zk_connect: str, tmp_path: Path) -> None:
@@ -292,53 +296,57 @@ app = build_app(EmbeddedSystem("embedded", path={path!r}), name="zk-standby")
 """
 
 
-def _standby_job(tmp_path: Path) -> tuple[EmbeddedSystem, list[dict[str, Any]]]:
-    """3,000 events written under ``tmp_path`` and the module ``zkjob`` counting them per user."""
+def _standby_job(tmp_path: Path, *, written: bool = True) -> tuple[EmbeddedSystem, list[dict[str, Any]]]:
+    """3,000 events (written under ``tmp_path`` unless not ``written``: the input stream is then
+    created empty) and the module ``zkjob`` counting them per user."""
     log = tmp_path / "log"
     system = EmbeddedSystem("embedded", path=log)
     events = generate_events(3_000, users=1_000)
-    write_events(system, events)
+    write_events(system, events if written else [], end=written)
     (tmp_path / "zkjob.py").write_text(_STANDBY_MODULE.format(path=str(log)))
     return system, events
 
 
 def test_a_killed_processor_process_fails_over_to_its_standbys(zk_connect: str, tmp_path: Path) -> None:
-    system, events = _standby_job(tmp_path)
+    # The events are written once the three processors have agreed on a model: one whose Spark
+    # started late would join when the others' tasks had read their input, and only as standbys.
+    system, events = _standby_job(tmp_path, written=False)
     standby = {"job.standbytasks.replication.factor": "2"}
     processes = {
         pid: _processor(tmp_path, zk_connect, pid, location, standby)
         for pid, location in (("p1", "host-a"), ("p2", "host-b"), ("p3", "host-c"))
     }
     doomed = processes.pop("p2")
-    root = "/app-zk-standby-1/ApplicationRunnerData"
     try:
         deadline = time.monotonic() + 180
         # Every task has committed three epochs since the model of all three processors was
         # agreed, so every processor has stepped the standbys it holds in that model (a step
-        # follows each commit, and the first commit may be of the epoch in flight before). (On a
-        # loaded machine one processor's Spark can start long after the others have read 1,200
-        # events in a model without it, and a standby that never stepped restores in full: a
-        # CI run failed so, 2 restores of 552 records.)
+        # follows each commit, and the first commit may be of the epoch in flight before). A
+        # standby that never stepped restores in full (a CI run failed so, 2 restores of 552
+        # records, when one processor had joined after the others had read 1,200 events).
         seqs_at_model: dict[str, int] | None = None
-        while (
-            seqs_at_model is None
-            or _input_read(zk_connect, root, "events#") < 1_200
-            or _fewest_epochs_since(zk_connect, root, seqs_at_model, 4) < 3
-        ):
-            assert time.monotonic() < deadline, (
-                "the processors read 1200 events, every task 3 epochs in the model of all three, in 180 s"
-            )
-            for process in (doomed, *processes.values()):
-                if process.poll() is not None:
-                    said = process.stdout.read().decode()[-3000:] if process.stdout else ""
-                    pytest.fail(
-                        f"a processor ended (exit {process.returncode}) before the kill:\n{said}"
-                    )
-            if seqs_at_model is None and _agreed_model_holds(
-                zk_connect, "zk-standby", {"p1", "p2", "p3"}
-            ):
-                seqs_at_model = _task_seqs(zk_connect, root)
-            time.sleep(0.1)
+        watch = _JobWatch(zk_connect, "zk-standby")
+        try:
+            while True:
+                assert time.monotonic() < deadline, (
+                    "the processors read 1200 events, every task 3 epochs in the model of all three, in 180 s"
+                )
+                for process in (doomed, *processes.values()):
+                    if process.poll() is not None:
+                        said = process.stdout.read().decode()[-3000:] if process.stdout else ""
+                        pytest.fail(f"a processor ended (exit {process.returncode}) before the kill:\n{said}")
+                if seqs_at_model is None:
+                    if watch.agreed_processors() == {"p1", "p2", "p3"}:
+                        seqs_at_model = watch.seqs()
+                        write_events(system, events)
+                else:
+                    seqs = watch.seqs()
+                    since = [seq - seqs_at_model.get(task, 0) for task, seq in seqs.items()]
+                    if len(since) >= 4 and min(since) >= 3 and watch.read("events#") >= 1_200:
+                        break
+                time.sleep(0.05)
+        finally:
+            watch.close()
         os.killpg(doomed.pid, signal.SIGKILL)
         assert doomed.wait(30) == -signal.SIGKILL
         outputs = {}
