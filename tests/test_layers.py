@@ -4,7 +4,8 @@ samza_nb module, at module level or inside a function, is checked against the ta
 The table is DESIGN.md's, with the small shared modules it leaves out placed where their imports
 put them: ``secrecy`` (masking secrets) below everything, ``config_keys`` beside ``config``,
 ``kafka_settings`` (Kafka client settings shared by the Kafka system and the Kafka metadata
-store) above ``config``; ``examples`` and ``demo`` sit on top with the CLI.
+store) and ``spark_classes`` (where the Spark class-data archive is, shared by the driver's launch
+and the standalone workers) above ``config``; ``examples`` and ``demo`` sit on top with the CLI.
 
 The runtime is split along the process seam into sub-layers: its root modules (the epoch data,
 checkpoints, offsets: the contract) below ``runtime.task`` (what runs in a worker), below
@@ -23,7 +24,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "samza_nb"
 _FOUNDATION = {"errors", "secrecy"}
 _CONFIG = _FOUNDATION | {"config", "config_keys"}
 _TOP = None  # may import anything below it
-_RUNTIME_BELOW = _CONFIG | {"plan", "drain", "coordination", "grouping", "metadata", "systems", "model", "kafka_settings"}
+_RUNTIME_BELOW = _CONFIG | {
+    "plan", "drain", "coordination", "grouping", "metadata", "systems", "model", "kafka_settings", "spark_classes",
+}
 _RUNTIME_PARTS = {"task", "executors", "processor"}
 
 #: Layer (a top-level module or subpackage of samza_nb) -> the layers it may import.
@@ -33,7 +36,8 @@ MAY_IMPORT: dict[str, set[str] | None] = {
     "config_keys": {"errors", "secrecy"},
     "config": _FOUNDATION | {"config_keys"},
     "kafka_settings": _CONFIG,
-    "services": _CONFIG,
+    "spark_classes": _CONFIG,
+    "services": _CONFIG | {"spark_classes"},
     "model": _FOUNDATION,
     "metadata": _CONFIG | {"kafka_settings"},
     "systems": _CONFIG | {"model", "kafka_settings"},

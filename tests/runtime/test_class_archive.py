@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from samza_nb.runtime.executors import class_archive
-from samza_nb.runtime.executors.class_archive import archive_path, build_archive, driver_launch
+from samza_nb import spark_classes
+from samza_nb.runtime.executors.class_archive import build_archive, driver_launch
 from samza_nb.runtime.executors.spark import spark_conf_dir
+from samza_nb.spark_classes import archive_path, empty_conf_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,8 +44,7 @@ def test_the_driver_maps_the_archive_and_reads_the_conf_folders_files(archive: P
     assert root.getLevel().toString() == "ERROR"
     # The launch's environment was put back: a process started from this one (a processor, a
     # kernel's job) finds the conf folder itself instead of inheriting the empty one.
-    empty = class_archive._empty_conf_folder()
-    assert os.environ.get("SPARK_CONF_DIR") != str(empty)
+    assert os.environ.get("SPARK_CONF_DIR") != str(empty_conf_folder())
     assert "PYSPARK_SUBMIT_ARGS" not in os.environ
 
 
@@ -68,7 +69,7 @@ def test_a_user_who_set_spark_submit_arguments_or_turned_it_off_keeps_the_plain_
 def test_an_archive_the_jvm_cannot_use_is_passed_over_without_a_word(archive: Path, tmp_path: Path) -> None:
     # An archive made for another class path (say, Spark's jars moved): the JVM starts as it
     # would without it and prints nothing a notebook cell would show.
-    java = class_archive._java()
+    java = spark_classes.java()
     assert java is not None
     another_class_path = ["-cp", str(tmp_path)]
 
@@ -84,5 +85,38 @@ def test_an_archive_the_jvm_cannot_use_is_passed_over_without_a_word(archive: Pa
         return (done.stdout + done.stderr).lower()
 
     assert "archive" in java_version()  # what the quiet options keep out
-    said = java_version(*class_archive._QUIET.split())
+    said = java_version(*spark_classes.QUIET.split())
     assert "archive" not in said and "cds" not in said, said
+
+
+_ON_THE_STANDALONE_CLUSTER = """
+from pathlib import Path
+from samza_nb.runtime.executors.spark import get_spark
+
+context = get_spark({{"spark.master": {master!r}}}).sparkContext
+assert context.parallelize(range(4), 4).map(lambda n: n + 1).sum() == 10
+executors = []
+for process in Path("/proc").iterdir():
+    try:
+        argv = (process / "cmdline").read_bytes().split(b"\\0")
+    except OSError:
+        continue
+    if any(arg.endswith(b".CoarseGrainedExecutorBackend") for arg in argv) and context.applicationId.encode() in argv:
+        executors.append(process)
+print(len(executors), sum({archive!r} in (process / "maps").read_text() for process in executors))
+"""
+
+
+@pytest.mark.services
+def test_executors_of_the_standalone_cluster_map_the_archive_too(archive: Path, spark_standalone: str) -> None:
+    # The cluster's workers put the drivers' empty conf folder on their executors' class path.
+    done = subprocess.run(
+        [sys.executable, "-c", _ON_THE_STANDALONE_CLUSTER.format(master=spark_standalone, archive=str(archive))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    executors, mapping = (int(n) for n in done.stdout.split()[-2:])
+    assert executors >= 1 and mapping == executors, done.stdout + done.stderr[-2000:]

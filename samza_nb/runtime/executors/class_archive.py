@@ -15,18 +15,17 @@ its driver with the archive when this environment has one: the archive's name ca
 and the Spark it was made with, so another JDK or Spark never reads it; without one, nothing
 changes.
 
-The JVM maps an archive only for the class path it was made with, and refuses one holding a
-folder with files in it; spark-submit puts ``SPARK_CONF_DIR`` on the driver's class path. So a
-driver with the archive is launched with an empty conf folder of its own, its defaults given by
-``--properties-file`` and its log4j2 file by ``-Dlog4j2.configurationFile``: the same two files
-of the same folder, read the same way.
+A driver with the archive is launched with the empty conf folder on its class path that an
+archive needs (samza_nb/spark_classes.py), its defaults given by ``--properties-file`` and its
+log4j2 file by ``-Dlog4j2.configurationFile``: the same two files of the same folder, read the
+same way. Its executors on a standalone cluster that samza_nb started map the archive too (their
+workers have that empty folder on their class path); elsewhere an executor finds no archive, or
+one for another class path, and loads its classes as before, without a word.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -34,13 +33,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from samza_nb.config import environment
 from samza_nb.errors import SamzaNbError
+from samza_nb.spark_classes import archive_path, empty_conf_folder, existing_archive, java_options
 
-__all__ = ["DriverLaunch", "archive_path", "build_archive", "driver_launch"]
+__all__ = ["DriverLaunch", "build_archive", "driver_launch"]
 
-#: What the JVM would print about the archive: nothing a notebook user can act on.
-_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 #: A dump takes a few seconds after the job; this bounds a child that hangs.
 _BUILD_TIMEOUT_S = 300
 
@@ -48,58 +45,24 @@ _BUILD_TIMEOUT_S = 300
 @dataclass(frozen=True)
 class DriverLaunch:
     """How to launch a driver JVM with the archive: the environment spark-submit reads, and the
-    Java options it prepends to the driver's own (``spark.driver.defaultJavaOptions``)."""
+    Java options Spark prepends to the driver's own (``spark.driver.defaultJavaOptions``) and
+    to its executors' (``spark.executor.defaultJavaOptions``)."""
 
     environment: dict[str, str]
     java_options: str
+    executor_java_options: str
 
 
-def _folder() -> Path:
-    return Path(sys.prefix) / "share" / "samza_nb" / "spark-classes"
-
-
-def _java() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    return Path(found).resolve() if found and Path(found).exists() else None
-
-
-def _spark_home() -> Path:
-    home = os.environ.get("SPARK_HOME")
-    if home:
-        return Path(home).resolve()
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
-
-
-def archive_path() -> Path | None:
-    """Where this environment's archive is (or would be): None when no Java is found."""
-    java = _java()
-    if java is None:
-        return None
-    stat = java.stat()
-    spark = _spark_home()
-    jars = spark / "jars"
-    made_with = f"{java}:{stat.st_size}:{stat.st_mtime_ns}:{spark}:{sorted(os.listdir(jars)) if jars.is_dir() else ''}"
-    return _folder() / f"driver-{hashlib.sha256(made_with.encode()).hexdigest()[:16]}.jsa"
-
-
-def _empty_conf_folder() -> Path:
-    folder = _folder() / "class-path-conf"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _launch(conf_dir: Path, archive_option: str) -> DriverLaunch | None:
-    if "PYSPARK_SUBMIT_ARGS" in os.environ or environment("SAMZA_NB_SPARK_CLASS_ARCHIVE") == "off":
+def _launch(conf_dir: Path, archive_option: str, archive: Path) -> DriverLaunch | None:
+    if "PYSPARK_SUBMIT_ARGS" in os.environ:
         return None  # the user's own spark-submit arguments are left alone
     return DriverLaunch(
         {
-            "SPARK_CONF_DIR": str(_empty_conf_folder()),
+            "SPARK_CONF_DIR": str(empty_conf_folder()),
             "PYSPARK_SUBMIT_ARGS": f"--properties-file {conf_dir / 'spark-defaults.conf'} pyspark-shell",
         },
-        f"{archive_option} {_QUIET} -Dlog4j2.configurationFile=file:{conf_dir / 'log4j2.properties'}",
+        java_options(archive_option, conf_dir),
+        java_options(f"-XX:SharedArchiveFile={archive}", conf_dir),
     )
 
 
@@ -108,11 +71,11 @@ def driver_launch(conf_dir: Path) -> DriverLaunch | None:
     log4j2 file of ``conf_dir``; None when there is no archive (or the user set
     ``PYSPARK_SUBMIT_ARGS``, or ``SAMZA_NB_SPARK_CLASS_ARCHIVE=off``)."""
     if _dump_to is not None:
-        return _launch(conf_dir, f"-XX:ArchiveClassesAtExit={_dump_to}")
-    archive = archive_path()
-    if archive is None or not archive.is_file():
-        return None
-    return _launch(conf_dir, f"-XX:SharedArchiveFile={archive}")
+        # The archive holds classes, not compiled code: the quick compiler makes it for less.
+        dump = f"-XX:ArchiveClassesAtExit={_dump_to} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        return _launch(conf_dir, dump, _dump_to)
+    archive = existing_archive()
+    return None if archive is None else _launch(conf_dir, f"-XX:SharedArchiveFile={archive}", archive)
 
 
 #: Set in the child of :func:`build_archive`: where its driver dumps its classes at exit.

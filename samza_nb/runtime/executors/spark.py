@@ -169,8 +169,9 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
             if key.startswith("spark.") and key not in ("spark.master", "spark.app.name")
         }
     )
-    if launch is not None:
-        settings["spark.driver.defaultJavaOptions"] = launch.java_options
+    if launch is not None:  # an application's own Java options win
+        settings.setdefault("spark.driver.defaultJavaOptions", launch.java_options)
+        settings.setdefault("spark.executor.defaultJavaOptions", launch.executor_java_options)
     for key, value in settings.items():
         builder = builder.config(key, value)
     with _environment(launch.environment if launch is not None else {}):
