@@ -73,10 +73,7 @@ class ConfigKey:
         if kind == "bool":
             ok = value.strip().lower() in (*TRUE_WORDS, *FALSE_WORDS)
         elif kind == "int":
-            # ASCII blanks only: int() refuses other characters str.isspace() takes ("\x1f").
-            ok = re.fullmatch(r"[ \t\n\r\f\v]*-?[0-9]+[ \t\n\r\f\v]*", value) is not None and self._in_range(
-                int(value)
-            )
+            ok = _INTEGER.fullmatch(value) is not None and self._in_range(int(value))
         elif kind == "float":
             number = _finite_float(value)
             ok = number is not None and self._in_range(number)
@@ -105,6 +102,9 @@ FALSE_WORDS = ("false", "0", "no", "off", "")
 _EXPECTED = {"bool": "true or false", "int": "an integer", "float": "a number"}
 _BOOL_WORDS = "true or false (yes/no, on/off and 1/0 are read too)"
 _INT_MAX = 2**31 - 1  # Java's Integer.MAX_VALUE: Samza reads counts as ints.
+#: An integer setting: ASCII digits and blanks only (int() refuses other characters that
+#: str.isspace() takes, such as "\x1f", and reads other digits, such as "\u0663").
+_INTEGER = re.compile(r"[ \t\n\r\f\v]*-?[0-9]+[ \t\n\r\f\v]*")
 # Durations may exceed 24.8 days (Integer.MAX_VALUE ms), as Samza reads them as longs, but stay
 # within what Python's timers accept: 100 years.
 _MS_MAX = 100 * 365 * 24 * 3600 * 1000
