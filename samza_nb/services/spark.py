@@ -22,7 +22,7 @@ from samza_nb.config import environment
 from samza_nb.services._base import Service, repo_engine_dir
 from samza_nb.services._java import java_binary, pyspark_home
 from samza_nb.services._process import ProcessRecord, free_ports, port_open, spawn, wait_healthy
-from samza_nb.spark_classes import empty_conf_folder, existing_archive
+from samza_nb.spark_classes import empty_conf_folder, existing_archive, log4j_option
 
 __all__ = ["SparkStandalone", "alive_worker_hosts", "alive_workers", "spark_conf_dir"]
 
@@ -99,7 +99,7 @@ class SparkStandalone(Service):
             # class path: the empty conf folder, the log4j2 file given by name (the daemons need
             # nothing else of the folder; the master's one setting is in SPARK_MASTER_OPTS).
             env["SPARK_CONF_DIR"] = str(empty_conf_folder())
-            env["SPARK_DAEMON_JAVA_OPTS"] += f" -Dlog4j2.configurationFile=file:{conf_dir / 'log4j2.properties'}"
+            env["SPARK_DAEMON_JAVA_OPTS"] += f" {log4j_option(conf_dir)}"
         elif conf_dir is not None:
             env["SPARK_CONF_DIR"] = str(conf_dir)
         return env

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from samza_nb import spark_classes
-from samza_nb.runtime.executors.class_archive import build_archive, driver_launch
+from samza_nb.runtime.executors.class_archive import build_archive
 from samza_nb.runtime.executors.spark import spark_conf_dir
-from samza_nb.spark_classes import archive_path, empty_conf_folder
+from samza_nb.spark_classes import archive_path, driver_launch, empty_conf_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -30,56 +30,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from samza_nb.errors import SamzaNbError
-from samza_nb.spark_classes import archive_path, empty_conf_folder, existing_archive, java_options
+from samza_nb.spark_classes import archive_path, dump_classes_at_exit
 
-__all__ = ["DriverLaunch", "build_archive", "driver_launch"]
+__all__ = ["build_archive"]
 
 #: A dump takes a few seconds after the job; this bounds a child that hangs.
 _BUILD_TIMEOUT_S = 300
-
-
-@dataclass(frozen=True)
-class DriverLaunch:
-    """How to launch a driver JVM with the archive: the environment spark-submit reads, and the
-    Java options Spark prepends to the driver's own (``spark.driver.defaultJavaOptions``) and
-    to its executors' (``spark.executor.defaultJavaOptions``)."""
-
-    environment: dict[str, str]
-    java_options: str
-    executor_java_options: str
-
-
-def _launch(conf_dir: Path, archive_option: str, archive: Path) -> DriverLaunch | None:
-    if "PYSPARK_SUBMIT_ARGS" in os.environ:
-        return None  # the user's own spark-submit arguments are left alone
-    return DriverLaunch(
-        {
-            "SPARK_CONF_DIR": str(empty_conf_folder()),
-            "PYSPARK_SUBMIT_ARGS": f"--properties-file {conf_dir / 'spark-defaults.conf'} pyspark-shell",
-        },
-        java_options(archive_option, conf_dir),
-        java_options(f"-XX:SharedArchiveFile={archive}", conf_dir),
-    )
-
-
-def driver_launch(conf_dir: Path) -> DriverLaunch | None:
-    """The launch of a driver that maps this environment's archive, with the defaults and
-    log4j2 file of ``conf_dir``; None when there is no archive (or the user set
-    ``PYSPARK_SUBMIT_ARGS``, or ``SAMZA_NB_SPARK_CLASS_ARCHIVE=off``)."""
-    if _dump_to is not None:
-        # The archive holds classes, not compiled code: the quick compiler makes it for less.
-        dump = f"-XX:ArchiveClassesAtExit={_dump_to} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-        return _launch(conf_dir, dump, _dump_to)
-    archive = existing_archive()
-    return None if archive is None else _launch(conf_dir, f"-XX:SharedArchiveFile={archive}", archive)
-
-
-#: Set in the child of :func:`build_archive`: where its driver dumps its classes at exit.
-_dump_to: Path | None = None
 
 
 def build_archive() -> Path:
@@ -127,11 +86,9 @@ def _dump(partial: Path) -> None:
     exits)."""
     from pyspark import SparkContext
 
-    # Through the module get_spark reads (this one may run as __main__, a copy of it).
-    from samza_nb.runtime.executors import class_archive
     from samza_nb.runtime.executors.spark import get_spark, stop_spark
 
-    class_archive._dump_to = partial
+    dump_classes_at_exit(partial)
 
     spark = get_spark()
     jvm = SparkContext._gateway.proc if SparkContext._gateway is not None else None

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from samza_nb.config import Config, environment
-from samza_nb.runtime.executors.class_archive import driver_launch
 from samza_nb.runtime.executors.interrupts import handlers_deferred
 from samza_nb.runtime.executors.masters import DEFAULT_MASTER
 from samza_nb.runtime.executors.other_spark_jobs import wait_for_closing_pools
+from samza_nb.spark_classes import driver_launch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -141,7 +141,7 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     # spark-defaults.conf from SPARK_CONF_DIR; a folder the user chose is left alone.
     use_conf_dir = conf_dir is not None and "SPARK_CONF_DIR" not in os.environ
     # With this environment's class-data archive the driver reads the same two files of the
-    # folder another way (runtime/executors/class_archive.py).
+    # folder another way (samza_nb/spark_classes.py).
     launch = driver_launch(conf_dir) if conf_dir is not None and use_conf_dir else None
     if use_conf_dir and launch is None:
         os.environ["SPARK_CONF_DIR"] = str(conf_dir)
