@@ -81,7 +81,11 @@ class ProcessClients:
             "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
             "allow.auto.create.topics": False,
-            "fetch.wait.max.ms": 100,
+            # A read or probe that reaches a partition's end waits this long for more: the
+            # broker holds such a fetch for all of it (Tansu always), and every samza_nb read
+            # ends at the end offset. 100 ms here took 0.35 of the one-consumer floor to 0.5+
+            # for exactly-once (docs/performance.md).
+            "fetch.wait.max.ms": 10,
             "isolation.level": "read_uncommitted" if self.tansu else "read_committed",
         }
         defaults.update(extra)
