@@ -50,12 +50,14 @@ def test_a_retried_epoch_reads_what_was_committed_instead_of_trusting_the_worker
 
 
 @pytest.mark.services
+@pytest.mark.parametrize("opened_in_background", [False, True], ids=["opened-in-run", "prepared"])
 def test_an_attempt_whose_new_producer_finds_the_epoch_committed_by_another_commits_nothing(
-    kafka_bootstrap: str, kafka_topic_prefix: str
+    kafka_bootstrap: str, kafka_topic_prefix: str, opened_in_background: bool
 ) -> None:
     # An orphaned attempt (a Spark task of a failed job, a frozen process) committed the epoch
     # after this attempt looked at the start: this attempt's new producer ends the other's
-    # transaction, reads the topic again, and commits nothing.
+    # transaction, reads the topic again, and commits nothing. A producer the epoch started
+    # opening in the background (prepare(), while it reads its input) is as new.
     from samza_nb.api import StreamApplication
     from samza_nb.systems import KafkaSystem, MessageKind, Record
 
@@ -86,8 +88,57 @@ def test_an_attempt_whose_new_producer_finds_the_epoch_committed_by_another_comm
     for key in [key for key in exactly_once._PRODUCERS if key[1].endswith("Partition 0")]:
         exactly_once._PRODUCERS.pop(key).close()
     exactly_once._COMMITTED.pop((exactly_once.checkpoint_topic(plan), "Partition 0"), None)
+    attempt = TaskTransaction(plan, assignment)
+    if opened_in_background:
+        attempt.prepare()
+        assert [key[1] for key in exactly_once._OPENING] == [attempt.transactional_id]
     with pytest.raises(exactly_once.EpochCommittedElsewhere) as found:
-        TaskTransaction(plan, assignment).run(body)
+        attempt.run(body)
     assert found.value.checkpoint.seq == 2
+    assert not exactly_once._OPENING
     assert system.read(out)["value"].tolist() == ["counted"]  # read_committed: once
     exactly_once.close_task_producers(plan)
+
+
+@pytest.mark.services
+def test_a_producer_opened_in_the_background_is_the_one_the_epoch_commits_with(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    from samza_nb.api import StreamApplication
+    from samza_nb.systems import KafkaSystem, MessageKind, Record
+
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    out = f"{kafka_topic_prefix}bg-out"
+    system.create_stream(f"{kafka_topic_prefix}bg-in", 1)
+    system.create_stream(out, 1)
+    app = StreamApplication(f"{kafka_topic_prefix}bg", job_id="1",
+                            config={"task.processing.guarantee": "exactly-once"})
+    app.input(system.input(f"{kafka_topic_prefix}bg-in", partitions=1)).send_to(
+        app.output(system.output(out, partitions=1))
+    )
+    plan = app.plan()
+    system.create_stream(exactly_once.checkpoint_topic(plan), 1, compacted=True)
+    assignment = EpochAssignment(
+        task_name="Partition 0", producer="Partition 0", seq=0, now_ms=0, run_id="r", location_id="a",
+        store_root="/nowhere", changelog_partition=0, ssps=[], start_offsets={}, bounds={},
+        control={}, producer_counts={},
+    )
+    transaction = TaskTransaction(plan, assignment)
+    transaction.prepare()
+    transaction.prepare()  # once per task: a second call while it opens starts nothing
+    (opening,) = exactly_once._OPENING.values()
+
+    def body(open_transaction: TaskTransaction) -> int:
+        open_transaction.append(out, 0, [Record(MessageKind.USER, None, b'"once"', None)], 0)
+        open_transaction.append_checkpoint(Checkpoint(seq=1, offsets={f"{kafka_topic_prefix}bg-in#0": 1}))
+        return 1
+
+    assert transaction.run(body) == 1
+    assert exactly_once._PRODUCERS[(system.settings.fingerprint(), transaction.transactional_id)] is opening.result()
+    assert not exactly_once._OPENING
+    assert system.read(out)["value"].tolist() == ["once"]
+    # Kept: the task's next epoch in this process prepares nothing and reuses it.
+    TaskTransaction(plan, assignment).prepare()
+    assert not exactly_once._OPENING
+    exactly_once.close_task_producers(plan)
+    assert transaction.transactional_id not in {key[1] for key in exactly_once._PRODUCERS}

@@ -30,7 +30,9 @@ for good (systems/kafka/clients.py).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from samza_nb.errors import ConfigError, StreamSystemError
@@ -73,6 +75,9 @@ __all__ = [
 _COMMITTED: dict[tuple[str, str], int] = {}
 #: (cluster settings fingerprint, transactional id) -> the task's kept transactional producer.
 _PRODUCERS: dict[tuple[str, str], KafkaTransaction] = {}
+#: The same keys -> a producer being opened in the background (TaskTransaction.prepare).
+_OPENING: dict[tuple[str, str], Future[KafkaTransaction]] = {}
+_OPENERS: dict[int, ThreadPoolExecutor] = {}
 _T = TypeVar("_T")
 _log = logging.getLogger(__name__)
 
@@ -233,10 +238,26 @@ class TaskTransaction:
         self._key = (self.system.settings.fingerprint(), self.transactional_id)
         self._transaction: KafkaTransaction | None = None
 
+    def prepare(self) -> None:
+        """Start opening the task's producer in the background when this process keeps none:
+        ``init_transactions`` waits on the broker, and the epoch reads and processes its input
+        meanwhile. The producer still counts as new in :meth:`run` (the topic is read after its
+        ``init_transactions``, as with one opened there)."""
+        if self._key in _PRODUCERS or self._key in _OPENING:
+            return
+        _OPENING[self._key] = _opener().submit(KafkaTransaction, self.system, self.transactional_id)
+
     def _open(self, *, fresh: bool) -> KafkaTransaction:
         kept = None if fresh else _PRODUCERS.get(self._key)
         if kept is None:
-            kept = _PRODUCERS[self._key] = KafkaTransaction(self.system, self.transactional_id)
+            opening = _OPENING.pop(self._key, None)
+            if opening is not None and fresh:
+                _close_when_open(opening)
+            elif opening is not None:
+                kept = opening.result()  # its StreamSystemError, when the opening failed
+        if kept is None:
+            kept = KafkaTransaction(self.system, self.transactional_id)
+        _PRODUCERS[self._key] = kept
         self._transaction = kept
         return kept
 
@@ -330,6 +351,9 @@ class TaskTransaction:
 
     def discard(self) -> None:
         """Abort what is open and forget the producer (after a failure)."""
+        opening = _OPENING.pop(self._key, None)
+        if opening is not None:
+            _close_when_open(opening)
         transaction = _PRODUCERS.pop(self._key, None) or self._transaction
         self._transaction = None
         if transaction is not None:
@@ -339,10 +363,33 @@ class TaskTransaction:
                 _log.debug("closing transaction %s after a failure failed", self.transactional_id)
 
 
+def _opener() -> ThreadPoolExecutor:
+    """This process's threads that open producers (made after a fork, never inherited)."""
+    pool = _OPENERS.get(os.getpid())
+    if pool is None:
+        pool = _OPENERS[os.getpid()] = ThreadPoolExecutor(4, thread_name_prefix="samza-nb-producer-open")
+    return pool
+
+
+def _close_when_open(opening: Future[KafkaTransaction]) -> None:
+    """Close a producer opened in the background that is no longer wanted, once it is open."""
+
+    def close(done: Future[KafkaTransaction]) -> None:
+        if done.exception() is None:
+            try:
+                done.result().close()
+            except StreamSystemError as error:
+                _log.debug("closing an unused transactional producer failed: %s", error)
+
+    opening.add_done_callback(close)
+
+
 def close_task_producers(plan: ExecutionPlan) -> None:
     """Close the transactional producers this process kept for the job's tasks (its last
     processor stopped)."""
     prefix = f"{plan.app_name}-{plan.job_id}-"
+    for key in [key for key in _OPENING if key[1].startswith(prefix)]:
+        _close_when_open(_OPENING.pop(key))
     for key in [key for key in _PRODUCERS if key[1].startswith(prefix)]:
         transaction = _PRODUCERS.pop(key)
         try:

@@ -389,6 +389,7 @@ def run_task_epoch(plan: ExecutionPlan, assignment: EpochAssignment) -> EpochRes
     try:
         transaction = task_transaction(plan, assignment)
         if transaction is not None:
+            transaction.prepare()
             done = transaction.committed_elsewhere()
             if done is not None:  # an earlier attempt committed this epoch: report it
                 run.setup()
