@@ -82,9 +82,9 @@ class ProcessClients:
             "enable.partition.eof": True,
             "allow.auto.create.topics": False,
             # A read or probe that reaches a partition's end waits this long for more: the
-            # broker holds such a fetch for all of it (Tansu always), and every samza_nb read
-            # ends at the end offset. 100 ms here took 0.35 of the one-consumer floor to 0.5+
-            # for exactly-once (docs/performance.md).
+            # broker holds such a fetch for all of it (Tansu does), and every read and end
+            # probe of samza_nb ends there. At 100 ms a Kafka job ran about twice as long
+            # (docs/performance.md, "A read's end").
             "fetch.wait.max.ms": 10,
             "isolation.level": "read_uncommitted" if self.tansu else "read_committed",
         }
