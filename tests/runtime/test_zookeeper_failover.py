@@ -173,7 +173,13 @@ def test_a_rolling_restart_keeps_the_counts_and_restores_no_store(group: Callabl
     job = group(
         events,
         end=False,  # an open input: the drain ends the job
-        **{"job.coordinator.zk.enable-startup-with-active-job-model": "true"},
+        **{
+            "job.coordinator.zk.enable-startup-with-active-job-model": "true",
+            # Nothing here waits for a session to expire: a long session keeps a processor
+            # starved of CPU while its new incarnation starts (two cores, other tests) from
+            # losing it (it once did at 4 s, and left with exit 1 before its SIGTERM).
+            "job.coordinator.zk.session.timeout.ms": "20000",
+        },
     )
     locations = {"p1": "host-a", "p2": "host-b"}
     for pid, location in locations.items():
