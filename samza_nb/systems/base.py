@@ -62,12 +62,16 @@ class Fetched(NamedTuple):
     ``next_offset``: where the next read of the partition starts, past every returned record and
     past any gap (markers, compacted-away records) the system skipped on the way to ``bound``;
     ``deleted_below``: set when the requested offset was below the oldest stored one (retention
-    deleted what lay there): that oldest offset, where the read started instead.
+    deleted what lay there): that oldest offset, where the read started instead;
+    ``held_back``: with ``producer_seq_below``, the offset of the first record the read left out
+    for its producer sequence number (None when it left none out): a reader that must not pass
+    records it did not apply (a store's catch-up) stops there.
     """
 
     batches: list[tuple[int, Sequence[Record]]]
     next_offset: int
     deleted_below: int | None = None
+    held_back: int | None = None
 
     @property
     def messages(self) -> int:

@@ -163,3 +163,36 @@ def test_a_store_frozen_between_its_append_and_its_write_claims_nothing_past_its
     assert frozen.changelog_offset is None
     frozen.close()
     assert _contents(_store(system, root, "host-a"), 3) == _contents(_store(system, root, "host-b"), 3)
+
+
+def test_a_store_opened_with_a_stale_checkpoint_stops_before_the_epochs_committed_since(tmp_path: Path) -> None:
+    # host-a's processor read the task's checkpoint (seq 2), planned epoch 2 and froze before
+    # opening the store; meanwhile host-b ran epochs 2 and 3 (committed 4), epoch 3 deleting a
+    # key of epoch 0. Resumed, host-a restores its missing store for seq 2: the restore must
+    # not pass host-b's epochs (it does not apply them), or the store, once the task comes
+    # back, catches up from past them and keeps the deleted key (a window pane that fired
+    # fires again: counted twice).
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream(_LOG, 1, compacted=True)
+    root = tmp_path / "stores"
+    for seq in range(2):
+        _epoch(_store(system, root, "host-a"), seq, range(seq * 10, seq * 10 + 20))
+    end_of_epoch_1 = system.newest_offsets(_LOG)[0]
+    at_b = _store(system, root, "host-b")
+    _epoch(at_b, 2, range(20, 40))
+    at_b.open(3)
+    at_b.delete(b"k0")
+    at_b.flush({"seq": 4}, 3)
+    at_b.close()
+    stale = _store(system, root, "host-c")
+    stale.open(2)  # its view: epoch 2 not committed yet
+    assert stale.changelog_offset == end_of_epoch_1
+    assert b"k0" in dict(stale.items())
+    for key in range(20, 40):  # its epoch 2, as host-b ran it
+        stale.put(f"k{key}".encode(), b"1")
+    stale.flush({"seq": 3}, 2)  # the append repeats host-b's; its commit will be fenced
+    assert stale.changelog_offset is None
+    stale.close()
+    back = _contents(_store(system, root, "host-c"), 4)
+    assert b"k0" not in back
+    assert back == _contents(_store(system, root, "host-b"), 4)

@@ -250,8 +250,18 @@ class TaskStore:
                 )
                 if fetched.next_offset <= offset:
                     break
+                # Records of epochs at or past committed_seq are not applied, and the store's
+                # offset stops before the first of them: they may be an attempt that never
+                # committed, or epochs another processor committed since this one read its
+                # checkpoint (a processor frozen past its session). Passing them would leave
+                # the store short of what a later catch-up from its offset applies.
+                held_back = fetched.held_back
                 batch = WriteBatch(raw_mode=True)
-                for _first, records in fetched.batches:
+                for first, records in fetched.batches:
+                    if held_back is not None and first >= held_back:
+                        break
+                    if held_back is not None and first + len(records) > held_back:
+                        records = records[: held_back - first]
                     for _kind, key, value, _ts in records:
                         if key is None:
                             continue
@@ -261,11 +271,13 @@ class TaskStore:
                             batch.delete(key)
                         restored += 1
                         restored_bytes += len(key) + len(value)
-                offset = fetched.next_offset
+                offset = fetched.next_offset if held_back is None else held_back
                 kept = changelog_state_after_catch_up(system, log.stream_id, log.partition, offset)
                 dedup = kept.get(CHANGELOG_DEDUP)
                 batch.put(_META_KEY, _json_encode({"seq": seq, "changelogOffset": offset, **kept}))
                 self._write(batch)
+                if held_back is not None:
+                    break
             self.changelog_offset = offset
         meta = {"seq": committed_seq} if committed_seq > 0 else {}
         if meta:

@@ -422,7 +422,13 @@ class EmbeddedSystem(StreamSystem):
             oldest = self.oldest_offsets(stream_id).get(partition, 0)
             newest = self.newest_offsets(stream_id).get(partition, 0)
             start = max(offset, oldest)
-            return Fetched(batches, max(offset, min(start + limit, newest)))  # type: ignore[arg-type]
+            (held_back,) = self._db().execute(
+                "SELECT MIN(MAX(first_offset, ?)) FROM batches WHERE stream = ? AND partition = ? "
+                "AND first_offset < ? AND first_offset + count > ? AND producer_seq >= ?",
+                (offset, stream_id, partition, offset + limit, offset, producer_seq_below),
+            ).fetchone()
+            next_offset = max(offset, min(start + limit, newest))
+            return Fetched(batches, next_offset, held_back=held_back)  # type: ignore[arg-type]
         if covered is None or (batches and batches[0][0] > offset):  # nothing at ``offset``: deleted?
             oldest = self.oldest_offsets(stream_id).get(partition, 0)
             if offset < oldest:

@@ -390,6 +390,7 @@ class KafkaSystem(StreamSystem):
                 deleted_below = oldest
         batches: list[tuple[int, Sequence[Record]]] = []
         tracker: DedupTracker | None = None
+        held_back: int | None = None
         with clients.lock:
             existing = clients.trackers.get(key)
             if existing is not None and existing.position == offset:
@@ -415,6 +416,8 @@ class KafkaSystem(StreamSystem):
                         if not tracker.admit(producer, seq, ordinal):
                             continue
                         if producer_seq_below is not None and seq >= producer_seq_below:
+                            if held_back is None:
+                                held_back = message.offset()
                             continue
                 at = message.offset()
                 if at != expected:
@@ -425,7 +428,7 @@ class KafkaSystem(StreamSystem):
             if tracker is not None:
                 tracker.position = next_offset
                 clients.trackers[key] = tracker
-        return Fetched(batches, next_offset, deleted_below)
+        return Fetched(batches, next_offset, deleted_below, held_back)
 
     def dedup_state(self, stream_id: str, partition: int) -> dict[str, Any] | None:
         """What this process's reads of the partition know of duplicates still to come, as of
