@@ -187,6 +187,13 @@ def test_producer_seq_below_keeps_earlier_epochs(named: Named) -> None:
         )
     read, _end = read_all(system, stream, 0, producer_seq_below=3)
     assert [int(record.value) for _o, record in read] == [1, 2]
+    # The read names where it first held a record back (a store's catch-up stops there), and
+    # nothing when it held none back.
+    newest = system.newest_offsets(stream)[0]
+    third = max(offset for offset, _record in read_all(system, stream, 0)[0])
+    assert system.fetch(stream, 0, 0, newest, 100, producer_seq_below=3).held_back == third
+    assert system.fetch(stream, 0, 0, newest, 100, producer_seq_below=4).held_back is None
+    assert system.fetch(stream, 0, 0, newest, 100).held_back is None
 
 
 def test_keyed_writes_use_murmur2(named: Named) -> None:
