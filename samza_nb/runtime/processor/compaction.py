@@ -86,10 +86,12 @@ class ChangelogCompactor:
             work = self.due(model, checkpoints)
             if not work:
                 return False
-            self._thread = threading.Thread(
+            thread = threading.Thread(
                 target=self._compact, args=(work,), name="samza-nb-changelog-compactor", daemon=True
             )
-            self._thread.start()
+            thread.start()
+            # Published once started: join() from another thread may read it at any moment.
+            self._thread = thread
             return True
 
     def report(self) -> dict[str, Any]:
