@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from samza_nb.api import StreamApplication
+from samza_nb.plan.execution_plan import ExecutionPlan
 from samza_nb.runtime.checkpoint_topic import CheckpointRecords
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import EpochAssignment
 from samza_nb.runtime.task import exactly_once
 from samza_nb.runtime.task.exactly_once import TaskTransaction
+from samza_nb.systems import KafkaSystem, MessageKind, Record
 
 
 def _transaction(retry: int) -> TaskTransaction:
@@ -49,6 +52,28 @@ def test_a_retried_epoch_reads_what_was_committed_instead_of_trusting_the_worker
     assert found == (committed_by_another_worker if reads_the_topic else None)
 
 
+def _one_partition_job(
+    bootstrap: str, prefix: str, seq: int
+) -> tuple[KafkaSystem, str, ExecutionPlan, EpochAssignment]:
+    """An exactly-once job copying ``<prefix>-in`` to ``<prefix>-out`` (one partition each,
+    checkpoint topic made), and task Partition 0's epoch ``seq``: (system, output, plan,
+    assignment)."""
+    system = KafkaSystem("kafka", bootstrap)
+    out = f"{prefix}-out"
+    system.create_stream(f"{prefix}-in", 1)
+    system.create_stream(out, 1)
+    app = StreamApplication(prefix, job_id="1", config={"task.processing.guarantee": "exactly-once"})
+    app.input(system.input(f"{prefix}-in", partitions=1)).send_to(app.output(system.output(out, partitions=1)))
+    plan = app.plan()
+    system.create_stream(exactly_once.checkpoint_topic(plan), 1, compacted=True)
+    assignment = EpochAssignment(
+        task_name="Partition 0", producer="Partition 0", seq=seq, now_ms=0, run_id="r", location_id="a",
+        store_root="/nowhere", changelog_partition=0, ssps=[], start_offsets={}, bounds={},
+        control={}, producer_counts={},
+    )
+    return system, out, plan, assignment
+
+
 @pytest.mark.services
 @pytest.mark.parametrize("opened_in_background", [False, True], ids=["opened-in-run", "prepared"])
 def test_an_attempt_whose_new_producer_finds_the_epoch_committed_by_another_commits_nothing(
@@ -58,25 +83,7 @@ def test_an_attempt_whose_new_producer_finds_the_epoch_committed_by_another_comm
     # after this attempt looked at the start: this attempt's new producer ends the other's
     # transaction, reads the topic again, and commits nothing. A producer the epoch started
     # opening in the background (prepare(), while it reads its input) is as new.
-    from samza_nb.api import StreamApplication
-    from samza_nb.systems import KafkaSystem, MessageKind, Record
-
-    system = KafkaSystem("kafka", kafka_bootstrap)
-    out = f"{kafka_topic_prefix}eo-out"
-    system.create_stream(f"{kafka_topic_prefix}eo-in", 1)
-    system.create_stream(out, 1)
-    app = StreamApplication(f"{kafka_topic_prefix}eo", job_id="1",
-                            config={"task.processing.guarantee": "exactly-once"})
-    app.input(system.input(f"{kafka_topic_prefix}eo-in", partitions=1)).send_to(
-        app.output(system.output(out, partitions=1))
-    )
-    plan = app.plan()
-    system.create_stream(exactly_once.checkpoint_topic(plan), 1, compacted=True)
-    assignment = EpochAssignment(
-        task_name="Partition 0", producer="Partition 0", seq=1, now_ms=0, run_id="r", location_id="a",
-        store_root="/nowhere", changelog_partition=0, ssps=[], start_offsets={}, bounds={},
-        control={}, producer_counts={},
-    )
+    system, out, plan, assignment = _one_partition_job(kafka_bootstrap, f"{kafka_topic_prefix}eo", 1)
 
     def body(transaction: TaskTransaction) -> int:
         transaction.append(out, 0, [Record(MessageKind.USER, None, b'"counted"', None)], 1)
@@ -104,25 +111,7 @@ def test_an_attempt_whose_new_producer_finds_the_epoch_committed_by_another_comm
 def test_a_producer_opened_in_the_background_is_the_one_the_epoch_commits_with(
     kafka_bootstrap: str, kafka_topic_prefix: str
 ) -> None:
-    from samza_nb.api import StreamApplication
-    from samza_nb.systems import KafkaSystem, MessageKind, Record
-
-    system = KafkaSystem("kafka", kafka_bootstrap)
-    out = f"{kafka_topic_prefix}bg-out"
-    system.create_stream(f"{kafka_topic_prefix}bg-in", 1)
-    system.create_stream(out, 1)
-    app = StreamApplication(f"{kafka_topic_prefix}bg", job_id="1",
-                            config={"task.processing.guarantee": "exactly-once"})
-    app.input(system.input(f"{kafka_topic_prefix}bg-in", partitions=1)).send_to(
-        app.output(system.output(out, partitions=1))
-    )
-    plan = app.plan()
-    system.create_stream(exactly_once.checkpoint_topic(plan), 1, compacted=True)
-    assignment = EpochAssignment(
-        task_name="Partition 0", producer="Partition 0", seq=0, now_ms=0, run_id="r", location_id="a",
-        store_root="/nowhere", changelog_partition=0, ssps=[], start_offsets={}, bounds={},
-        control={}, producer_counts={},
-    )
+    system, out, plan, assignment = _one_partition_job(kafka_bootstrap, f"{kafka_topic_prefix}bg", 0)
     transaction = TaskTransaction(plan, assignment)
     transaction.prepare()
     transaction.prepare()  # once per task: a second call while it opens starts nothing

@@ -155,13 +155,10 @@ class KafkaTransaction:
             headers = record_headers(kind, producer, producer_seq, ordinal)
             for _ in range(1000):
                 try:
-                    if ordinal == last:
-                        produce(
-                            stream_id, value, key, partition=partition, timestamp=timestamp or 0,
-                            headers=headers, on_delivery=delivered,
-                        )
-                    else:
-                        produce(stream_id, value, key, partition=partition, timestamp=timestamp or 0, headers=headers)
+                    produce(
+                        stream_id, value, key, partition=partition, timestamp=timestamp or 0,
+                        headers=headers, on_delivery=delivered if ordinal == last else None,
+                    )
                     break
                 except BufferError:
                     self._run("poll", lambda: self._producer.poll(0.05))
