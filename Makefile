@@ -10,12 +10,14 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,notebooks]"
-	$(PY) -m samza_nb.runtime.executors.class_archive
 	touch $(STAMP)
 
+# The Spark class-data archive (runtime/executors/class_archive.py) is made once per venv; the
+# test run makes it while the services install (engine/run-tests.sh).
 install: $(STAMP)
+	$(PY) -m samza_nb.runtime.executors.class_archive --if-missing
 
-demo: $(STAMP)
+demo: install
 	$(PY) -m samza_nb.demo
 
 lint: $(STAMP)
