@@ -247,9 +247,14 @@ def test_a_follower_frozen_past_the_liveness_timeout_is_dropped_rejoins_and_noth
 
 
 #: The frozen follower's module: the quickstart, with its process group stopping itself
-#: (SIGSTOP) right after the fence check of its n-th checkpoint commit, before the writes.
+#: (SIGSTOP) right after the fence check of its n-th checkpoint commit, before the writes. A
+#: SIGSTOP sent to the group wakes one thread of this process (the main one) to stop them all;
+#: until the scheduler runs it, the thread that sent it goes on, and under load it has sent its
+#: commit before it stopped (seen in CI: the commit landed, the leader took the tasks over from
+#: it, and the test found no refusal). The same signal sent to the committing thread itself stops
+#: the process before that thread leaves the kernel.
 _FROZEN_AFTER_FENCE_CHECK = """
-import os, signal
+import os, signal, threading
 from samza_nb.metadata.azure import AzureBlobMetadataStore, AzureWriteGuard
 from azjob import app
 
@@ -266,7 +271,8 @@ def verify(self):
     if len(_commits) == {nth} and not getattr(verify, "frozen", False):
         verify.frozen = True
         print("freezing after the fence check of checkpoint commit {nth}", flush=True)
-        os.killpg(os.getpgid(0), signal.SIGSTOP)
+        os.killpg(os.getpgid(0), signal.SIGSTOP)  # its Spark JVM too
+        signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
 
 AzureBlobMetadataStore.put_all, AzureWriteGuard.verify = put_all, verify
 """
