@@ -12,13 +12,16 @@ from typing import Any, Final
 
 from samza_nb.model.kv import KV
 
-__all__ = ["KV", "from_storable", "to_storable"]
+__all__ = ["KV", "from_storable", "may_hold_tags", "to_storable"]
 
 # Types msgpack keeps as they are: a dict or list holding only these is stored as it is (the
 # check runs in C, so a join's flat dict message costs one pass and no copy).
 _PLAIN: Final = frozenset({str, int, float, bool, type(None), bytes})
 _TAG: Final = "__kv__"
 _ESCAPE: Final = "__kv_escaped__"
+#: What the tag and the escape begin with, as msgpack writes it (a string's UTF-8 bytes as they
+#: are, after its length).
+_TAG_BYTES: Final = b"__kv_"
 
 
 def to_storable(value: Any) -> Any:
@@ -48,6 +51,20 @@ def to_storable(value: Any) -> Any:
             return value
         return [to_storable(item) for item in value]
     return value
+
+
+def may_hold_tags(data: bytes) -> bool:
+    """Whether msgpack ``data`` may hold a tagged or escaped map. When it cannot, what it
+    decodes to is already what :func:`from_storable` would give: a window pane of thousands
+    of plain messages is read back without a walk over them (one scan of its bytes, in C).
+
+    >>> import msgspec
+    >>> may_hold_tags(msgspec.msgpack.encode(to_storable([{"page": "a"}, 2])))
+    False
+    >>> may_hold_tags(msgspec.msgpack.encode(to_storable([KV("page", 1)])))
+    True
+    """
+    return _TAG_BYTES in data
 
 
 def from_storable(value: Any) -> Any:

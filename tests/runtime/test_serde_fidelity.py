@@ -165,3 +165,32 @@ def test_a_kv_nested_in_a_dict_round_trips_through_a_store() -> None:
     assert msgspec.msgpack.encode(to_storable(("page", KV("a", 1)))) == msgspec.msgpack.encode(("page", ("a", 1)))
     flat = {"page": "a", "n": 1}
     assert to_storable(flat) is flat and from_storable(flat) is flat  # no copy of plain values
+
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "tags_in_bytes"),
+    [
+        ("page-1", [None, [{"auction": 1, "price": 30, "extra": "x" * 40}, {"auction": 2, "price": 30}]], False),
+        (7, {"n": [1, 2.5, None, True, b"raw"], "t": ("a", 1)}, False),
+        ("page-1", [KV("k", {"inner": KV(1, [KV(2, None)])}), {"looks-like-a-tag": {"__kv__": 5}}], True),
+        ("page-1", {"looks-like-the-escape": {"__kv_escaped__": {"__kv__": [1, 2]}}}, True),
+        ("page-1", {"text": "a message that says __kv__", "raw": b"__kv_escaped__"}, True),
+        (KV("a", 1), [{"page": "a"}], True),
+    ],
+    ids=["plain-messages", "plain-values", "kvs", "escaped", "tag-text-in-values", "kv-key"],
+)
+def test_a_pane_reads_back_as_from_storable_gives_it_whether_or_not_its_bytes_hold_a_tag(
+    key: Any, value: Any, tags_in_bytes: bool
+) -> None:
+    # Pane.decode skips from_storable's walk when the bytes cannot hold a tagged or escaped
+    # map (a pane of thousands of plain messages): it reads back the same either way.
+    from samza_nb.plan.kv import may_hold_tags
+    from samza_nb.runtime.task.window_panes import Pane
+
+    data = Pane(key, 10_000, value, count=2).encode()
+    assert may_hold_tags(data) is tags_in_bytes
+    stored_key, _ts, stored_value, *_rest = msgspec.msgpack.decode(data)
+    read = Pane.decode(data)
+    assert (read.key, read.value) == (from_storable(stored_key), from_storable(stored_value))
+    assert read.key == key

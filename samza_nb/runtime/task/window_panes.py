@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from samza_nb.plan.kv import may_hold_tags
 from samza_nb.plan.windows import (
     AnyTrigger,
     CountTrigger,
@@ -64,10 +65,9 @@ class Pane:
     @classmethod
     def decode(cls, data: bytes) -> Pane:
         key, ts, value, count, first, last, early_count, early_first, cancelled = _unpack(data)
-        return cls(
-            from_storable(key), ts, from_storable(value), count, first, last, early_count,
-            early_first, cancelled, dirty=False,
-        )
+        if may_hold_tags(data):
+            key, value = from_storable(key), from_storable(value)
+        return cls(key, ts, value, count, first, last, early_count, early_first, cancelled, dirty=False)
 
 
 class PaneHolder(Protocol):
