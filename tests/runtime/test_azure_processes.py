@@ -247,12 +247,12 @@ def test_a_follower_frozen_past_the_liveness_timeout_is_dropped_rejoins_and_noth
 
 
 #: The frozen follower's module: the quickstart, with its process group stopping itself
-#: (SIGSTOP) right after the fence check of its n-th checkpoint commit, before the writes. A
-#: SIGSTOP sent to the group wakes one thread of this process (the main one) to stop them all;
-#: until the scheduler runs it, the thread that sent it goes on, and under load it has sent its
-#: commit before it stopped (seen in CI: the commit landed, the leader took the tasks over from
-#: it, and the test found no refusal). The same signal sent to the committing thread itself stops
-#: the process before that thread leaves the kernel.
+#: (SIGSTOP) right after the fence check of its n-th checkpoint commit, before the writes. The
+#: committing thread stops the others of its group (its Spark JVM), then itself with a SIGSTOP
+#: sent to that thread, which stops the process before the thread leaves the kernel. A SIGSTOP
+#: sent to the whole group wakes the process's main thread to stop it, and until the scheduler
+#: runs that thread the committing thread went on: under load it sent its commit first (CI29).
+#: Sending both stopped the process twice when the group stop came first (CI32).
 _FROZEN_AFTER_FENCE_CHECK = """
 import os, signal, threading
 from samza_nb.metadata.azure import AzureBlobMetadataStore, AzureWriteGuard
@@ -271,7 +271,15 @@ def verify(self):
     if len(_commits) == {nth} and not getattr(verify, "frozen", False):
         verify.frozen = True
         print("freezing after the fence check of checkpoint commit {nth}", flush=True)
-        os.killpg(os.getpgid(0), signal.SIGSTOP)  # its Spark JVM too
+        me, group = os.getpid(), os.getpgid(0)
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != me:
+                try:
+                    fields = open(f"/proc/{entry}/stat").read().rpartition(")")[2].split()
+                except OSError:
+                    continue
+                if int(fields[2]) == group:
+                    os.kill(int(entry), signal.SIGSTOP)
         signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
 
 AzureBlobMetadataStore.put_all, AzureWriteGuard.verify = put_all, verify
