@@ -9,9 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# --no-compile: Python compiles a module when it is first imported; compiling every file of
-	# every package here (pyspark, jupyterlab, ...) took 25 of the install's 57 s on 2 cores.
-	$(PY) -m pip install -q --no-compile -e ".[dev,notebooks]"
+	$(PY) -m pip install -q -e ".[dev,notebooks]"
 	touch $(STAMP)
 
 # The Spark class-data archive (runtime/executors/class_archive.py) is made once per venv; the
