@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import msgspec
+
 from samza_nb.model.kv import KV
 
-__all__ = ["KV", "from_storable", "may_hold_tags", "to_storable"]
+__all__ = ["KV", "from_storable", "may_hold_tags", "to_storable", "unpack_storable"]
 
 # Types msgpack keeps as they are: a dict or list holding only these is stored as it is (the
 # check runs in C, so a join's flat dict message costs one pass and no copy).
@@ -22,6 +24,7 @@ _ESCAPE: Final = "__kv_escaped__"
 #: What the tag and the escape begin with, as msgpack writes it (a string's UTF-8 bytes as they
 #: are, after its length).
 _TAG_BYTES: Final = b"__kv_"
+_unpack = msgspec.msgpack.Decoder().decode
 
 
 def to_storable(value: Any) -> Any:
@@ -65,6 +68,13 @@ def may_hold_tags(data: bytes) -> bool:
     True
     """
     return _TAG_BYTES in data
+
+
+def unpack_storable(data: bytes) -> Any:
+    """Msgpack ``data`` a store holds, read back with its KVs (:func:`from_storable`, walked
+    only when :func:`may_hold_tags`)."""
+    value = _unpack(data)
+    return from_storable(value) if may_hold_tags(data) else value
 
 
 def from_storable(value: Any) -> Any:

@@ -167,7 +167,6 @@ def test_a_kv_nested_in_a_dict_round_trips_through_a_store() -> None:
     assert to_storable(flat) is flat and from_storable(flat) is flat  # no copy of plain values
 
 
-
 @pytest.mark.parametrize(
     ("key", "value", "tags_in_bytes"),
     [

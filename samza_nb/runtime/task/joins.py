@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from samza_nb.model.keys import check_partition_key
-from samza_nb.plan.kv import KV, may_hold_tags
+from samza_nb.plan.kv import KV, unpack_storable
 from samza_nb.plan.operators import (
     JoinOperatorSpec,
     SendToTableOperatorSpec,
@@ -123,9 +123,7 @@ class JoinImpl(OperatorImpl):
         join_fn = self.join_spec.join_fn
         assert join_fn is not None
         for stored, _at in self._kept_list(not is_left, store_key, cutoff):
-            other = _unpack(stored)
-            if may_hold_tags(stored):
-                other = from_storable(other)
+            other = unpack_storable(stored)
             left, right = (message, other) if is_left else (other, message)
             result = self.call(join_fn, left, right)
             if result is not None and result is not SKIPPED:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from samza_nb.plan.kv import may_hold_tags
+from samza_nb.plan.kv import unpack_storable
 from samza_nb.plan.windows import (
     AnyTrigger,
     CountTrigger,
@@ -19,7 +19,7 @@ from samza_nb.plan.windows import (
     TimeTrigger,
     Trigger,
 )
-from samza_nb.runtime.task.operators import from_storable, to_storable
+from samza_nb.runtime.task.operators import to_storable
 
 if TYPE_CHECKING:
     from samza_nb.plan.windows import WindowSpec
@@ -31,7 +31,6 @@ __all__ = ["STABLE_KEY_TYPES", "Pane", "PaneHolder", "trigger_fires"]
 STABLE_KEY_TYPES = frozenset({str, int, bytes})
 
 _pack = msgspec.msgpack.Encoder().encode
-_unpack = msgspec.msgpack.Decoder().decode
 
 
 @dataclass
@@ -64,9 +63,7 @@ class Pane:
 
     @classmethod
     def decode(cls, data: bytes) -> Pane:
-        key, ts, value, count, first, last, early_count, early_first, cancelled = _unpack(data)
-        if may_hold_tags(data):
-            key, value = from_storable(key), from_storable(value)
+        key, ts, value, count, first, last, early_count, early_first, cancelled = unpack_storable(data)
         return cls(key, ts, value, count, first, last, early_count, early_first, cancelled, dirty=False)
 
 
