@@ -9,8 +9,6 @@ pass through as kazoo's own exceptions so callers can act on them.
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -28,10 +26,11 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.protocol.states import ZnodeStat
 from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
 
 from samza_nb.errors import MetadataStoreError, SamzaNbError
+from samza_nb.metadata.zk_session_log import ConnectionStatus, session_logger, zookeeper_log
 
 __all__ = ["ZkClient", "describe_connect", "split_connect"]
 
@@ -40,98 +39,6 @@ T = TypeVar("T")
 #: Answers that carry meaning for the caller; they are never retried or wrapped.
 _MEANINGFUL = (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError)
 _RETRYABLE = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError, SessionExpiredError)
-
-
-class _RepeatsQuieted(logging.Filter):
-    """Lets each distinct kazoo message through once a minute: an unreachable server makes
-    kazoo log "Connection dropped" at every reconnect try (several a second), which would
-    flood a notebook cell or a processor's log while the bounded calls are still trying."""
-
-    def __init__(self, every: float = 60.0) -> None:
-        super().__init__()
-        self.every = every
-        self._last: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        now = time.monotonic()
-        with self._lock:
-            if len(self._last) > 1_000:
-                self._last.clear()
-            last = self._last.get(text)
-            if last is not None and now - last < self.every:
-                return False
-            self._last[text] = now
-            return True
-
-
-#: The logger of every ZkClient's kazoo session (kazoo's own, ``kazoo.client``, is left alone).
-_kazoo_log = logging.getLogger("samza_nb.zookeeper")
-_repeats_quieted = _RepeatsQuieted()
-_kazoo_log.addFilter(_repeats_quieted)
-
-#: kazoo's lines while it gets a lost connection back (several a second while a server is away).
-_RECONNECTING = (
-    "Connection dropped",
-    "Connection time-out",
-    "Transition to CONNECTING",
-    "Failed connecting to Zookeeper",
-    "Zookeeper connection lost",
-)
-
-
-class _ConnectionStatus(logging.Filter):
-    """One status line per outage of one session, instead of kazoo's lines while it
-    reconnects: the address and how long the session outlives the connection. Before the
-    session's first connection kazoo's lines are dropped (the start's error says it all);
-    once connected again, an INFO line says after how long."""
-
-    def __init__(self, description: str, session_timeout: float) -> None:
-        super().__init__()
-        self.description = description
-        self.session_timeout = session_timeout
-        self._connected_once = False
-        self._lost_at: float | None = None
-        self._lock = threading.Lock()
-
-    def on_state(self, state: str) -> None:
-        """A kazoo connection listener: a connection (again) ends the outage."""
-        if state != KazooState.CONNECTED:
-            return
-        with self._lock:
-            lost_at, self._lost_at = self._lost_at, None
-            self._connected_once = True
-        if lost_at is not None:
-            _kazoo_log.info(
-                "ZooKeeper %s: connected again after %.1f s", self.description, time.monotonic() - lost_at
-            )
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not record.getMessage().startswith(_RECONNECTING):
-            return True
-        with self._lock:
-            if not self._connected_once or self._lost_at is not None:
-                return False
-            self._lost_at = time.monotonic()
-        record.msg = (
-            "ZooKeeper %s: connection lost; waiting up to %g s (the session timeout) for it to "
-            "come back"
-        )
-        record.args = (self.description, self.session_timeout)
-        record.levelno, record.levelname = logging.WARNING, "WARNING"
-        return True
-
-
-def _session_logger(status: _ConnectionStatus) -> logging.Logger:
-    """A logger of one session's own (not registered: it goes with its client), whose records
-    reach the handlers of ``samza_nb.zookeeper``; ancestors' filters do not apply to them, so
-    it carries the repeat filter too."""
-    logger = logging.Logger(_kazoo_log.name)
-    logger.parent = _kazoo_log
-    logger.addFilter(status)
-    logger.addFilter(_repeats_quieted)
-    return logger
 
 
 #: How much longer than possible a try (or the pause between two) must take for ZkClient.call
@@ -228,7 +135,7 @@ class ZkClient:
                 f"{problem}; write host:port[,host:port][/chroot]"
             )
             raise error(msg)
-        status = _ConnectionStatus(self.description, self.session_timeout)
+        status = ConnectionStatus(self.description, self.session_timeout)
         self.kazoo = KazooClient(
             hosts=hosts + self.chroot,
             timeout=self.session_timeout,
@@ -236,7 +143,7 @@ class ZkClient:
             # The session reconnects until it expires; calls (recipes included) are bounded.
             connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0},
             command_retry={"max_tries": self.max_tries, "delay": 0.1, "backoff": 2, "max_delay": 2.0},
-            logger=_session_logger(status),
+            logger=session_logger(status),
         )
         self.kazoo.add_listener(status.on_state)
         try:
@@ -309,7 +216,7 @@ class ZkClient:
                 raise
             except RetryFailedError as exc:
                 if frozen and rounds == 1:
-                    _kazoo_log.info("ZooKeeper %s: %s: this process was paused mid-call; trying again", self.description, what)
+                    zookeeper_log.info("ZooKeeper %s: %s: this process was paused mid-call; trying again", self.description, what)
                     frozen = False
                     continue
                 msg = (
