@@ -4,15 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint services-up services-down services-status bench clean install venv
+.PHONY: demo test lint services-up services-down services-status bench clean install
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,notebooks]"
 	touch $(STAMP)
-
-venv: $(STAMP)
 
 # The Spark class-data archive (runtime/executors/class_archive.py) is made once per venv; the
 # test run makes it while the services install (engine/run-tests.sh).
@@ -26,10 +24,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check samza_nb tests bench engine
 	$(VENV)/bin/mypy
 
-# Services start before pytest and stop afterwards even when tests fail; the script makes the
-# venv while the services install (engine/run-tests.sh).
-test:
-	PYTHON=$(PYTHON) bash engine/run-tests.sh
+# Services start before pytest and stop afterwards even when tests fail (engine/run-tests.sh).
+test: $(STAMP)
+	bash engine/run-tests.sh
 
 services-up: $(STAMP)
 	$(VENV)/bin/samza-nb services up

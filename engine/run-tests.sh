@@ -3,16 +3,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv
-export SAMZA_NB_SERVICES_DIR="${SAMZA_NB_SERVICES_DIR:-$PWD/.services}"
+. engine/_services_trap.sh
 
-# The services' install (npm's Azurite: the network and the disk) needs only the standard
-# library, so it runs with the interpreter that makes the venv while pip fills the venv and
-# the checks and the Spark class-data archive use the CPU; a failure on either side fails the
-# run.
-PYTHONPATH="$PWD" "${PYTHON:-python3}" -m samza_nb.cli services install &
+# The services' install (npm and wheels: the network and the disk) runs while the checks and
+# the Spark class-data archive use the CPU; a failure on either side fails the run.
+"$VENV/bin/samza-nb" services install &
 services_install=$!
 ready() {
-  "${MAKE:-make}" --no-print-directory venv || return 1
   "$VENV/bin/ruff" check samza_nb tests bench engine || return 1
   "$VENV/bin/mypy" || return 1
   # Spark drivers map their classes from an archive made once (runtime/executors/class_archive.py).
@@ -25,7 +22,6 @@ if ! ready; then
   exit 1
 fi
 wait "$services_install" || exit 1
-. engine/_services_trap.sh
 "$VENV/bin/samza-nb" services up || exit 1
 echo "run-tests: checks, installs and services ready after ${SECONDS} s"
 # The suite mostly waits (ZooKeeper sessions, Azure leases, processes, browsers): three workers
