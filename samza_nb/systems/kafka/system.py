@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from samza_nb.config import Config
-from samza_nb.errors import ConfigError, StreamNotFoundError, StreamSystemError
+from samza_nb.errors import ConfigError
 from samza_nb.kafka_settings import KafkaClientConfig
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
 from samza_nb.systems.kafka.clients import ProcessClients
@@ -39,6 +39,7 @@ from samza_nb.systems.kafka.dedup import (
     tracker_state,
 )
 from samza_nb.systems.kafka.offsets import KafkaOffsets
+from samza_nb.systems.kafka.produce import produce_acknowledged
 from samza_nb.systems.kafka.reader import (
     consume_range,
     decode_message,
@@ -268,7 +269,7 @@ class KafkaSystem(StreamSystem):
             rotation=self._round_robin.setdefault(stream_id, itertools.count()),
             key_fn=key_fn, partition=partition, timestamps=timestamps, serde=serde, key_serde=key_serde,
         )
-        self._produce_all(stream_id, [(target, record, None) for target, record in placed])
+        produce_acknowledged(self._connection, stream_id, [(target, record, None) for target, record in placed])
         return len(placed)
 
     def write_watermark(self, stream_id: str, partition: int, timestamp: int) -> None:
@@ -299,7 +300,8 @@ class KafkaSystem(StreamSystem):
         if not records:
             return True
         self.require_partition(stream_id, partition)
-        self._produce_all(
+        produce_acknowledged(
+            self._connection,
             stream_id,
             [
                 (partition, record, record_headers(record.kind, producer, producer_seq, ordinal))
@@ -307,57 +309,6 @@ class KafkaSystem(StreamSystem):
             ],
         )
         return True
-
-    def _produce_all(
-        self, stream_id: str, items: Iterable[tuple[int, Record, list[tuple[str, bytes]] | None]]
-    ) -> None:
-        from confluent_kafka import KafkaError, KafkaException
-
-        client = self._clients().producer(self.send_timeout)
-        errors: list[Any] = []
-
-        def delivered(error: Any, _message: Any) -> None:
-            if error is not None:
-                errors.append(error)
-
-        for index, (partition, (_kind, key, value, timestamp), headers) in enumerate(items):
-            refreshed = False
-            for _ in range(1000):
-                try:
-                    client.produce(
-                        stream_id, value, key, partition=partition, timestamp=timestamp or 0,
-                        headers=headers, on_delivery=delivered,
-                    )
-                    break
-                except BufferError:
-                    client.poll(0.05)
-                except KafkaException as error:  # the producer knew fewer partitions: ask once
-                    if error.args[0].code() == KafkaError._UNKNOWN_PARTITION and not refreshed:
-                        refreshed = True
-                        client.list_topics(stream_id, timeout=self.timeout)
-                        continue
-                    client.flush(self.send_timeout)  # now, not with a later append
-                    where = f"{self.where}: append to topic {stream_id!r} partition {partition}"
-                    msg = f"{where}: record {index} failed ({error.args[0].str()}); the {index} before it were sent"
-                    raise StreamSystemError(self.scrub(msg)) from error
-            else:
-                msg = f"{self.where}: append to topic {stream_id!r}: the producer queue stayed full"
-                raise StreamSystemError(msg)
-        remaining = client.flush(self.send_timeout)
-        if errors:
-            first = errors[0]
-            if first.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
-                self._clients().topics.pop(stream_id, None)
-                msg = f"topic {stream_id!r} does not exist on {self.where} (append failed)"
-                raise StreamNotFoundError(msg)
-            msg = self.scrub(f"{self.where}: append to topic {stream_id!r}: {len(errors)} records failed: {first.str()}")
-            raise StreamSystemError(msg)
-        if remaining:
-            msg = (
-                f"{self.where}: append to topic {stream_id!r}: {remaining} records not "
-                f"acknowledged within {self.send_timeout:g}s (is the broker reachable?)"
-            )
-            raise StreamSystemError(msg)
 
     def fetch(
         self,
