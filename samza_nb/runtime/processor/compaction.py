@@ -26,7 +26,7 @@ from samza_nb.model import JobModel
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import ssp_key
 from samza_nb.runtime.plan_systems import default_system_of
-from samza_nb.runtime.task.stores import is_tombstone
+from samza_nb.runtime.task.changelog_records import is_tombstone
 
 if TYPE_CHECKING:
     from samza_nb.plan.execution_plan import ExecutionPlan

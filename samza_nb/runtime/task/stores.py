@@ -37,6 +37,7 @@ from samza_nb.runtime.task.changelog_dedup import (
     changelog_state_after_catch_up,
     resume_changelog,
 )
+from samza_nb.runtime.task.changelog_records import apply_changelog, changelog_records, is_tombstone
 from samza_nb.runtime.task.kept_stores import kept_stores
 from samza_nb.runtime.task.rocksdb_open import (
     StoreHeldOpen,
@@ -46,22 +47,15 @@ from samza_nb.runtime.task.rocksdb_open import (
     task_store_folder,
 )
 from samza_nb.secrecy import private_dir
-from samza_nb.systems.base import MessageKind, Record, StreamSystem
+from samza_nb.systems.base import StreamSystem
 
 __all__ = ["ChangelogRef", "StoreHeldOpen", "TaskStore", "is_tombstone", "store_path", "task_store_folder"]
 
 _META_KEY = b"\x00samza_nb.meta"
-_PUT = b"\x01"
-_DELETE = b"\x00"
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.Decoder().decode
 _MISSING = object()
 _RESTORE_CHUNK = 100_000
-def is_tombstone(value: bytes) -> bool:
-    """Whether a changelog value deletes its key (what compaction may drop after retention)."""
-    return value[:1] == _DELETE
-
-
 class ChangelogRef:
     """Where a store's changelog lives: a partition of a stream in a system."""
 
@@ -257,20 +251,9 @@ class TaskStore:
                 # the store short of what a later catch-up from its offset applies.
                 held_back = fetched.held_back
                 batch = WriteBatch(raw_mode=True)
-                for first, records in fetched.batches:
-                    if held_back is not None and first >= held_back:
-                        break
-                    if held_back is not None and first + len(records) > held_back:
-                        records = records[: held_back - first]
-                    for _kind, key, value, _ts in records:
-                        if key is None:
-                            continue
-                        if value[:1] == _PUT:
-                            batch.put(key, value[1:])
-                        else:
-                            batch.delete(key)
-                        restored += 1
-                        restored_bytes += len(key) + len(value)
+                applied, applied_bytes = apply_changelog(batch, fetched.batches, held_back)
+                restored += applied
+                restored_bytes += applied_bytes
                 offset = fetched.next_offset if held_back is None else held_back
                 kept = changelog_state_after_catch_up(system, log.stream_id, log.partition, offset)
                 dedup = kept.get(CHANGELOG_DEDUP)
@@ -385,12 +368,7 @@ class TaskStore:
             self._overtaken = True
         # A delete carries the time it was written: compaction drops it after a retention.
         now_ms = int(time.time() * 1000)
-        records = [
-            Record(MessageKind.USER, key, _PUT + value, None)
-            if value is not None
-            else Record(MessageKind.USER, key, _DELETE, now_ms)
-            for key, value in self._dirty.items()
-        ]
+        records = changelog_records(self._dirty, now_ms)
         if transaction is not None:
             transaction.append(log.stream_id, log.partition, records, producer_seq)
         else:
