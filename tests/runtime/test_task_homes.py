@@ -1,10 +1,11 @@
 """Which resident worker takes which task epochs (runtime/executors/task_homes.py): a task whose stores a
 worker keeps goes to that worker only; tasks no worker keeps spread over the workers up to
-their share; a worker keeping more than its share releases the excess."""
+their share; a worker keeping more than its share releases the excess; a free worker takes a
+chunk worth about a 1 / (2 x workers) of the work left."""
 
 from __future__ import annotations
 
-from samza_nb.runtime.executors.task_homes import TaskHomes
+from samza_nb.runtime.executors.task_homes import TaskHomes, guided_chunk
 
 FOLDERS = [f"/stores/here/Partition {task}" for task in range(4)]
 ALL = [0, 1, 2, 3]
@@ -52,3 +53,14 @@ def test_a_worker_keeping_more_than_its_share_releases_the_excess() -> None:
     homes.released([FOLDERS[2]])
     assert homes.excess(["a", "b"], FOLDERS, workers=2) == []
     assert homes.take(["a", "b"], [2], FOLDERS, workers=2) == ("b", [2])
+
+
+def test_a_worker_takes_task_epochs_up_to_a_share_of_the_work_left_and_at_least_one() -> None:
+    # 64 task epochs that read nothing, 2 workers: 16 per hand-out, not 64 round trips.
+    assert guided_chunk(list(range(64)), [1] * 64, left=64, workers=2) == list(range(16))
+    # The share is 40 / 4 = 10: the first two of size 5, then the third would pass it.
+    assert guided_chunk([0, 1, 2, 3], [5, 5, 5, 5], left=40, workers=2) == [0, 1]
+    # A task epoch larger than the share still goes, alone.
+    assert guided_chunk([0, 1, 2], [100, 1, 1], left=102, workers=2) == [0]
+    # In the order given (the eligible ones), not by index.
+    assert guided_chunk([3, 1], [9, 2, 9, 2], left=22, workers=1) == [3, 1]

@@ -34,7 +34,6 @@ import itertools
 import logging
 import os
 import secrets
-import socket
 import threading
 import time
 from collections import deque
@@ -46,8 +45,8 @@ from samza_nb.errors import JobError, WorkerLostError
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
 from samza_nb.runtime.executors.lost_workers import failure_reason
 from samza_nb.runtime.executors.other_spark_jobs import OtherSparkJobs, ended, ending
-from samza_nb.runtime.executors.socket_folders import close_listener, open_listener
-from samza_nb.runtime.executors.task_homes import TaskHomes
+from samza_nb.runtime.executors.socket_folders import close_listener, open_listener, wake_accept
+from samza_nb.runtime.executors.task_homes import TaskHomes, guided_chunk
 from samza_nb.runtime.executors.worker_epochs import serve_resident
 from samza_nb.runtime.executors.worker_link import WorkerLink, kill_workers
 from samza_nb.runtime.task.stores import task_store_folder
@@ -180,13 +179,10 @@ class ResidentWorkers:
     def run(self, digest: str, blob: bytes, assignments: list[EpochAssignment]) -> list[EpochResult]:
         """Every task epoch on a free worker, largest backlog first; the results in order.
 
-        A free worker takes the next task epochs worth about ``1 / (2 × workers)`` of the work
-        left (at least one): one at a time when an epoch has a few large ones, a handful per
-        message when it has many small ones (guided self-scheduling, as OpenMP's ``guided``),
-        so 64 tasks that read nothing do not cost 64 round trips per worker. A task whose
-        stores a worker keeps open goes to that worker only (its own first); the others go to
-        whichever worker is free. When the epoch starts, a free worker keeping more tasks than
-        its share releases the excess, so the tasks spread again over the workers."""
+        A free worker takes the next task epochs it may run (a task whose stores a worker
+        keeps open goes to that worker only), a chunk of them at a time (:func:`guided_chunk`).
+        When the epoch starts, a free worker keeping more tasks than its share releases the
+        excess, so the tasks spread again over the workers (runtime/executors/task_homes.py)."""
         sizes = [assignment.backlog() + 1 for assignment in assignments]
         folders = [task_store_folder(a.store_root, a.location_id, a.task_name) for a in assignments]
         order = sorted(range(len(assignments)), key=lambda i: (-sizes[i], i))
@@ -212,14 +208,8 @@ class ResidentWorkers:
                     if taken_by is None:
                         break
                     worker, eligible = taken_by
-                    chunk = [eligible[0]]
-                    share, taken = left / (2 * self._slots), sizes[chunk[0]]
-                    for index in eligible[1:]:
-                        if taken + sizes[index] > share:
-                            break
-                        chunk.append(index)
-                        taken += sizes[index]
-                    left -= taken
+                    chunk = guided_chunk(eligible, sizes, left, self._slots)
+                    left -= sum(sizes[index] for index in chunk)
                     chosen = set(chunk)
                     order = [index for index in order if index not in chosen]
                     tasks = [(index, assignments[index]) for index in chunk]
@@ -456,7 +446,7 @@ class ResidentWorkers:
             self._cond.notify_all()
         for worker in free:
             worker.goodbye()
-        self._wake_accept()
+        wake_accept(self._address)
         close_listener(self._listener, self._address)
         with self._cond:
             done = self._cond.wait_for(lambda: self._job_done, timeout=_CLOSE_WAIT_S)
@@ -465,13 +455,3 @@ class ResidentWorkers:
                 self.context.cancelJobGroup(self.group)
             except Exception as error:  # the session is stopping: its jobs end with it
                 _log.debug("resident workers %s: cancel failed: %s", self.group, error)
-
-    def _wake_accept(self) -> None:
-        """Unblock the accepting thread (closing a listening socket does not) with a
-        connection that fails the handshake."""
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                probe.settimeout(1.0)
-                probe.connect(self._address)
-        except OSError:
-            pass  # nothing is accepting any more

@@ -11,11 +11,12 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import tempfile
 import threading
 from multiprocessing.connection import Listener
 
-__all__ = ["close_listener", "open_listener"]
+__all__ = ["close_listener", "open_listener", "wake_accept"]
 
 #: Open listeners by folder, closed and removed at exit if still there.
 _open: dict[str, Listener] = {}
@@ -47,6 +48,17 @@ def close_listener(listener: Listener, address: str) -> None:
     """Close ``listener`` (which unlinks its socket file) and remove its folder."""
     with _closing:
         _close(listener, address)
+
+
+def wake_accept(address: str) -> None:
+    """Unblock a thread waiting in the listener's ``accept`` (closing a listening socket does
+    not) with a connection that fails the handshake."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1.0)
+            probe.connect(address)
+    except OSError:
+        pass  # nothing is accepting any more
 
 
 def _close(listener: Listener, address: str) -> None:

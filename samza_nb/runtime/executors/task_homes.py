@@ -1,5 +1,6 @@
 """Which resident worker keeps which task's stores open, and so which task epochs a free worker
-may take (runtime/task/kept_stores.py, runtime/executors/resident_workers.py).
+may take, and how many of them at once (runtime/task/kept_stores.py,
+runtime/executors/resident_workers.py).
 
 A task whose stores a worker keeps open runs there only: RocksDB lets one process at a time
 open a store. A task no worker keeps (a new one, or one without stores) goes to a free worker,
@@ -8,6 +9,11 @@ than its share (the epoch's tasks over the connected workers). When every free w
 has its share, the one keeping the fewest takes them rather than wait for a busy one. When an
 epoch starts, a free worker keeping more than its share (the first worker to connect may have
 taken three tasks of four) releases the excess, so the tasks spread again over the workers.
+
+A free worker takes a chunk of the task epochs it may run, worth about ``1 / (2 × workers)``
+of the work left (at least one): one at a time when an epoch has a few large ones, a handful
+per message when it has many small ones (guided self-scheduling, as OpenMP's ``guided``), so 64
+tasks that read nothing do not cost 64 round trips per worker.
 
 Not thread-safe: the pool calls it under its lock.
 """
@@ -18,9 +24,23 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["TaskHomes"]
+__all__ = ["TaskHomes", "guided_chunk"]
 
 Worker = TypeVar("Worker")
+
+
+def guided_chunk(eligible: Sequence[int], sizes: Sequence[int], left: int, workers: int) -> list[int]:
+    """The first of ``eligible`` (task epoch indexes, in hand-out order) and those after it
+    while their sizes (``sizes[index]``: backlog + 1) add up to at most ``left / (2 ×
+    workers)``, the work left being ``left``."""
+    chunk = [eligible[0]]
+    share, taken = left / (2 * workers), sizes[eligible[0]]
+    for index in eligible[1:]:
+        if taken + sizes[index] > share:
+            break
+        chunk.append(index)
+        taken += sizes[index]
+    return chunk
 
 
 def _share(tasks: int, workers: int) -> int:
