@@ -39,6 +39,7 @@ from samza_nb.grouping import (
 from samza_nb.model import JobModel, TaskMode, TaskModel, java_sorted
 from samza_nb.notebook.widgets._html import paragraph
 from samza_nb.notebook.widgets._live import DEFAULT_INTERVAL, LiveWidget
+from samza_nb.notebook.widgets.grouper_draft import ProcessorDraft
 from samza_nb.notebook.widgets.grouper_explorer_text import ExplorerText, in_explorer_words
 from samza_nb.notebook.widgets.grouper_inputs import (
     _processors_of,
@@ -122,7 +123,7 @@ class GrouperExplorer(LiveWidget):
         self.attached: Any = start.attached
         self.current: JobModel = current
         self.current_processors: dict[str, str] = live
-        self.draft: dict[str, str] = dict(live)
+        self.draft = ProcessorDraft(live)
         self.proposal: JobModel | None = None
         self.active_proposal: JobModel | None = None
         self.moves: list[Move] = []
@@ -204,13 +205,7 @@ class GrouperExplorer(LiveWidget):
     def kill(self, processor_id: str) -> JobModel | None:
         """Remove a processor from the draft; returns the new proposal (the job is unchanged)."""
         with self._lock:
-            if processor_id not in self.draft:
-                msg = f"no processor {processor_id!r} in the draft; processors are {java_sorted(self.draft)}"
-                raise ConfigError(msg)
-            if len(self.draft) == 1:
-                msg = "cannot kill the last processor; a job needs at least one"
-                raise ConfigError(msg)
-            del self.draft[processor_id]
+            self.draft.kill(processor_id)
             self._draft_changed(f"killed processor {processor_id} (draft only until Apply)")
             return self.proposal
 
@@ -220,24 +215,16 @@ class GrouperExplorer(LiveWidget):
         Ids continue after the largest numeric id, as :meth:`Job.add_processor` numbers them.
         """
         with self._lock:
-            new_id = self._add_to_draft(location)
+            new_id = self.draft.add(location, current=self.current_processors)
             self._draft_changed(
                 f"added processor {new_id} at {self.draft[new_id]} (draft only until Apply)"
             )
             return new_id
 
-    def _add_to_draft(self, location: str | None) -> str:
-        # Killed ids are not reused before Apply: the job adds processors before it kills any,
-        # so its new ids continue after every current one.
-        known = {*self.current_processors, *self.draft}
-        new_id = str(max((int(p) for p in known if p.isdigit()), default=-1) + 1)
-        self.draft[new_id] = (location or "").strip() or f"host-{new_id}"
-        return new_id
-
     def reset(self) -> None:
         """Drop the draft: back to the current model's processors."""
         with self._lock:
-            self.draft = dict(self.current_processors)
+            self.draft = ProcessorDraft(self.current_processors)
             self._draft_changed("draft reset to the current model")
 
     def apply(self) -> JobModel:
@@ -345,13 +332,9 @@ class GrouperExplorer(LiveWidget):
         if self._syncing:
             return
         with self._lock:
-            wanted = int(change["new"])
-            added = [
-                self._add_to_draft(self.new_location.value) for _ in range(wanted - len(self.draft))
-            ]
-            killed = java_sorted(self.draft)[wanted:]
-            for pid in killed:
-                del self.draft[pid]
+            added, killed = self.draft.resize(
+                int(change["new"]), self.new_location.value, current=self.current_processors
+            )
             if added:
                 self._draft_changed(f"added processors {', '.join(added)} (draft only until Apply)")
             elif killed:
@@ -373,8 +356,7 @@ class GrouperExplorer(LiveWidget):
                 self._sync_controls()
                 self.message.value = paragraph(why, colour=_ERROR)
                 return
-            for index, pid in enumerate(java_sorted(self.draft)):
-                self.draft[pid] = entries[index % len(entries)]
+            self.draft.relocate(entries)
             self._draft_changed("locations changed (draft only)")
 
     # -- computing -------------------------------------------------------------------------
@@ -384,14 +366,14 @@ class GrouperExplorer(LiveWidget):
             model = self.attached.job_model
             if model is not None and model != self.current:
                 self.current, self.current_processors = model, _processors_of(model)
-                self.draft = dict(self.current_processors)
+                self.draft = ProcessorDraft(self.current_processors)
                 self._sync_controls()
                 self.message.value = paragraph("the attached job has a new model: the draft starts from it")
         if job is not None and job.job_model is not self.current:
             # The job regrouped (Apply, a magic, a kill elsewhere): its model is the new base.
             self.current = job.job_model
             self.current_processors = job.processors
-            self.draft = dict(self.current_processors)
+            self.draft = ProcessorDraft(self.current_processors)
             self._sync_controls()
             self.message.value = paragraph("the job regrouped: the draft starts from its new model")
         self._recompute()
@@ -464,13 +446,7 @@ class GrouperExplorer(LiveWidget):
         )
 
     def snapshot_text(self) -> str:
-        parts = [
-            f"GrouperExplorer: {self._text.summary()}",
-            *("  " + line for line in self._text.checks()),
-        ]
-        parts += [f"  {note}" for note in self._text.apply_notes(self._shown_blocker())]
-        parts += self._text.tables_text()
-        return "\n".join(parts)
+        return self._text.snapshot(self._shown_blocker())
 
     def __repr__(self) -> str:
         return (

@@ -211,6 +211,14 @@ class ExplorerText:
         rows = self.standby_rows()
         return html_table(_STANDBY_HEADERS, rows, caption="standby placement") if rows else ""
 
+    def snapshot(self, blocker: str | None) -> str:
+        """The whole view as text (a saved notebook's plain output): summary, checks, the
+        notes next to Apply (``blocker``: why Apply is off, if it is), the tables."""
+        parts = [f"GrouperExplorer: {self.summary()}", *("  " + line for line in self.checks())]
+        parts += [f"  {note}" for note in self.apply_notes(blocker)]
+        parts += self.tables_text()
+        return "\n".join(parts)
+
     def tables_text(self) -> list[str]:
         """The model, move and standby tables as text (the ones there are)."""
         tables = [text_table(_MODEL_HEADERS, self.model_rows())]
