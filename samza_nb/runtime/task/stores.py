@@ -56,6 +56,8 @@ _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.Decoder().decode
 _MISSING = object()
 _RESTORE_CHUNK = 100_000
+
+
 class ChangelogRef:
     """Where a store's changelog lives: a partition of a stream in a system."""
 
