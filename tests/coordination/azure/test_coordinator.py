@@ -336,11 +336,60 @@ def test_two_processes_racing_for_one_id_leave_one_that_can_commit(
     for thread in threads:
         thread.join(60)
     wait_until(lambda: [earlier.stopped, later.stopped].count(True) == 1, 30, "exactly one p2 left")
-    survivor = earlier if not earlier.stopped else later
+    survivor, loser = (earlier, later) if not earlier.stopped else (later, earlier)
     time.sleep(2)  # a few heartbeats: it stays
     assert not survivor.stopped
-    metadata.put_all({"survivor": b"1"}, guard=survivor.fence)
+    # The crashed p2's rows go stale as the two start: the leader may drop p2 then and break
+    # the lease the survivor had just taken (on a loaded machine it did, in CI). The survivor
+    # is not taken over by that; it takes a lease again once the leader lists it again. So it
+    # can commit within a bound, and the one that stopped never can.
+    deadline = time.monotonic() + 30
+    while not _committed(metadata, survivor, "survivor"):
+        assert time.monotonic() < deadline, "the surviving p2 could not commit for 30 s"
+        time.sleep(0.25)
     assert metadata.get("survivor") == b"1"
+    assert not _committed(metadata, loser, "loser")
+    assert metadata.get("loser") is None
+    assert not survivor.stopped
+
+
+def test_a_restarted_processor_whose_new_lease_the_leader_breaks_takes_one_again_and_commits(
+    coordinators: Make, metadata: AzureBlobMetadataStore
+) -> None:
+    # The race two_processes_racing_for_one_id met on a loaded machine: p2 restarts after a
+    # crash, takes its fencing lease once the crashed rows went stale, and is slow to write
+    # its first row; the leader, seeing only stale rows of p2, drops p2 and breaks the lease
+    # the restarted p2 had just taken. The restarted p2 was not taken over (no other process
+    # heartbeats under its id): it is listed again, takes a lease again and commits.
+    first, crashed, _ = _two_agreed(coordinators)
+    crash(crashed)
+    restarted, listener = coordinators("p2", "host-b", start=False)
+    write_row = restarted._state.write_row
+
+    def slow_first_row(version: str) -> None:
+        if not getattr(restarted, "_wrote", False):
+            restarted._wrote = True  # type: ignore[attr-defined]
+            # Past the liveness timeout (3 s): the leader drops p2 meanwhile.
+            wait_until(lambda: "p2" not in (first.job_model.containers if first.job_model else {}), 30, "p2 dropped")
+        write_row(version)
+
+    restarted._state.write_row = slow_first_row  # type: ignore[method-assign]
+    restarted.start()
+    wait_until(lambda: listener.tasks(), 60, "the restarted p2 running tasks again")
+    deadline = time.monotonic() + 30
+    while not _committed(metadata, restarted, "restarted"):
+        assert time.monotonic() < deadline, "the restarted p2 could not commit for 30 s"
+        time.sleep(0.25)
+    assert not restarted.stopped
+
+
+def _committed(metadata: AzureBlobMetadataStore, coordinator: AzureJobCoordinator, key: str) -> bool:
+    """Whether a commit of ``key`` guarded by ``coordinator``'s fence was written."""
+    try:
+        metadata.put_all({key: b"1"}, guard=coordinator.fence)
+    except JobLeaseError:
+        return False
+    return True
 
 
 def test_a_processor_missing_the_barrier_times_it_out_and_a_new_round_follows(
