@@ -383,6 +383,48 @@ def test_a_restarted_processor_whose_new_lease_the_leader_breaks_takes_one_again
     assert not restarted.stopped
 
 
+def test_two_restarts_racing_while_the_leader_drops_their_id_leave_one_that_commits(
+    coordinators: Make, metadata: AzureBlobMetadataStore
+) -> None:
+    # Both restarted p2 processes take the fencing lease in turn and are slow to write their
+    # first row; the leader, seeing only stale rows of p2, drops p2 and breaks the lease the
+    # later one holds, so neither holds one. Still exactly one is left: one stops, taken over
+    # (the other's row is fresh), and the other, listed again, takes a lease anew and commits.
+    first, crashed, _ = _two_agreed(coordinators)
+    crash(crashed)
+    racers = [coordinators("p2", location, start=False)[0] for location in ("host-b", "host-c")]
+
+    def dropped() -> bool:
+        return first.job_model is not None and "p2" not in first.job_model.containers
+
+    for racer in racers:
+        write_row = racer._state.write_row
+
+        def slow_first_row(
+            version: str, racer: AzureJobCoordinator = racer, write_row: Callable[[str], None] = write_row
+        ) -> None:
+            if not getattr(racer, "_wrote", False):
+                racer._wrote = True  # type: ignore[attr-defined]
+                wait_until(dropped, 30, "p2 dropped")
+            write_row(version)
+
+        racer._state.write_row = slow_first_row  # type: ignore[method-assign]
+    threads = [threading.Thread(target=racer.start) for racer in racers]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(60)
+    wait_until(lambda: [r.stopped for r in racers].count(True) == 1, 30, "exactly one p2 left")
+    survivor, loser = (racers[0], racers[1]) if not racers[0].stopped else (racers[1], racers[0])
+    deadline = time.monotonic() + 30
+    while not _committed(metadata, survivor, "survivor"):
+        assert time.monotonic() < deadline, "the surviving p2 could not commit for 30 s"
+        time.sleep(0.25)
+    assert not _committed(metadata, loser, "loser")
+    assert not survivor.stopped
+
+
 def _committed(metadata: AzureBlobMetadataStore, coordinator: AzureJobCoordinator, key: str) -> bool:
     """Whether a commit of ``key`` guarded by ``coordinator``'s fence was written."""
     try:
