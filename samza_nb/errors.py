@@ -33,6 +33,7 @@ __all__ = [
     "TaskError",
     "UnknownOperatorError",
     "WorkerLostError",
+    "error_text",
     "is_disk_full",
 ]
 
@@ -114,6 +115,17 @@ class JobError(SamzaNbError):
 class DiskFullError(JobError):
     """A task's store ran out of disk space; the message names the store and its path. What
     the epoch wrote is not committed: freed space, the job's next run repeats it."""
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)``, or its type and py4j's short message when that fails: a Java error asks
+    the JVM for its text, and a JVM stopped under the job (a signal to the process group)
+    cannot answer."""
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 - any failure of __str__ gets the fallback
+        short = str(getattr(error, "errmsg", "") or "").strip()
+        return f"{type(error).__name__}: {short or 'its text is unavailable (the JVM stopped)'}"
 
 
 def is_disk_full(error: BaseException) -> bool:

@@ -121,3 +121,18 @@ def test_sigterm_to_the_process_group_mid_epoch_is_one_line_and_exit_143(samza_h
         ), lines
     else:
         assert "job stopped after" in out
+
+
+def test_the_text_of_a_java_error_whose_jvm_stopped_is_its_type_and_short_message() -> None:
+    # A py4j Java error asks the JVM for its text; after a signal stopped the JVM that raises,
+    # and a job's status (what `samza-nb run` prints each second) must still be readable.
+    from samza_nb.errors import error_text
+
+    class JavaError(Exception):
+        errmsg = "An error occurred while calling o123.collect.\n"
+
+        def __str__(self) -> str:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    assert error_text(JavaError()) == "JavaError: An error occurred while calling o123.collect."
+    assert error_text(ValueError("plain")) == "plain"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.coordination.job_model_calculator import unassigned_standbys
-from samza_nb.errors import JobError, SamzaNbError, TaskError
+from samza_nb.errors import JobError, SamzaNbError, TaskError, error_text
 from samza_nb.grouping.standby import active_task_name
 from samza_nb.job.charts import JobChart, LagHeatmap
 from samza_nb.job.history import JobHistory
@@ -151,7 +151,7 @@ class JobViews:
             state = "stopped" if finished or processor is None else processor.state
             location = container.location_id or (processor.location_id if processor else "")
             processors[pid] = ProcessorStatus(pid, location, sorted(container.tasks), state)
-        error = None if self._run.error is None else str(self._run.error)
+        error = None if self._run.error is None else error_text(self._run.error)
         failed = self._run.error.op_id if isinstance(self._run.error, TaskError) else None
         troubled = {
             op_id: {key: counts[key] for key in ("skipped", "dropped", "errors")}

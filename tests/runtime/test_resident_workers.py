@@ -123,10 +123,12 @@ def test_another_spark_job_gets_the_cores_while_a_running_job_is_idle(spark: Any
 
 def test_an_idle_pool_ends_its_spark_job(spark: Any) -> None:
     context = spark.sparkContext
-    pool = ResidentWorkers(context, context.parallelize(range(2), 2), idle_s=0.3)
+    # Idle for 1.5 s from its start: time enough to see its Spark job run on a loaded machine
+    # (with 0.3 s the pool was once closed, its folder gone, before the test looked).
+    pool = ResidentWorkers(context, context.parallelize(range(2), 2), idle_s=1.5)
     try:
-        assert _wait_for(lambda: _group_jobs_active(spark, pool.group))
         assert stat.S_IMODE(os.stat(Path(pool._address).parent).st_mode) == 0o700  # only this user
+        assert _wait_for(lambda: _group_jobs_active(spark, pool.group))
         assert _wait_for(lambda: pool.closed)
         assert _wait_for(lambda: not _group_jobs_active(spark, pool.group))
         assert not Path(pool._address).parent.exists()
