@@ -1,7 +1,7 @@
 """What a job's processors report, and the run's course it makes: metrics and the views' points
 after each commit, the tasks that ended, drain propagation, and the run's end (finished,
 drained, failed or stopped). A part of :class:`~samza_nb.job.handle.Job`: the processors'
-:class:`~samza_nb.runtime.processor.events.ProcessorEvents`.
+:class:`~samza_nb.runtime.processor.processor.ProcessorEvents`.
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ at once. Each processor has its own DrainMonitor on the job's metadata store (Dr
 its own epoch count; ``until=N`` means N epochs of every processor.
 
 What a processor reports (committed results, a drain it saw, its failure) goes to the
-:class:`~samza_nb.runtime.processor.events.ProcessorEvents` of the process that hosts it: the
-:class:`~samza_nb.job.handle.Job`.
+:class:`ProcessorEvents` of the process that hosts it: the :class:`~samza_nb.job.handle.Job`.
 """
 
 from __future__ import annotations
@@ -19,13 +18,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from samza_nb.drain import DrainMonitor
 from samza_nb.errors import CommitConflictError, JobLeaseError
 from samza_nb.metadata import MetadataStore
 from samza_nb.model import ContainerModel, JobModel, SystemStreamPartition, TaskMode, TaskModel
 from samza_nb.runtime.checkpoints import CheckpointStore
+from samza_nb.runtime.epoch import EpochResult
 from samza_nb.runtime.executors.executor import Executor
 from samza_nb.runtime.faults import reached as kill_point
 from samza_nb.runtime.processor.compaction import ChangelogCompactor
@@ -36,7 +36,6 @@ from samza_nb.runtime.processor.epoch_driver import (
     producer_counts,
     ssp_lags,
 )
-from samza_nb.runtime.processor.events import ProcessorEvents
 from samza_nb.runtime.processor.retention import BackgroundRetention
 from samza_nb.runtime.processor.standby import StandbyProgress, StandbyTasks, standby_locations
 from samza_nb.runtime.processor.store_reports import StoreReports
@@ -49,6 +48,30 @@ __all__ = ["ProcessorEvents", "StreamProcessor"]
 
 _IDLE_SLEEP_S = 0.2
 _log = logging.getLogger(__name__)
+
+
+class ProcessorEvents(Protocol):
+    """What a processor tells the job hosting it."""
+
+    def epoch_committed(self, processor: StreamProcessor, results: list[EpochResult]) -> None:
+        """Results of tasks whose checkpoints were just committed."""
+
+    def is_done(self, task: str) -> bool:
+        """Whether ``task`` reached end-of-stream or drained (it needs no more epochs)."""
+
+    def processor_idle(self, processor: StreamProcessor) -> None:
+        """The processor found nothing to do (no epoch ran): a job that runs until caught up
+        may be done although no epoch committed (inputs that hold nothing)."""
+
+    def drain_seen(self, processor: StreamProcessor) -> None:
+        """The processor's DrainMonitor saw a drain notification for the job's run."""
+
+    def processor_stopped(self, processor: StreamProcessor) -> None:
+        """The processor's loop ended (``processor.error`` says whether it failed)."""
+
+    def rejoins_when_fenced(self) -> bool:
+        """Whether a fenced commit means "wait for the coordinator's next model" (a distributed
+        coordinator rejoins with a new session) rather than "stop" (a newer incarnation)."""
 
 
 class StreamProcessor:

@@ -312,15 +312,7 @@ def test_two_processes_racing_for_one_id_leave_one_that_can_commit(
     crash(crashed)
     earlier, _ = coordinators("p2", "host-b", start=False)
     later, _ = coordinators("p2", "host-c", start=False)
-    write_row = earlier._state.write_row
-
-    def slow_first_row(version: str) -> None:
-        if not getattr(earlier, "_wrote", False):
-            earlier._wrote = True  # type: ignore[attr-defined]
-            time.sleep(0.5)
-        write_row(version)
-
-    earlier._state.write_row = slow_first_row  # type: ignore[method-assign]
+    _first_row_after(earlier, lambda: time.sleep(0.5))
     failures: list[BaseException] = []
 
     def start(coordinator: AzureJobCoordinator) -> None:
@@ -343,10 +335,7 @@ def test_two_processes_racing_for_one_id_leave_one_that_can_commit(
     # the lease the survivor had just taken (on a loaded machine it did, in CI). The survivor
     # is not taken over by that; it takes a lease again once the leader lists it again. So it
     # can commit within a bound, and the one that stopped never can.
-    deadline = time.monotonic() + 30
-    while not _committed(metadata, survivor, "survivor"):
-        assert time.monotonic() < deadline, "the surviving p2 could not commit for 30 s"
-        time.sleep(0.25)
+    _commits_within(metadata, survivor, "survivor", "the surviving p2")
     assert metadata.get("survivor") == b"1"
     assert not _committed(metadata, loser, "loser")
     assert metadata.get("loser") is None
@@ -364,22 +353,11 @@ def test_a_restarted_processor_whose_new_lease_the_leader_breaks_takes_one_again
     first, crashed, _ = _two_agreed(coordinators)
     crash(crashed)
     restarted, listener = coordinators("p2", "host-b", start=False)
-    write_row = restarted._state.write_row
-
-    def slow_first_row(version: str) -> None:
-        if not getattr(restarted, "_wrote", False):
-            restarted._wrote = True  # type: ignore[attr-defined]
-            # Past the liveness timeout (3 s): the leader drops p2 meanwhile.
-            wait_until(lambda: "p2" not in (first.job_model.containers if first.job_model else {}), 30, "p2 dropped")
-        write_row(version)
-
-    restarted._state.write_row = slow_first_row  # type: ignore[method-assign]
+    # Past the liveness timeout (3 s): the leader drops p2 meanwhile.
+    _first_row_after(restarted, lambda: _wait_dropped(first, "p2"))
     restarted.start()
     wait_until(lambda: listener.tasks(), 60, "the restarted p2 running tasks again")
-    deadline = time.monotonic() + 30
-    while not _committed(metadata, restarted, "restarted"):
-        assert time.monotonic() < deadline, "the restarted p2 could not commit for 30 s"
-        time.sleep(0.25)
+    _commits_within(metadata, restarted, "restarted", "the restarted p2")
     assert not restarted.stopped
 
 
@@ -393,22 +371,8 @@ def test_two_restarts_racing_while_the_leader_drops_their_id_leave_one_that_comm
     first, crashed, _ = _two_agreed(coordinators)
     crash(crashed)
     racers = [coordinators("p2", location, start=False)[0] for location in ("host-b", "host-c")]
-
-    def dropped() -> bool:
-        return first.job_model is not None and "p2" not in first.job_model.containers
-
     for racer in racers:
-        write_row = racer._state.write_row
-
-        def slow_first_row(
-            version: str, racer: AzureJobCoordinator = racer, write_row: Callable[[str], None] = write_row
-        ) -> None:
-            if not getattr(racer, "_wrote", False):
-                racer._wrote = True  # type: ignore[attr-defined]
-                wait_until(dropped, 30, "p2 dropped")
-            write_row(version)
-
-        racer._state.write_row = slow_first_row  # type: ignore[method-assign]
+        _first_row_after(racer, lambda: _wait_dropped(first, "p2"))
     threads = [threading.Thread(target=racer.start) for racer in racers]
     for thread in threads:
         thread.start()
@@ -417,12 +381,42 @@ def test_two_restarts_racing_while_the_leader_drops_their_id_leave_one_that_comm
         thread.join(60)
     wait_until(lambda: [r.stopped for r in racers].count(True) == 1, 30, "exactly one p2 left")
     survivor, loser = (racers[0], racers[1]) if not racers[0].stopped else (racers[1], racers[0])
-    deadline = time.monotonic() + 30
-    while not _committed(metadata, survivor, "survivor"):
-        assert time.monotonic() < deadline, "the surviving p2 could not commit for 30 s"
-        time.sleep(0.25)
+    _commits_within(metadata, survivor, "survivor", "the surviving p2")
     assert not _committed(metadata, loser, "loser")
     assert not survivor.stopped
+
+
+def _first_row_after(coordinator: AzureJobCoordinator, wait: Callable[[], None]) -> None:
+    """The coordinator's first row is written only after ``wait()`` returns."""
+    write_row = coordinator._state.write_row
+    waited = False
+
+    def first_row_late(version: str) -> None:
+        nonlocal waited
+        if not waited:
+            waited = True
+            wait()
+        write_row(version)
+
+    coordinator._state.write_row = first_row_late  # type: ignore[method-assign]
+
+
+def _wait_dropped(leader: AzureJobCoordinator, processor_id: str) -> None:
+    wait_until(
+        lambda: leader.job_model is not None and processor_id not in leader.job_model.containers,
+        30,
+        f"{processor_id} dropped",
+    )
+
+
+def _commits_within(
+    metadata: AzureBlobMetadataStore, coordinator: AzureJobCoordinator, key: str, who: str
+) -> None:
+    """A commit of ``key`` guarded by ``coordinator``'s fence is written within 30 s."""
+    deadline = time.monotonic() + 30
+    while not _committed(metadata, coordinator, key):
+        assert time.monotonic() < deadline, f"{who} could not commit for 30 s"
+        time.sleep(0.25)
 
 
 def _committed(metadata: AzureBlobMetadataStore, coordinator: AzureJobCoordinator, key: str) -> bool:
