@@ -11,13 +11,17 @@ Measured in one run, on the same topic:
 and the whole quickstart pipeline (filter → partition_by page → keyed tumbling count → output
 topic) run by samza_nb from ``run()`` to its drained end (windows flushed, counts checked):
   (a)  at-least-once (checkpoints in the metadata store);
-  (a') task.processing.guarantee=exactly-once (one Kafka transaction per task epoch).
+  (a') task.processing.guarantee=exactly-once (one Kafka transaction per task epoch);
+  (m), (m') the same two with the count's ``merge=`` (README's quickstart: each task counts the
+       views it shuffles and sends partial counts, plan/combining.py); (a) and (a') shuffle every
+       US view, as Quix Streams' ``group_by`` does.
 Task epochs run on Spark (``--executor spark``, the default: the product path) or in this
 process (``--executor local``). Before anything is timed, one untimed run of the pipeline on
 a small topic starts the Spark session and its Python workers: the first job of a process
 pays them (tens of seconds on a loaded machine), and whichever guarantee ran first used to
 carry that cost. Each of ``--rounds`` rounds runs both guarantees, the order alternating;
-the rows give the fastest run and, in brackets, the range. Ratios printed: a/c, a'/c and a'/a.
+the rows give the fastest run and, in brackets, the range. Ratios printed: a/c, a'/c, a'/a,
+m/c and m'/c.
 (b) Quix Streams runs the same pipeline (bench/kafka_quix.py) in the same run, after the
 samza_nb rounds, in a venv of its own: ``bench/.quix-venv``, created with pip on first use
 (``--quix-python PATH`` names another interpreter, ``--no-quix`` skips it). Ratios a/b, a'/b.
@@ -171,11 +175,18 @@ def intermediate_round_trip(system: KafkaSystem, topic: str, source: str) -> tup
 
 
 def pipeline(
-    system: KafkaSystem, topic: str, name: str, guarantee: str, executor: str, expected: Counter[str] | dict[str, int]
+    system: KafkaSystem,
+    topic: str,
+    name: str,
+    variant: tuple[str, bool],
+    executor: str,
+    expected: Counter[str] | dict[str, int],
 ) -> float:
-    """(a)/(a'): seconds from run() to the drained end; the output counts are checked.
-    ``name`` is the application's: a fresh one per run (exactly-once keeps its checkpoints
-    in a Kafka topic named after it)."""
+    """(a)/(a')/(m)/(m'): seconds from run() to the drained end; the output counts are
+    checked. ``variant`` is (guarantee, whether the count has ``merge=``); ``name`` is the
+    application's: a fresh one per run (exactly-once keeps its checkpoints in a Kafka topic
+    named after it)."""
+    guarantee, merge = variant
     from datetime import timedelta
 
     from samza_nb.api import KV, StreamApplication, Windows
@@ -189,7 +200,8 @@ def pipeline(
         .partition_by(lambda view: view["page"], lambda view: view, op_id="by-page")
         .window(
             Windows.keyed_tumbling(lambda kv: kv.key, timedelta(hours=1), initial=lambda: 0,
-                                   fold=lambda kv, n: n + 1),
+                                   fold=lambda kv, n: n + 1,
+                                   merge=(lambda a, b: a + b) if merge else None),
             op_id="count",
         )
         .map(lambda pane: KV(pane.key.key, pane.message))
@@ -212,7 +224,7 @@ def pipeline(
         ):
             break
         assert time.monotonic() < deadline, streams
-        time.sleep(0.02)
+        time.sleep(0.05)
     drained = job.drain(wait=True, timeout=600)
     elapsed = time.perf_counter() - started
     assert drained.state == "drained", drained
@@ -220,7 +232,7 @@ def pipeline(
     counts: Counter[str] = Counter()
     for key, value in zip(frame["key"], frame["value"], strict=True):
         counts[key] += value
-    assert counts == expected, f"the {guarantee} pipeline counted wrong"
+    assert counts == expected, f"the {guarantee} pipeline (merge={merge}) counted wrong"
     return elapsed
 
 
@@ -237,7 +249,8 @@ def quix(python: str, bootstrap: str, topic: str, events: int) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-GUARANTEES = ("at-least-once", "exactly-once")
+#: (guarantee, merge=) of (a), (a'), (m) and (m').
+VARIANTS = (("at-least-once", False), ("exactly-once", False), ("at-least-once", True), ("exactly-once", True))
 
 
 def warm_up(system: KafkaSystem, topic: str, executor: str) -> None:
@@ -246,19 +259,20 @@ def warm_up(system: KafkaSystem, topic: str, executor: str) -> None:
     events = generate_page_views(2_000)
     system.create_stream(topic, PARTITIONS)
     system.write(topic, events)
-    pipeline(system, topic, f"{topic}-warm-up", "at-least-once", executor, expected_counts(events))
+    pipeline(system, topic, f"{topic}-warm-up", VARIANTS[0], executor, expected_counts(events))
 
 
 def timed_rounds(
     system: KafkaSystem, topic: str, executor: str, rounds: int, expected: Counter[str] | dict[str, int]
-) -> dict[str, list[float]]:
-    """Seconds of each guarantee's runs; round r runs them in order, then reversed."""
-    seconds: dict[str, list[float]] = {guarantee: [] for guarantee in GUARANTEES}
+) -> dict[tuple[str, bool], list[float]]:
+    """Seconds of each variant's runs; round r runs them in order, then reversed."""
+    seconds: dict[tuple[str, bool], list[float]] = {variant: [] for variant in VARIANTS}
     for round_ in range(rounds):
-        order = GUARANTEES if round_ % 2 == 0 else GUARANTEES[::-1]
-        for guarantee in order:
-            name = f"{topic}-{guarantee}-{round_}"
-            seconds[guarantee].append(pipeline(system, topic, name, guarantee, executor, expected))
+        order = VARIANTS if round_ % 2 == 0 else VARIANTS[::-1]
+        for variant in order:
+            guarantee, merge = variant
+            name = f"{topic}-{guarantee}{'-merge' if merge else ''}-{round_}"
+            seconds[variant].append(pipeline(system, topic, name, variant, executor, expected))
     return seconds
 
 
@@ -315,11 +329,13 @@ def main() -> None:
               "fastest [slowest]")
         warm_up(system, topic + "-warm", args.executor)
         seconds = timed_rounds(system, topic, args.executor, args.rounds, expected)
-        a_s, eo_s = min(seconds["at-least-once"]), min(seconds["exactly-once"])
-        print(f"(a)    samza_nb at-least-once   {rate_range(len(events), seconds['at-least-once'])}  "
-              f"a/c = {floor_s / a_s:.2f}")
-        print(f"(a')   samza_nb exactly-once    {rate_range(len(events), seconds['exactly-once'])}  "
+        a, eo, m, meo = (seconds[variant] for variant in VARIANTS)
+        a_s, eo_s = min(a), min(eo)
+        print(f"(a)    samza_nb at-least-once   {rate_range(len(events), a)}  a/c = {floor_s / a_s:.2f}")
+        print(f"(a')   samza_nb exactly-once    {rate_range(len(events), eo)}  "
               f"a'/c = {floor_s / eo_s:.2f}  a'/a = {a_s / eo_s:.2f}")
+        print(f"(m)    at-least-once, merge=    {rate_range(len(events), m)}  m/c = {floor_s / min(m):.2f}")
+        print(f"(m')   exactly-once, merge=     {rate_range(len(events), meo)}  m'/c = {floor_s / min(meo):.2f}")
         quix_python = None if args.no_quix else (args.quix_python or _quix_venv.ensure())
         if quix_python is not None:
             b_s = quix(str(quix_python), bootstrap, topic, len(events))

@@ -7,6 +7,7 @@ import logging
 import pickle
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from samza_nb.errors import StreamSystemError
 from samza_nb.systems import EmbeddedSystem, KafkaSystem, MessageKind, Record
-from samza_nb.systems.kafka.reader import ORDINAL, PRODUCER, SEQ
+from samza_nb.systems.kafka.reader import IDENTITY, ORDINAL, PRODUCER, SEQ
 from samza_nb.systems.kafka.transaction import KafkaTransaction
 
 pytestmark = pytest.mark.services
@@ -88,19 +89,31 @@ def test_batching_producer_bounds_come_from_the_high_watermark(
     assert fresh.newest_offsets(topic) == {0: 1800, 1: 700}
 
 
-def test_a_cut_short_append_is_completed_by_its_retry(kafka_bootstrap: str, kafka_topic_prefix: str) -> None:
+def _identity_headers(ordinal: int) -> list[tuple[str, bytes]]:
+    return [(IDENTITY, b"7 %d task 0" % ordinal)]
+
+
+def _legacy_headers(ordinal: int) -> list[tuple[str, bytes]]:
+    """The three headers earlier versions wrote for an idempotent append."""
+    return [(PRODUCER, b"task 0"), (SEQ, b"7"), (ORDINAL, b"%d" % ordinal)]
+
+
+@pytest.mark.parametrize("headers_of", [_identity_headers, _legacy_headers], ids=["samza.id", "legacy"])
+def test_a_cut_short_append_is_completed_by_its_retry(
+    kafka_bootstrap: str, kafka_topic_prefix: str, headers_of: Callable[[int], list[tuple[str, bytes]]]
+) -> None:
     system = KafkaSystem("kafka", kafka_bootstrap)
-    topic = kafka_topic_prefix + "partial"
+    topic = kafka_topic_prefix + "partial-" + headers_of.__name__.strip("_")
     system.create_stream(topic, 1)
-    # A task crashed after two of its three records of epoch 7 reached the broker …
+    # A task crashed after two of its three records of epoch 7 reached the broker (written by
+    # this version, or by an earlier one with its three headers) …
     raw = Producer({"bootstrap.servers": kafka_bootstrap})
     for ordinal in range(2):
-        headers = [(PRODUCER, b"task-0"), (SEQ, b"7"), (ORDINAL, b"%d" % ordinal)]
-        raw.produce(topic, b"v%d" % ordinal, partition=0, headers=headers)
+        raw.produce(topic, b"v%d" % ordinal, partition=0, headers=headers_of(ordinal))
     assert raw.flush(10) == 0
     # … and, restarted, appends the whole epoch again.
     records = [Record(MessageKind.USER, None, b"v%d" % i) for i in range(3)]
-    system.append(topic, 0, records, producer="task-0", producer_seq=7)
+    system.append(topic, 0, records, producer="task 0", producer_seq=7)
     values, offsets, _end = read_values(system, topic, 0, 100)
     assert values == [b"v0", b"v1", b"v2"]
     assert offsets == [0, 1, 4]

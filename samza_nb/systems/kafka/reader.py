@@ -1,8 +1,11 @@
 """Reading a Kafka partition range: consumers per thread, record headers, dedup on read.
 
 Records the runtime appends carry headers: ``samza.kind`` (Samza's MessageType ordinal, absent
-for user messages) and, for idempotent appends, ``samza.producer`` / ``samza.seq`` /
-``samza.ord`` (producer task, its sequence number, the record's ordinal inside that append).
+for user messages) and, for idempotent appends, ``samza.id``: ``b"<seq> <ordinal> <producer>"``
+(the producer task's sequence number of the append, the record's ordinal inside it, and the
+producer's name, which may hold spaces: it comes last). One header costs a read about half
+what three did (docs/performance.md); records written with the three headers
+``samza.producer`` / ``samza.seq`` / ``samza.ord`` of earlier versions still read.
 Kafka cannot refuse a second append of the same (producer, seq) — a task restarted after a
 crash appends its epoch again — so the reader drops it: a
 :class:`~samza_nb.systems.kafka.dedup.DedupTracker` per partition remembers, per producer and
@@ -23,10 +26,11 @@ from samza_nb.systems.base import MessageKind, Record
 __all__ = ["consume_range", "decode_message", "record_headers"]
 
 KIND = "samza.kind"
+IDENTITY = "samza.id"
+# The headers of earlier versions' idempotent appends (read, no longer written).
 PRODUCER = "samza.producer"
 SEQ = "samza.seq"
 ORDINAL = "samza.ord"
-
 
 
 def record_headers(kind: int, producer: str | None, seq: int | None, ordinal: int) -> list[tuple[str, bytes]] | None:
@@ -35,21 +39,24 @@ def record_headers(kind: int, producer: str | None, seq: int | None, ordinal: in
     if kind != MessageKind.USER:
         headers.append((KIND, b"%d" % kind))
     if producer is not None:
-        headers.append((PRODUCER, producer.encode()))
-        headers.append((SEQ, b"%d" % (seq or 0)))
-        headers.append((ORDINAL, b"%d" % ordinal))
+        headers.append((IDENTITY, b"%d %d %s" % (seq or 0, ordinal, producer.encode())))
     return headers or None
 
 
-def decode_message(message: Any) -> tuple[Record, str | None, int, int]:
-    """(record, producer, seq, ordinal) of a consumed confluent-kafka message."""
-    headers = message.headers()
+def decode_message(message: Any, headers: Any = None) -> tuple[Record, str | None, int, int]:
+    """(record, producer, seq, ordinal) of a consumed confluent-kafka message (``headers``:
+    its ``headers()`` when the caller already has them)."""
+    if headers is None:
+        headers = message.headers()
     kind = MessageKind.USER
     producer: str | None = None
     seq = ordinal = 0
     if headers:
         for name, value in headers:
-            if name == KIND:
+            if name == IDENTITY:
+                seq_text, ordinal_text, name_bytes = value.split(b" ", 2)
+                seq, ordinal, producer = int(seq_text), int(ordinal_text), name_bytes.decode()
+            elif name == KIND:
                 kind = int(value)
             elif name == PRODUCER:
                 producer = value.decode()

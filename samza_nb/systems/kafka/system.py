@@ -350,12 +350,13 @@ class KafkaSystem(StreamSystem):
             current: list[Record] = []
             make = tuple.__new__
             for message in messages:
-                if message.headers() is None:
+                headers = message.headers()
+                if headers is None:
                     # A plain user message (an input topic): the fast path.
                     stamp_type, stamp = message.timestamp()
                     record = make(Record, (0, message.key(), message.value(), stamp if stamp_type else None))
                 else:
-                    record, producer, seq, ordinal = decode_message(message)
+                    record, producer, seq, ordinal = decode_message(message, headers)
                     if producer is not None:
                         if tracker is None:
                             tracker = rebuilt_tracker(
