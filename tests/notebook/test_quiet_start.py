@@ -12,9 +12,15 @@ import pytest
 
 NOTICE = "WARNING: Using incubator modules"
 
+# Plain pyspark, with the suite's JVM options (tests/conftest.py: the quick compiler; 15 s
+# instead of 18 here): the notice comes from the JVM's module system either way.
 _PLAIN = """
 from pyspark.sql import SparkSession
-spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+spark = (
+    SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    .getOrCreate()
+)
 print(spark.range(3).count())
 """
 _SAMZA_NB = """
