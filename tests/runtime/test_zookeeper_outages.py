@@ -61,7 +61,10 @@ def _committed(connect: str) -> int:
 def _until_committed(connect: str, process: subprocess.Popen[str], at_least: int) -> None:
     deadline = time.monotonic() + 120
     while _committed(connect) < at_least:
-        assert process.poll() is None, process.communicate()
+        if process.poll() is not None:
+            # Whole (an assertion's message is cut short): the process's last lines say why.
+            out, err = process.communicate()
+            pytest.fail(f"the processor exited {process.returncode}:\n{out}\n{err}", pytrace=False)
         assert time.monotonic() < deadline, "no commits in 120 s"
         time.sleep(0.2)
 
