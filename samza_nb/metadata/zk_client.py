@@ -9,6 +9,7 @@ pass through as kazoo's own exceptions so callers can act on them.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionClosedError,
     ConnectionLoss,
     KazooException,
     NodeExistsError,
@@ -26,7 +28,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import KazooState, KeeperState, ZnodeStat
 from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
 
 from samza_nb.errors import MetadataStoreError, SamzaNbError
@@ -146,6 +148,8 @@ class ZkClient:
             logger=session_logger(status),
         )
         self.kazoo.add_listener(status.on_state)
+        self._lifecycle = threading.Lock()
+        self.kazoo.add_listener(self._on_state)
         try:
             with warnings.catch_warnings():
                 # kazoo warns of a missing chroot on stderr; the error below says what to do.
@@ -193,6 +197,12 @@ class ZkClient:
             try:
                 return attempt()
             except KazooTimeoutError as exc:
+                raise ForceRetryError(str(exc)) from exc
+            except ConnectionClosedError as exc:
+                if self._stopped_on_purpose():
+                    raise
+                # kazoo's connection loop ended on its own and is being started again
+                # (_on_state): a try like any other.
                 raise ForceRetryError(str(exc)) from exc
             finally:
                 last = time.monotonic()
@@ -350,6 +360,40 @@ class ZkClient:
             return None
         return int(self.kazoo.client_id[0]) if self.kazoo.client_id else None
 
+    def _on_state(self, state: str) -> None:
+        """kazoo's listener, on its connection thread. A session LOST with kazoo's client
+        CLOSED while this client is open is kazoo's connection loop that ended on its own: an
+        unexpected error inside it (kazoo issue #254, "xids do not match", after a server
+        restart) ends the loop, and kazoo never connects again by itself; every call would
+        fail with ConnectionClosedError. Start it again, from a thread of its own: a new
+        session, as after an expiry (the coordinator's new-session path takes it from there).
+        An expired session is LOST with the client still connecting: kazoo reconnects."""
+        if state != KazooState.LOST or self.kazoo.client_state != KeeperState.CLOSED:
+            return
+        if getattr(self, "_closed", True) or self._stopped_on_purpose():
+            return
+        threading.Thread(target=self._start_loop_again, name="zk-loop-restart", daemon=True).start()
+
+    def _stopped_on_purpose(self) -> bool:
+        """Whether this client was closed or kazoo's ``stop()`` was called (kazoo sets its
+        ``_stopped`` event only then): a loop that ended so stays ended."""
+        return bool(getattr(self, "_closed", False)) or self.kazoo._stopped.is_set()
+
+    def _start_loop_again(self) -> None:
+        with self._lifecycle:
+            if self._stopped_on_purpose() or self.kazoo.client_state != KeeperState.CLOSED:
+                return
+            zookeeper_log.warning(
+                "ZooKeeper %s: the client's connection loop ended on its own; connecting again "
+                "with a new session", self.description,
+            )
+            try:
+                self.kazoo.start_async()
+            except Exception as exc:  # noqa: BLE001 - calls fail then with a clear error
+                zookeeper_log.warning(
+                    "ZooKeeper %s: could not connect again: %s %s", self.description, type(exc).__name__, exc
+                )
+
     def _stop_quietly(self) -> None:
         try:
             self.kazoo.stop()
@@ -361,5 +405,8 @@ class ZkClient:
         """End the session at once (its ephemeral nodes disappear); idempotent."""
         if getattr(self, "_closed", True):
             return
-        self._closed = True
+        with self._lifecycle:  # not while _start_loop_again starts the loop
+            if self._closed:
+                return
+            self._closed = True
         self._stop_quietly()
