@@ -370,7 +370,7 @@ class ZkClient:
         An expired session is LOST with the client still connecting: kazoo reconnects."""
         if state != KazooState.LOST or self.kazoo.client_state != KeeperState.CLOSED:
             return
-        if getattr(self, "_closed", True) or self._stopped_on_purpose():
+        if not hasattr(self, "_closed") or self._stopped_on_purpose():  # still starting, or closed
             return
         threading.Thread(target=self._start_loop_again, name="zk-loop-restart", daemon=True).start()
 

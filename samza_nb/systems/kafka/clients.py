@@ -59,7 +59,7 @@ class ProcessClients:
                     "linger.ms": 5,
                     "message.timeout.ms": int(timeout * 1000),
                     # Appends look only at failed records (systems/kafka/produce.py): no Python
-                    # callback for each acknowledged one (about a fifth of an append's time).
+                    # callback for each acknowledged one.
                     "delivery.report.only.error": True,
                 }
                 self._producer = Producer(self.settings.producer_options(defaults))
