@@ -172,6 +172,7 @@ class ZkClient:
             )
             raise error(msg)
         self._closed = False
+        self._closed_because: BaseException | None = None
 
     def __repr__(self) -> str:
         return f"ZkClient({self.description!r})"
@@ -200,6 +201,11 @@ class ZkClient:
                 raise ForceRetryError(str(exc)) from exc
             except ConnectionClosedError as exc:
                 if self._stopped_on_purpose():
+                    if self._closed_because is not None:
+                        # The owner closed this client because of a failure: that failure is
+                        # why this call cannot run, and the error says so.
+                        msg = f"ZooKeeper {self.description}: {what} failed: the client was closed: {self._closed_because}"
+                        raise self.error(msg) from self._closed_because
                     raise
                 # kazoo's connection loop ended on its own and is being started again
                 # (_on_state): a try like any other.
@@ -401,12 +407,17 @@ class ZkClient:
         except Exception:  # noqa: BLE001 - closing a session that never opened is best effort
             pass
 
-    def close(self) -> None:
-        """End the session at once (its ephemeral nodes disappear); idempotent."""
+    def close(self, *, because: BaseException | None = None) -> None:
+        """End the session at once (its ephemeral nodes disappear); idempotent.
+
+        ``because``: the failure that made the owner close this client (a coordinator that
+        lost ZooKeeper). Calls still in flight, or made afterwards, fail with an error that
+        names it, not with a bare "connection closed" that would pass for the cause."""
         if getattr(self, "_closed", True):
             return
         with self._lifecycle:  # not while _start_loop_again starts the loop
             if self._closed:
                 return
+            self._closed_because = because
             self._closed = True
         self._stop_quietly()

@@ -249,8 +249,9 @@ class ZkJobCoordinator(AgreedModelCoordinator):
             if state.scheduler is not None:
                 state.scheduler.stop(timeout=0)
                 if state.zk is not None and not state.zk.kazoo.connected:
-                    # Nothing to leave gracefully; closing fails calls stuck on the dead link.
-                    state.zk.close()
+                    # Nothing to leave gracefully; closing fails calls stuck on the dead link
+                    # (with an error naming this failure, not the closed connection).
+                    state.zk.close(because=error)
                 state.scheduler.join(10.0)
             if agreement.working and not agreement.expired and self._listeners:
                 self._listener().on_job_model_expired()
@@ -259,5 +260,5 @@ class ZkJobCoordinator(AgreedModelCoordinator):
             failure = failure or exc
         finally:
             if state.zk is not None:
-                state.zk.close()  # ends the session now: the processor leaves the group at once
+                state.zk.close(because=error)  # ends the session now: the processor leaves the group at once
         self._tell_stopped(failure)
