@@ -211,6 +211,8 @@ class DrainMonitor:
         self._state = DrainMonitorState.INIT
         self._lock = threading.Lock()
         self._stopped = threading.Event()
+        #: Set to look before the poll interval ends (check_now, stop).
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
@@ -268,7 +270,14 @@ class DrainMonitor:
                 if self._callback is not None:
                     self._callback()
                 return
-            self._stopped.wait(self.poll_interval_ms / 1000)
+            self._wake.wait(self.poll_interval_ms / 1000)
+            self._wake.clear()
+
+    def check_now(self) -> None:
+        """Look for a drain notification now rather than at the next poll (this process wrote
+        one: a drain requested from its notebook or handle starts at the next epoch, not up to a
+        poll interval later). Other processes still find it by polling."""
+        self._wake.set()
 
     def stop(self) -> None:
         with self._lock:
@@ -277,3 +286,4 @@ class DrainMonitor:
                 return
             self._state = DrainMonitorState.STOPPED
             self._stopped.set()
+            self._wake.set()

@@ -304,6 +304,8 @@ class Job:
             )
             raise JobError(msg)
         write_drain_notification(self.metadata, self.run_id)
+        for processor in self._host.all():  # this process's: no poll interval to wait out
+            processor.look_for_drain_now()
         return self.wait(timeout) if wait else self.status()
 
     def drain_states(self) -> DrainStatesView:

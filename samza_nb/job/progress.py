@@ -144,6 +144,7 @@ class JobProgress:
             if not other.drain_requested:
                 other.drain_seen_epoch = other.epoch
                 other.drain_requested = True
+                other.wake()
 
     def processor_stopped(self, processor: StreamProcessor) -> None:
         run = self._run

@@ -178,3 +178,23 @@ def test_a_drain_of_a_job_without_its_drain_monitor_is_refused(system: EmbeddedS
     finally:
         job.stop()
 
+
+
+def test_a_drain_asked_in_this_process_does_not_wait_for_the_monitors_next_poll(system: EmbeddedSystem) -> None:
+    """The handle writes the notification and tells this process's monitors to look at once;
+    the processors wake from their idle wait. With a poll interval of ten minutes, a drain that
+    waited for the monitor's next poll would not end within the 60 s asked."""
+    system.create_stream("events", 2)
+    system.write("events", events(0, 200))
+    config = {"job.drain-monitor.poll.interval.ms": "600000", "task.max.epoch.messages": "20"}
+    job = run_local(two_shuffle_app(system), config, until="forever", background=True, clock=StepClock())
+    try:
+        _wait_epochs(job, 3)
+        status = job.drain(wait=True, timeout=60)
+        assert status.state == "drained", status
+        # Every view read before the drain is counted once (the drain stops the reading).
+        read = job.metrics()["streams"]["events"]["in"]
+        assert 0 < read <= 200
+        assert int(job.collect("window-counts")["value"].sum()) == read
+    finally:
+        job.stop()

@@ -247,11 +247,22 @@ class StreamProcessor:
             return []
         return sorted(name for name, task in container.tasks.items() if task.mode is TaskMode.ACTIVE)
 
+    def look_for_drain_now(self) -> None:
+        """This process wrote a drain notification for the run: its monitor looks at once."""
+        if self._monitor is not None:
+            self._monitor.check_now()
+
+    def wake(self) -> None:
+        """End an idle wait: the loop looks for work now (a drain was requested)."""
+        with self._cond:
+            self._cond.notify_all()
+
     def _on_drain(self) -> None:
         if not self.drain_requested:
             self.drain_seen_epoch = self.epoch
             self.drain_requested = True
             self.events.drain_seen(self)
+            self.wake()
 
     # -- the loop ----------------------------------------------------------------------------
     def _run(self) -> None:
