@@ -30,6 +30,7 @@ def _transaction(retry: int) -> TaskTransaction:
     transaction.topic = "__samza_checkpoint_ver_1_for_app_1"
     transaction.records = CheckpointRecords("GroupByPartitionFactory", {}, "kafka")
     transaction.assignment = assignment
+    transaction._key = ("no brokers", "app-1-Partition 0")
     return transaction
 
 
@@ -47,9 +48,23 @@ def test_a_retried_epoch_reads_what_was_committed_instead_of_trusting_the_worker
     monkeypatch.setattr(exactly_once, "read_topic_checkpoints", read)
     # This worker committed epoch 0 of the task: it remembers seq 1 as the next to commit.
     monkeypatch.setitem(exactly_once._COMMITTED, ("__samza_checkpoint_ver_1_for_app_1", "Partition 0"), 1)
-    found = _transaction(retry).committed_elsewhere()
+    transaction = _transaction(retry)
+    monkeypatch.setitem(exactly_once._PRODUCERS, transaction._key, object())  # the task's kept producer
+    found = transaction.committed_elsewhere()
     assert bool(reads) == reads_the_topic
     assert found == (committed_by_another_worker if reads_the_topic else None)
+
+
+@pytest.mark.parametrize("retry", [0, 1])
+def test_without_a_kept_producer_the_topic_is_read_once_after_the_new_producer_fenced_the_others(
+    monkeypatch: pytest.MonkeyPatch, retry: int
+) -> None:
+    """run() opens a new producer and reads the topic after its init_transactions: a read
+    before the epoch's work would be a second one, and the only one that could be stale."""
+    reads: list[Any] = []
+    monkeypatch.setattr(exactly_once, "read_topic_checkpoints", lambda *a, **k: reads.append(a) or {})
+    assert _transaction(retry).committed_elsewhere() is None
+    assert reads == []
 
 
 def _one_partition_job(

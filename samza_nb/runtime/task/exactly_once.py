@@ -309,9 +309,14 @@ class TaskTransaction:
 
     def committed_elsewhere(self) -> Checkpoint | None:
         """The task's checkpoint in the topic when it is ahead of the assignment (an attempt
-        whose result never reached the driver committed this epoch already). The topic is read
-        only when this process did not commit the task's previous epoch itself, or when the
-        epoch runs again after lost workers (another worker may have committed it then)."""
+        whose result never reached the driver committed this epoch already), read before the
+        epoch's work. The topic is read only when this process keeps the task's producer and
+        either did not commit the task's previous epoch itself or runs the epoch again after
+        lost workers (another worker may have committed it then). Without a kept producer,
+        :meth:`run` reads it anyway once its new producer's ``init_transactions`` has fenced
+        every other attempt, and only that read can count: one here would be a second."""
+        if self._key not in _PRODUCERS:
+            return None
         if self.assignment.retry == 0 and _COMMITTED.get((self.topic, self.assignment.task_name)) == self.assignment.seq:
             return None
         return self._ahead_in_topic()
