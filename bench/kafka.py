@@ -19,14 +19,16 @@ Task epochs run on Spark (``--executor spark``, the default: the product path) o
 process (``--executor local``). Before anything is timed, one untimed run of the pipeline on
 a small topic starts the Spark session and its Python workers: the first job of a process
 pays them (tens of seconds on a loaded machine), and whichever guarantee ran first used to
-carry that cost. Each of ``--rounds`` rounds runs both guarantees, the order alternating;
-the rows give the fastest run and, in brackets, the range. Ratios printed: a/c, a'/c, a'/a,
-m/c and m'/c.
+carry that cost. Each of ``--rounds`` rounds runs the rows (``--rows``, default all four), the
+order alternating; each row gives the fastest run, in brackets the slowest, and the median
+run's seconds (compare trees by the medians of many rounds: a run is about a second, and the
+fastest of a few is noisy). Ratios printed: a/c, a'/c, m/c and m'/c.
 (b) Quix Streams runs the same pipeline (bench/kafka_quix.py) in the same run, after the
 samza_nb rounds, in a venv of its own: ``bench/.quix-venv``, created with pip on first use
-(``--quix-python PATH`` names another interpreter, ``--no-quix`` skips it). Ratios a/b, a'/b.
+(``--quix-python PATH`` names another interpreter, ``--no-quix`` skips it). Ratios a/b, a'/b
+(it runs when both a and a' do).
 
-    .venv/bin/python bench/kafka.py --events 200000 [--rounds 2] [--bootstrap host:port] [--skip-pipeline] [--no-quix]
+    .venv/bin/python bench/kafka.py --events 200000 [--rounds 2] [--rows a,a',m,m'] [--bootstrap host:port] [--skip-pipeline] [--no-quix]
 
 The broker is --bootstrap, else $SAMZA_NB_KAFKA_BOOTSTRAP, else the services env file.
 """
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 import uuid
 from collections import Counter
@@ -251,6 +254,7 @@ def quix(python: str, bootstrap: str, topic: str, events: int) -> float:
 
 #: (guarantee, merge=) of (a), (a'), (m) and (m').
 VARIANTS = (("at-least-once", False), ("exactly-once", False), ("at-least-once", True), ("exactly-once", True))
+ROWS = dict(zip(("a", "a'", "m", "m'"), VARIANTS, strict=True))
 
 
 def warm_up(system: KafkaSystem, topic: str, executor: str) -> None:
@@ -263,12 +267,13 @@ def warm_up(system: KafkaSystem, topic: str, executor: str) -> None:
 
 
 def timed_rounds(
-    system: KafkaSystem, topic: str, executor: str, rounds: int, expected: Counter[str] | dict[str, int]
+    system: KafkaSystem, topic: str, executor: str, rounds: int, expected: Counter[str] | dict[str, int],
+    variants: tuple[tuple[str, bool], ...] = VARIANTS,
 ) -> dict[tuple[str, bool], list[float]]:
     """Seconds of each variant's runs; round r runs them in order, then reversed."""
-    seconds: dict[tuple[str, bool], list[float]] = {variant: [] for variant in VARIANTS}
+    seconds: dict[tuple[str, bool], list[float]] = {variant: [] for variant in variants}
     for round_ in range(rounds):
-        order = VARIANTS if round_ % 2 == 0 else VARIANTS[::-1]
+        order = variants if round_ % 2 == 0 else variants[::-1]
         for variant in order:
             guarantee, merge = variant
             name = f"{topic}-{guarantee}{'-merge' if merge else ''}-{round_}"
@@ -277,8 +282,9 @@ def timed_rounds(
 
 
 def rate_range(events: int, seconds: list[float]) -> str:
-    """The fastest run's events/s and, in brackets, the slowest's."""
-    return f"{events / min(seconds):>12,.0f} events/s [{events / max(seconds):,.0f}]"
+    """The fastest run's events/s and, in brackets, the slowest's; the median run's seconds."""
+    return (f"{events / min(seconds):>12,.0f} events/s [{events / max(seconds):,.0f}]"
+            f"  median {statistics.median(seconds):.3f} s")
 
 
 def main() -> None:
@@ -291,7 +297,12 @@ def main() -> None:
     parser.add_argument("--quix-python", default=None, help="interpreter of a venv with quixstreams "
                         "(default: bench/.quix-venv, made on first use)")
     parser.add_argument("--no-quix", action="store_true", help="skip the Quix Streams row")
+    parser.add_argument("--rows", default="a,a',m,m'",
+                        help="the pipeline rows to run, of a,a',m,m' (Quix Streams needs a and a')")
     args = parser.parse_args()
+    rows = [row.strip() for row in args.rows.split(",") if row.strip()]
+    if not rows or not set(rows) <= set(ROWS):
+        parser.error(f"--rows: name rows of {', '.join(ROWS)}, got {args.rows!r}")
     bootstrap = bootstrap_address(args.bootstrap)
     topic = f"bench-page-views-{uuid.uuid4().hex[:8]}"
     # Explicit retention configs: Tansu reports only the configs a topic was created with, and
@@ -328,16 +339,17 @@ def main() -> None:
         print(f"pipeline: executor={args.executor}, {args.rounds} rounds after an untimed warm-up; "
               "fastest [slowest]")
         warm_up(system, topic + "-warm", args.executor)
-        seconds = timed_rounds(system, topic, args.executor, args.rounds, expected)
-        a, eo, m, meo = (seconds[variant] for variant in VARIANTS)
-        a_s, eo_s = min(a), min(eo)
-        print(f"(a)    samza_nb at-least-once   {rate_range(len(events), a)}  a/c = {floor_s / a_s:.2f}")
-        print(f"(a')   samza_nb exactly-once    {rate_range(len(events), eo)}  "
-              f"a'/c = {floor_s / eo_s:.2f}  a'/a = {a_s / eo_s:.2f}")
-        print(f"(m)    at-least-once, merge=    {rate_range(len(events), m)}  m/c = {floor_s / min(m):.2f}")
-        print(f"(m')   exactly-once, merge=     {rate_range(len(events), meo)}  m'/c = {floor_s / min(meo):.2f}")
-        quix_python = None if args.no_quix else (args.quix_python or _quix_venv.ensure())
+        seconds = timed_rounds(system, topic, args.executor, args.rounds, expected, tuple(ROWS[r] for r in rows))
+        titles = {"a": "samza_nb at-least-once", "a'": "samza_nb exactly-once",
+                  "m": "at-least-once, merge=", "m'": "exactly-once, merge="}
+        for row in rows:
+            runs = seconds[ROWS[row]]
+            print(f"{'(' + row + ')':<7}{titles[row]:<24} {rate_range(len(events), runs)}  "
+                  f"{row}/c = {floor_s / min(runs):.2f}")
+        quix_python = None if args.no_quix or not {"a", "a'"} <= set(rows) else (
+            args.quix_python or _quix_venv.ensure())
         if quix_python is not None:
+            a_s, eo_s = min(seconds[ROWS["a"]]), min(seconds[ROWS["a'"]])
             b_s = quix(str(quix_python), bootstrap, topic, len(events))
             print(f"(b)    Quix Streams             {len(events) / b_s:>12,.0f} events/s  "
                   f"a/b = {b_s / a_s:.2f}  a'/b = {b_s / eo_s:.2f}")
