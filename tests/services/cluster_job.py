@@ -47,7 +47,10 @@ def say(stage: str, job: Any, **data: Any) -> None:
     hosts = job._executor.cluster.task_hosts()
     print(json.dumps({
         "stage": stage, "hosts": hosts,
-        "tasks": {task: {n: entry[n] for n in numbers} for task, entry in tasks.items()}, **data,
+        "tasks": {task: {n: entry[n] for n in numbers} for task, entry in tasks.items()},
+        # Why a store was rebuilt although its files were there (RocksDB could not open them).
+        "rebuilt": {task: entry["rebuilt_stores"] for task, entry in tasks.items() if entry.get("rebuilt_stores")},
+        **data,
     }), flush=True)
 
 

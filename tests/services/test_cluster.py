@@ -365,7 +365,10 @@ def test_a_task_taken_over_by_another_processor_runs_where_its_store_is_and_rest
         assert after["tasks"][task]["restored_records"] < changelog[task], (numbers, changelog)
     for task in before["runs"]:  # h1's own tasks did not move
         # Each tick's host and numbers of the task, to tell when and where it changed.
-        course = [(tick.get("hosts", {}).get(task), tick.get("tasks", {}).get(task)) for tick in _ticks(logs["h1"])]
+        course = [
+            (tick.get("hosts", {}).get(task), tick.get("tasks", {}).get(task), tick.get("rebuilt", {}).get(task))
+            for tick in _ticks(logs["h1"])
+        ]
         assert after["hosts"][task] == before["hosts"][task], (numbers, task, course)
         assert after["tasks"][task] == before["tasks"][task], (task, course)
     print(f"taken over: {numbers}; changelog lengths now {changelog}")
