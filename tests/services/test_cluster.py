@@ -366,7 +366,8 @@ def test_a_task_taken_over_by_another_processor_runs_where_its_store_is_and_rest
     for task in before["runs"]:  # h1's own tasks did not move
         # Each tick's host and numbers of the task, to tell when and where it changed.
         course = [
-            (tick.get("hosts", {}).get(task), tick.get("tasks", {}).get(task), tick.get("rebuilt", {}).get(task))
+            (tick.get("hosts", {}).get(task), tick.get("tasks", {}).get(task),
+             [line for line in tick.get("rebuilt", []) if repr(task) in line])
             for tick in _ticks(logs["h1"])
         ]
         assert after["hosts"][task] == before["hosts"][task], (numbers, task, course)
