@@ -251,6 +251,8 @@ class DrainMonitor:
     def _poll(self) -> None:
         failed = 0
         while not self._stopped.is_set():
+            # Cleared before the look: a check_now() during it makes the wait below return.
+            self._wake.clear()
             try:
                 found = should_drain(self._store, self.run_id)
                 failed = 0
@@ -271,7 +273,6 @@ class DrainMonitor:
                     self._callback()
                 return
             self._wake.wait(self.poll_interval_ms / 1000)
-            self._wake.clear()
 
     def check_now(self) -> None:
         """Look for a drain notification now rather than at the next poll (this process wrote
