@@ -5,7 +5,6 @@ and committing it again would show its outputs twice to read_committed readers."
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -147,43 +146,3 @@ def test_a_producer_opened_in_the_background_is_the_one_the_epoch_commits_with(
     assert not exactly_once._OPENING
     exactly_once.close_task_producers(plan)
     assert transaction.transactional_id not in {key[1] for key in exactly_once._PRODUCERS}
-
-
-@pytest.mark.services
-def test_a_workers_batch_of_epochs_opens_every_tasks_producer_before_the_first_epoch_runs(
-    kafka_bootstrap: str, kafka_topic_prefix: str
-) -> None:
-    # A resident worker runs the task epochs it is handed in turn: the second task's producer
-    # opens while the first task's epoch runs, and each epoch commits with its own.
-    system, out, plan, first = _one_partition_job(kafka_bootstrap, f"{kafka_topic_prefix}pb", 0)
-    second = dataclasses.replace(first, task_name="Partition 1", producer="Partition 1")
-    exactly_once.prepare_transactions(plan, [first, second])
-    ids = {TaskTransaction(plan, a).transactional_id for a in (first, second)}
-    assert {key[1] for key in exactly_once._OPENING} == ids
-    openings = dict(exactly_once._OPENING)
-    for assignment in (first, second):
-        transaction = TaskTransaction(plan, assignment)
-        transaction.prepare()  # the epoch's own: already opening, nothing new
-
-        def body(open_transaction: TaskTransaction, task: str = assignment.task_name) -> int:
-            open_transaction.append(out, 0, [Record(MessageKind.USER, None, f'"{task}"'.encode(), None)], 0)
-            open_transaction.append_checkpoint(Checkpoint(seq=1, offsets={f"{kafka_topic_prefix}pb-in#0": 1}))
-            return 1
-
-        assert transaction.run(body) == 1
-        key = (system.settings.fingerprint(), transaction.transactional_id)
-        assert exactly_once._PRODUCERS[key] is openings[key].result()
-    assert not exactly_once._OPENING
-    assert sorted(system.read(out)["value"].tolist()) == ["Partition 0", "Partition 1"]
-    exactly_once.close_task_producers(plan)
-
-
-def test_at_least_once_prepares_no_producer(monkeypatch: pytest.MonkeyPatch) -> None:
-    app = StreamApplication("alo", job_id="1")
-    app.input(KafkaSystem("kafka", "127.0.0.1:9").input("in", partitions=1)).send_to(
-        app.output(KafkaSystem("kafka", "127.0.0.1:9").output("out", partitions=1))
-    )
-    opened: list[Any] = []
-    monkeypatch.setattr(exactly_once, "TaskTransaction", lambda *a: opened.append(a))
-    exactly_once.prepare_transactions(app.plan(), [_transaction(0).assignment])
-    assert opened == []

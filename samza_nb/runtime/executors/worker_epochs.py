@@ -16,7 +16,6 @@ from multiprocessing.connection import Client
 from typing import Any
 
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult
-from samza_nb.runtime.task.exactly_once import prepare_transactions
 from samza_nb.runtime.task.kept_stores import keeping_stores_open
 from samza_nb.runtime.task.stores import task_store_folder
 from samza_nb.runtime.task.task import run_task_epoch
@@ -75,15 +74,6 @@ def run_in_worker(digest: str, blob: bytes | None, assignment: EpochAssignment) 
         return run_task_epoch(plan, assignment)
 
 
-def _prepare(digest: str, blob: bytes | None, assignments: list[EpochAssignment]) -> None:
-    """What the epochs of a batch wait on is started for all of them before the first runs
-    (exactly-once: their producers open in the background, runtime/task/exactly_once.py)."""
-    try:
-        prepare_transactions(plan_in_worker(digest, blob), assignments)
-    except Exception:  # noqa: BLE001 - the first epoch meets the same failure and reports it
-        return
-
-
 def serve_resident(address: str, authkey: bytes, slot: int, _items: Any) -> Iterator[int]:
     """A resident worker's loop, the resident Spark job's function (runtime/executors/resident_workers.py):
     take task epochs from the job's process until told to stop or until that process goes
@@ -110,8 +100,6 @@ def serve_resident(address: str, authkey: bytes, slot: int, _items: Any) -> Iter
                     connection.send(("released", kept.release(message[1])))
                     continue
                 _epochs, digest, blob, tasks = message
-                if len(tasks) > 1:
-                    _prepare(digest, blob, [a for _index, a in tasks])
                 for index, a in tasks:
                     try:
                         result = run_in_worker(digest, blob, a)

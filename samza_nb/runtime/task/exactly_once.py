@@ -67,7 +67,6 @@ __all__ = [
     "close_task_producers",
     "exactly_once",
     "open_checkpoint_store",
-    "prepare_transactions",
     "read_topic_checkpoints",
     "task_transaction",
 ]
@@ -407,18 +406,3 @@ def close_task_producers(plan: ExecutionPlan) -> None:
 def task_transaction(plan: ExecutionPlan, assignment: EpochAssignment) -> TaskTransaction | None:
     """The epoch's transaction under exactly-once, else None."""
     return TaskTransaction(plan, assignment) if exactly_once(plan) else None
-
-
-def prepare_transactions(plan: ExecutionPlan, assignments: Sequence[EpochAssignment]) -> None:
-    """Start opening the producers of task epochs one worker runs in turn (under exactly-once;
-    nothing otherwise): each epoch's own :meth:`TaskTransaction.prepare` starts only when the
-    epochs before it in the worker have ended, and a first epoch with little input then waited
-    for its ``init_transactions`` (60-110 ms on Tansu). Opening early fences nothing that
-    opening at the epoch's start would not: it is the same task epoch, handed to this worker."""
-    if not exactly_once(plan):
-        return
-    for assignment in assignments:
-        try:
-            TaskTransaction(plan, assignment).prepare()
-        except Exception:  # noqa: BLE001 - the epoch's own prepare meets it and reports it
-            _log.debug("task %s: its producer is opened at its epoch's start", assignment.task_name, exc_info=True)
