@@ -6,6 +6,7 @@ the same applications on both executors and compares every output.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,10 @@ def test_caught_up_on_inputs_that_hold_nothing_finishes_at_once(tmp_path: Path) 
     assert job.collect("copies").empty
 
 
+def _read(job: Any, stream: str) -> int:
+    return int(job.metrics()["streams"].get(stream, {}).get("in", 0))
+
+
 @pytest.mark.parametrize("ending", ["end-of-stream", "drain"])
 def test_one_task_holding_every_partition_of_a_shuffle_ends_and_drains(tmp_path: Path, ending: str) -> None:
     system = EmbeddedSystem("embedded", path=tmp_path / "log")
@@ -131,7 +136,15 @@ def test_one_task_holding_every_partition_of_a_shuffle_ends_and_drains(tmp_path:
     )
     job = run_local(app, until="end-of-stream" if ending == "end-of-stream" else "forever", background=True)
     try:
-        status = job.wait(timeout=30) if ending == "end-of-stream" else job.drain(wait=True, timeout=30)
+        if ending == "end-of-stream":
+            status = job.wait(timeout=30)
+        else:
+            # A drain stops the reading where it is: drain once every input message was read.
+            deadline = time.monotonic() + 30
+            while _read(job, "numbers") < 300 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert _read(job, "numbers") == 300, f"the job read {_read(job, 'numbers')} of 300 in 30 s"
+            status = job.drain(wait=True, timeout=30)
     finally:
         job.stop()
     # The task hears the end (or the drain) on the shuffle's aggregate partition first, and on
