@@ -20,7 +20,15 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from samza_nb.errors import JobLeaseError, MetadataStoreError, SamzaNbError
-from samza_nb.metadata.base import Fence, MetadataStore, check_fence, check_key, check_value
+from samza_nb.metadata.base import (
+    Fence,
+    MetadataStore,
+    check_fence,
+    check_key,
+    check_value,
+    namespace_suffix,
+    parse_namespaced_key,
+)
 from samza_nb.metadata.zk_client import ZkClient
 
 __all__ = ["SEGMENT_BYTES", "TRANSACTION_BYTES", "ZkMetadataStore", "decode_key", "encode_key"]
@@ -163,6 +171,29 @@ class ZkMetadataStore(MetadataStore):
             return result
 
         return self._guard(scan, "list every key")
+
+    def entries_in_namespace(self, namespace: str) -> dict[str, bytes]:
+        """One namespace: the key names are listed once and only that namespace's values read.
+
+        Every node of the store is a key under the base path, whatever its namespace; reading
+        every value to keep one namespace's cost a processor two requests per key of the whole
+        job (checkpoints, epoch plans, assignments, ...) at each idle wait and drain poll.
+        """
+        suffix = namespace_suffix(namespace)
+
+        def scan() -> dict[str, bytes]:
+            result: dict[str, bytes] = {}
+            for name in self._zk.children(self.base_path) or []:
+                key = decode_key(name)
+                parsed = parse_namespaced_key(key) if key.endswith(suffix) else None
+                if parsed is None or parsed[0] != namespace:
+                    continue
+                value = self._read(key, f"{self.base_path}/{name}")
+                if value is not None:
+                    result[parsed[1]] = value
+            return result
+
+        return self._guard(scan, f"list namespace {namespace!r}")
 
     # -- writes --------------------------------------------------------------------------------
     def put(self, key: str, value: bytes) -> None:

@@ -77,6 +77,23 @@ def test_all_lists_every_key_with_weird_names(store: ZkMetadataStore) -> None:
     assert store.entries_in_namespace("set-config") == {"job.name": expected[keys[-2]]}
 
 
+def test_a_namespace_is_listed_without_reading_the_values_of_the_others(
+    store: ZkMetadataStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A processor reads small namespaces (finished tasks, drain notifications) at every idle
+    wait and drain poll: it must not read every checkpoint and epoch plan of the job to do so."""
+    checkpoints = {namespaced_key("checkpoint", f"Partition {i}"): b"offsets" for i in range(20)}
+    drain = namespaced_key("drain", "run-1")
+    store.put_all({**checkpoints, drain: b"drain now", "plain": b"no namespace"})
+    read: list[str] = []
+    get = store._zk.get
+    monkeypatch.setattr(store._zk, "get", lambda path, *args: read.append(path) or get(path, *args))
+    assert store.entries_in_namespace("drain") == {"run-1": b"drain now"}
+    assert read == [f"{store.base_path}/{encode_key(drain)}/0"]
+    assert store.entries_in_namespace("nothing here") == {}
+    assert len(store.entries_in_namespace("checkpoint")) == 20
+
+
 def test_segments_layout_and_crc_trailer(store: ZkMetadataStore, raw: KazooClient) -> None:
     store.put("k", b"hello")
     path = f"{store.base_path}/k"
