@@ -6,6 +6,7 @@ drained, failed or stopped). A part of :class:`~samza_nb.job.handle.Job`: the pr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,11 @@ __all__ = ["JobProgress"]
 
 #: Where the processes of a distributed job record the tasks that ended in a run.
 _DONE_NAMESPACE = "samza-nb-task-done-v1"
+
+#: How often an idle processor of a distributed job reads the tasks the others ended: each read
+#: is a request to the shared store (ZooKeeper, Azure), and a processor waits idle up to five
+#: times a second.
+_DONE_READ_INTERVAL_S = 1.0
 
 
 class JobProgress:
@@ -63,6 +69,7 @@ class JobProgress:
         self._history: list[dict[str, Any]] = []
         self._done_read_for: JobModel | None = None
         self._stopped: set[str] = set()
+        self._next_done_read = 0.0
 
     def drain_history(self) -> list[dict[str, Any]]:
         """Per epoch that changed DrainStates: the processor, its epoch and the tasks' control."""
@@ -102,9 +109,11 @@ class JobProgress:
 
     def processor_idle(self, processor: StreamProcessor) -> None:
         run = self._run
-        if not self._one_process and run.state == "running":
+        now = time.monotonic()
+        if not self._one_process and run.state == "running" and now >= self._next_done_read:
             # A process of a distributed job whose own tasks ended learns here that the
             # others' did: no epoch of its own commits any more to tell it.
+            self._next_done_read = now + _DONE_READ_INTERVAL_S
             done = self._done_store().all()
             with run.lock:
                 run.done_tasks.update(t for t, r in done.items() if r.decode() == run.run_id)

@@ -132,3 +132,40 @@ def test_a_processor_process_of_a_distributed_job_refuses_processors_n(tmp_path:
     config = _on_zookeeper(zk_connect, tmp_path / "home", "p1")
     with pytest.raises(ConfigError, match=r"processors=2: a process of a job on zookeeper hosts one processor"):
         run(_copy(system, "many-zk"), config, processors=2, executor="local")
+
+
+def test_an_idle_processor_reads_only_the_namespaces_it_polls_and_not_at_every_idle_wait(
+    tmp_path: Path, zk_connect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle processor of a distributed job looks for tasks the others ended (once a second)
+    and for drain notifications (once a poll interval): it reads those namespaces only. It used
+    to read every checkpoint, epoch plan and assignment of the job at each idle wait (up to five
+    a second): about 360 ZooKeeper requests a second for this job of four tasks."""
+    from samza_nb.metadata.zk_client import ZkClient
+
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    system.create_stream("in", 4)
+    system.write("in", [{"i": i} for i in range(400)])  # not ended: the job waits for more
+    system.create_stream("out", 2)
+    config = _on_zookeeper(zk_connect, tmp_path / "home", "p1")
+    job = run(_copy(system, "idle-zk"), config, executor="local", background=True, until="forever")
+    try:
+        deadline = time.monotonic() + 60
+        while len(system.read("out")) < 400 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(system.read("out")) == 400
+        time.sleep(1.0)  # the last epochs commit; then the processor only waits
+        calls: list[str] = []
+        call = ZkClient.call
+        monkeypatch.setattr(ZkClient, "call", lambda client, what, *rest: calls.append(what) or call(client, what, *rest))
+        time.sleep(3.0)
+        idle = list(calls)  # job.status() below reads the checkpoints: not the processor's
+        assert job.status().state == "running"
+    finally:
+        job.stop()
+    # About 3 listings in 3 s for ended tasks and 3 for drain notifications: 6 here, 18 when
+    # every idle wait (up to five a second) listed the ended tasks; reading every value of the
+    # job's namespaces as well made it over a thousand.
+    values_read = [what for what in idle if what.startswith("get ")]
+    assert values_read == [], values_read  # no task ended, no drain asked: nothing to read
+    assert len(idle) <= 12, idle
