@@ -31,10 +31,11 @@ __all__ = ["JobProgress"]
 #: Where the processes of a distributed job record the tasks that ended in a run.
 _DONE_NAMESPACE = "samza-nb-task-done-v1"
 
-#: How often an idle processor of a distributed job reads the tasks the others ended: each read
-#: is a request to the shared store (ZooKeeper, Azure), and a processor waits idle up to five
-#: times a second.
-_DONE_READ_INTERVAL_S = 1.0
+#: How often an idle processor of a distributed job reads the tasks the others ended and, for
+#: ``until="caught-up"``, their checkpoints and the inputs' ends: each look is requests to the
+#: shared store (ZooKeeper, Azure) and the brokers, and a processor waits idle up to five times
+#: a second.
+_SHARED_READ_INTERVAL_S = 1.0
 
 
 class JobProgress:
@@ -69,7 +70,7 @@ class JobProgress:
         self._history: list[dict[str, Any]] = []
         self._done_read_for: JobModel | None = None
         self._stopped: set[str] = set()
-        self._next_done_read = 0.0
+        self._next_shared_read = 0.0
 
     def drain_history(self) -> list[dict[str, Any]]:
         """Per epoch that changed DrainStates: the processor, its epoch and the tasks' control."""
@@ -109,16 +110,22 @@ class JobProgress:
 
     def processor_idle(self, processor: StreamProcessor) -> None:
         run = self._run
-        now = time.monotonic()
-        if not self._one_process and run.state == "running" and now >= self._next_done_read:
-            # A process of a distributed job whose own tasks ended learns here that the
-            # others' did: no epoch of its own commits any more to tell it.
-            self._next_done_read = now + _DONE_READ_INTERVAL_S
-            done = self._done_store().all()
-            with run.lock:
-                run.done_tasks.update(t for t, r in done.items() if r.decode() == run.run_id)
-                if self._finish_if_all_done():
-                    return
+        if not self._one_process:
+            # What an idle process of a distributed job looks at is in the shared store (the
+            # tasks the others ended, their checkpoints) and the inputs' ends: once a second,
+            # not at every idle wait.
+            now = time.monotonic()
+            if now < self._next_shared_read:
+                return
+            self._next_shared_read = now + _SHARED_READ_INTERVAL_S
+            if run.state == "running":
+                # A process whose own tasks ended learns here that the others' did: no epoch
+                # of its own commits any more to tell it.
+                done = self._done_store().all()
+                with run.lock:
+                    run.done_tasks.update(t for t, r in done.items() if r.decode() == run.run_id)
+                    if self._finish_if_all_done():
+                        return
         if self._until != "caught-up":
             return
         with run.lock:
