@@ -161,16 +161,7 @@ class ZkMetadataStore(MetadataStore):
         return value
 
     def all(self) -> dict[str, bytes]:
-        def scan() -> dict[str, bytes]:
-            result: dict[str, bytes] = {}
-            for name in self._zk.children(self.base_path) or []:
-                key = decode_key(name)
-                value = self._read(key, f"{self.base_path}/{name}")
-                if value is not None:
-                    result[key] = value
-            return result
-
-        return self._guard(scan, "list every key")
+        return self._scan(lambda key: key, "list every key")
 
     def entries_in_namespace(self, namespace: str) -> dict[str, bytes]:
         """One namespace: the key names are listed once and only that namespace's values read.
@@ -181,19 +172,28 @@ class ZkMetadataStore(MetadataStore):
         """
         suffix = namespace_suffix(namespace)
 
+        def plain(key: str) -> str | None:
+            parsed = parse_namespaced_key(key) if key.endswith(suffix) else None
+            return parsed[1] if parsed is not None and parsed[0] == namespace else None
+
+        return self._scan(plain, f"list namespace {namespace!r}")
+
+    def _scan(self, select: Callable[[str], str | None], what: str) -> dict[str, bytes]:
+        """The values of the keys ``select`` names (None: not read), under the names it gives."""
+
         def scan() -> dict[str, bytes]:
             result: dict[str, bytes] = {}
             for name in self._zk.children(self.base_path) or []:
                 key = decode_key(name)
-                parsed = parse_namespaced_key(key) if key.endswith(suffix) else None
-                if parsed is None or parsed[0] != namespace:
+                selected = select(key)
+                if selected is None:
                     continue
                 value = self._read(key, f"{self.base_path}/{name}")
                 if value is not None:
-                    result[parsed[1]] = value
+                    result[selected] = value
             return result
 
-        return self._guard(scan, f"list namespace {namespace!r}")
+        return self._guard(scan, what)
 
     # -- writes --------------------------------------------------------------------------------
     def put(self, key: str, value: bytes) -> None:
