@@ -9,15 +9,22 @@
   optimizing compiler's threads compete with everything else a test starts (notebook 06 under
   papermill: 40 s with these, 56 s without). A Spark folder of the user's (``SPARK_CONF_DIR`` or
   ``SAMZA_NB_SPARK_CONF_DIR``) is left alone.
+- CPU by test (engine/suite_cpu.py): each test runs with ``SAMZA_NB_TEST`` naming it, so every
+  process it starts carries its name; with ``SAMZA_NB_TEST_LOG`` set, each worker also writes
+  when each test started and ended, so the CPU of the worker and of its own Spark JVM can be
+  given to the test that was running.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
+import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,3 +67,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         per_file[item.nodeid.split("::", 1)[0]] += _cost(item)
     items.sort(key=lambda item: -per_file[item.nodeid.split("::", 1)[0]])  # stable: file order kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """The test's setup, call and teardown run with ``SAMZA_NB_TEST`` naming it."""
+    os.environ["SAMZA_NB_TEST"] = item.nodeid
+    started = time.time()
+    try:
+        return (yield)
+    finally:
+        log = os.environ.get("SAMZA_NB_TEST_LOG")
+        if log:
+            row = {"pid": os.getpid(), "test": item.nodeid, "start": started, "end": time.time()}
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(json.dumps(row) + "\n")
