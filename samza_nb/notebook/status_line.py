@@ -136,7 +136,7 @@ class StatusLine:
 
 
 def _spark_starting(master: str) -> contextlib.AbstractContextManager[object]:
-    """A status line while a SparkSession starts on the kernel's main thread (a cell waits)."""
+    """A status line while Spark starts on the kernel's main thread (a cell waits)."""
     if threading.current_thread() is not threading.main_thread():
         return contextlib.nullcontext()
     return StatusLine(
@@ -146,7 +146,7 @@ def _spark_starting(master: str) -> contextlib.AbstractContextManager[object]:
 
 
 def show_spark_starts() -> None:
-    """Show a status line whenever a cell waits for a new SparkSession (``%load_ext samza_nb``
+    """Show a status line whenever a cell waits for Spark to start (``%load_ext samza_nb``
     calls it): ``run(app, background=True)`` and ``%samza run`` no longer wait in silence."""
     from samza_nb.runtime.executors.spark import SESSION_START_HOOKS
 

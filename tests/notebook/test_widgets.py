@@ -534,7 +534,7 @@ def test_run_progress_of_a_finished_job(finished_job: Job) -> None:
     assert progress.phase == "finished (average rate)"
     assert "40 of 40 input messages read (100%)" in progress.snapshot_text()
     # The Spark UI's address when the session has one (the suite's may run without the UI).
-    url = finished_job._executor.session().sparkContext.uiWebUrl  # type: ignore[attr-defined]
+    url = finished_job._executor.context().uiWebUrl  # type: ignore[attr-defined]
     assert progress.spark_ui == (url or None)
     assert ("Spark UI: <a href=" in progress.counters.value) == bool(url)
 

@@ -100,6 +100,43 @@ def test_master_comes_from_config_then_environment(monkeypatch: pytest.MonkeyPat
     assert runtime_spark._master(Config({})) == runtime_spark.DEFAULT_MASTER == "local[*]"
 
 
+_JOB_THEN_SESSION = """
+import sys
+from pyspark.sql import SparkSession
+from samza_nb.examples.page_views import build_app, generate_page_views, write_page_views
+from samza_nb.job import run
+from samza_nb.runtime.executors.spark import get_spark, get_spark_context
+from samza_nb.systems import EmbeddedSystem
+
+home = sys.argv[1]
+system = EmbeddedSystem("embedded", path=home + "/log")
+write_page_views(system, generate_page_views(500, seed=3))
+job = run(build_app(system), {"job.home": home + "/job", "spark.master": "local[1]"})
+print("job:", job.status().state, "epochs on spark:", job._executor.epochs_on_spark > 0)
+print("sql session after the job:", SparkSession._instantiatedSession is not None)
+context = get_spark_context({"spark.master": "local[1]"})
+spark = get_spark({"spark.master": "local[1]"})
+print("session on the job's context:", spark.sparkContext is context is job._executor.context())
+print("rows:", spark.range(3).count())
+"""
+
+
+def test_a_job_starts_a_spark_context_only_and_a_session_asked_later_shares_it(tmp_path: Path) -> None:
+    # Spark SQL's session costs about 2 s of the JVM's CPU at start (spark.py): a process that
+    # only runs jobs never builds it; one that asks for DataFrames later gets it on the context.
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    done = subprocess.run(
+        [sys.executable, "-c", _JOB_THEN_SESSION, str(tmp_path)], capture_output=True, text=True,
+        timeout=180, env=env, cwd=tmp_path, check=False,
+    )
+    assert done.stdout.splitlines() == [
+        "job: finished epochs on spark: True",
+        "sql session after the job: False",
+        "session on the job's context: True",
+        "rows: 3",
+    ], done.stdout + done.stderr
+
+
 _INTERRUPTED_START = """
 import os, signal, threading
 from pyspark import java_gateway

@@ -149,7 +149,7 @@ def main(prefix: str, control: Path) -> None:
     counted(job, topic, len(BATCHES[0]) + len(BATCHES[1]))
     say("moved", job)
     wait("the test's go for a third batch", (control / "last").exists)
-    context = job._executor.session().sparkContext  # type: ignore[attr-defined]
+    context = job._executor.context()  # type: ignore[attr-defined]
     wait("three executor hosts", lambda: len(executor_hosts(context)) == 3, timeout=180)
     system.write(topic, BATCHES[2])
     counted(job, topic, sum(map(len, BATCHES)))

@@ -30,7 +30,7 @@ from samza_nb.runtime.executors.masters import (
     check_master,
     is_local_master,
     on_this_machine,
-    running_session,
+    running_context,
 )
 from samza_nb.runtime.executors.resident_workers import ResidentWorkers, ResidentWorkersClosed
 from samza_nb.runtime.executors.spark_jobs import (
@@ -117,9 +117,10 @@ class LocalExecutor(Executor):
 class SparkExecutor(Executor):
     """Task epochs on Spark's Python workers.
 
-    The session is the process's: the notebook's or test suite's when one is running and no
-    ``spark.master`` is configured (stopping it would break every handle the user holds), else
-    :func:`samza_nb.runtime.executors.spark.get_spark` for the configured master.
+    The SparkContext is the process's: the notebook's or test suite's when one is running and
+    no ``spark.master`` is configured (stopping it would break every handle the user holds),
+    else :func:`samza_nb.runtime.executors.spark.get_spark_context` for the configured master
+    (a context only: epochs are RDD jobs, and Spark SQL's session would cost seconds of CPU).
 
     With a ``local`` master and ``job.spark.resident.workers`` on (the default), the workers
     are resident (runtime/executors/resident_workers.py): one long-running Spark job holds one Python
@@ -156,7 +157,8 @@ class SparkExecutor(Executor):
 
     def __init__(self, config: Config, spark: Any = None) -> None:
         self._config = config
-        self._spark = spark
+        #: The SparkContext epochs run on (the one of a SparkSession given as ``spark``).
+        self._context: Any = getattr(spark, "sparkContext", spark)
         self._lock = threading.Lock()
         self._pickled: weakref.WeakKeyDictionary[Any, tuple[str, bytes]] = weakref.WeakKeyDictionary()
         #: Partitions -> an RDD of that many one-element partitions (of the session's context).
@@ -180,7 +182,7 @@ class SparkExecutor(Executor):
         self.cluster = ClusterJobs(config)
 
     def start(self) -> None:
-        context = self.session().sparkContext
+        context = self.context()
         if self._resident_workers_on(context):
             # Its workers connect while the job sets up and plans its first epoch: the pool
             # starts on a thread of its own (mostly waits on the JVM), so the job's own start
@@ -196,20 +198,21 @@ class SparkExecutor(Executor):
             _log.debug("resident workers did not start ahead of the first epoch: %s", error)
 
     def ui_url(self) -> str | None:
-        spark = self._spark
-        if spark is None:
+        context = self._context
+        if context is None:
             return None
         try:
-            url = spark.sparkContext.uiWebUrl
+            url = context.uiWebUrl
         except Exception:  # a stopped session has no UI
             return None
         return str(url) if url else None
 
-    def session(self) -> Any:
+    def context(self) -> Any:
+        """The SparkContext this executor's epochs run on (started on first use)."""
         with self._lock:
-            if self._spark is None:
-                self._spark = _session_for(self._config)
-            return self._spark
+            if self._context is None:
+                self._context = _context_for(self._config)
+            return self._context
 
     def _pickle(self, plan: ExecutionPlan) -> tuple[str, bytes]:
         with self._lock:
@@ -222,9 +225,8 @@ class SparkExecutor(Executor):
             return entry
 
     def run_epoch(self, plan: ExecutionPlan, assignments: list[EpochAssignment]) -> list[EpochResult]:
-        spark = self.session()
+        context = self.context()
         digest, blob = self._pickle(plan)
-        context = spark.sparkContext
         in_driver = self._runs_in_driver(plan, assignments, context)
         driver_plan: Any = None
         with self._lock:
@@ -260,8 +262,8 @@ class SparkExecutor(Executor):
         )
 
     def places_on_hosts(self) -> bool:
-        spark = self._spark
-        return spark is not None and not on_this_machine(str(spark.sparkContext.master))
+        context = self._context
+        return context is not None and not on_this_machine(str(context.master))
 
     def stores_held(
         self,
@@ -399,17 +401,16 @@ def _hashes_as_workers(context: Any) -> bool:
     return sys.flags.hash_randomization == 0 and workers == "0"
 
 
-def _session_for(config: Config) -> Any:
-    from samza_nb.runtime.executors.spark import get_spark
+def _context_for(config: Config) -> Any:
+    from samza_nb.runtime.executors.spark import get_spark_context
 
     if "spark.master" in config:
         check_master(config["spark.master"])
     else:
-        # The active session is thread-local; the one instantiated in this process is not.
-        active = running_session()
-        if active is not None:
-            return active
-    return get_spark(config)
+        running = running_context()
+        if running is not None:
+            return running
+    return get_spark_context(config)
 
 
 _EXECUTORS: dict[str, Callable[..., Executor]] = {

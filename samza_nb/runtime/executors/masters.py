@@ -20,7 +20,7 @@ from samza_nb.config import Config, environment
 from samza_nb.errors import ConfigError, ServiceError
 
 __all__ = ["DEFAULT_MASTER", "LOCAL_MASTER", "check_master", "check_master_url", "effective_master", "is_local_master", "on_this_machine",
-           "running_session"]
+           "running_context"]
 
 DEFAULT_MASTER = "local[*]"
 #: Masters whose executors run inside the driver's JVM, on this process's filesystem.
@@ -62,21 +62,21 @@ def effective_master(config: Config) -> str:
     the running session's (a notebook's), else ``$SAMZA_NB_SPARK_MASTER``, else ``local[*]``."""
     if "spark.master" in config:
         return str(config["spark.master"])
-    session = running_session()
-    if session is not None:
-        return str(session.sparkContext.master)
+    context = running_context()
+    if context is not None:
+        return str(context.master)
     return environment("SAMZA_NB_SPARK_MASTER") or DEFAULT_MASTER
 
 
-def running_session() -> Any:
-    """The process's live SparkSession (a notebook's, the test suite's), else None."""
-    if "pyspark.sql" not in sys.modules:
-        return None  # no session without pyspark imported; importing it costs a second
-    from pyspark.sql import SparkSession
+def running_context() -> Any:
+    """The process's live SparkContext (a notebook's, the test suite's, a job's), else None."""
+    if "pyspark" not in sys.modules:
+        return None  # no context without pyspark imported; importing it costs a second
+    from pyspark import SparkContext
 
-    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-    if active is not None and getattr(active.sparkContext, "_jsc", None) is not None:
-        return active
+    context = SparkContext._active_spark_context
+    if context is not None and getattr(context, "_jsc", None) is not None:
+        return context
     return None
 
 

@@ -1,10 +1,14 @@
-"""The one place that builds the SparkSession samza_nb runs on.
+"""The one place that starts the Spark samza_nb runs on.
 
-``get_spark()`` returns the process's session, creating it on first use: master from the config
-key ``spark.master``, else ``$SAMZA_NB_SPARK_MASTER``, else ``local[*]``; quiet logs (the
-log4j2 file of ``engine/spark``, or ``setLogLevel("ERROR")`` when that folder is not available);
-no web UI unless asked; Arrow on; Python workers reused; everything bound to 127.0.0.1. A JVM
-holds one SparkContext, so asking for another master stops the current session first.
+``get_spark_context()`` returns the process's SparkContext, starting it on first use: master
+from the config key ``spark.master``, else ``$SAMZA_NB_SPARK_MASTER``, else ``local[*]``; quiet
+logs (the log4j2 file of ``engine/spark``, or ``setLogLevel("ERROR")`` when that folder is not
+available); no web UI unless asked; Arrow on; Python workers reused; everything bound to
+127.0.0.1. A JVM holds one SparkContext, so asking for another master stops the current one
+first. Jobs need only the context (their epochs are RDD jobs): a process that runs jobs and
+never asks for a DataFrame never builds Spark SQL's session, which costs about 2 s of the
+JVM's CPU (1.5 s of wall time) on top of the context's 3.
+``get_spark()`` returns the process's SparkSession (for DataFrames), built on that context.
 
 A quiet start: the JVM is launched with its stderr on a pipe that a daemon thread reads line by
 line, dropping the JVM's start-up notice "WARNING: Using incubator modules: jdk.incubator.vector"
@@ -30,14 +34,22 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from samza_nb.config import Config, environment
 from samza_nb.runtime.executors.interrupts import handlers_deferred
-from samza_nb.runtime.executors.masters import DEFAULT_MASTER
+from samza_nb.runtime.executors.masters import DEFAULT_MASTER, running_context
 from samza_nb.runtime.executors.other_spark_jobs import wait_for_closing_pools
 from samza_nb.spark_classes import driver_launch
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SESSION_START_HOOKS", "get_spark", "spark_conf_dir", "stop_spark"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "SESSION_START_HOOKS",
+    "get_spark",
+    "get_spark_context",
+    "spark_conf_dir",
+    "stop_spark",
+]
 
 log = logging.getLogger("samza_nb.runtime.executors.spark")
 
@@ -68,7 +80,7 @@ _JVM_NOISE = (b"WARNING: Using incubator modules:",)
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
-#: Entered (with the master URL) while a new session starts, seconds when a JVM starts first:
+#: Entered (with the master URL) while a new context starts, seconds when a JVM starts first:
 #: the notebook layer registers one that shows a status line at once.
 SESSION_START_HOOKS: list[Callable[[str], contextlib.AbstractContextManager[object]]] = []
 
@@ -93,36 +105,64 @@ def _alive(session: SparkSession | None) -> bool:
     return session is not None and getattr(session.sparkContext, "_jsc", None) is not None
 
 
+def get_spark_context(
+    config: Config | Mapping[str, Any] | None = None,
+    *,
+    app_name: str | None = None,
+    ui: bool = False,
+) -> SparkContext:
+    """The process's SparkContext for ``config``'s master (started on first call, then reused;
+    a session's, a notebook's included).
+
+    Other ``spark.*`` keys of ``config`` are passed to Spark when the context starts.
+    """
+    config = Config.of(config)
+    with _lock:
+        return _context(config, _master(config), app_name, ui)
+
+
 def get_spark(
     config: Config | Mapping[str, Any] | None = None,
     *,
     app_name: str | None = None,
     ui: bool = False,
 ) -> SparkSession:
-    """The shared SparkSession for ``config``'s master (created on first call, then reused).
+    """The shared SparkSession for ``config``'s master (created on first call, then reused), on
+    the process's SparkContext (:func:`get_spark_context`).
 
-    Other ``spark.*`` keys of ``config`` are passed to Spark when the session is created.
+    Other ``spark.*`` keys of ``config`` are passed to Spark when the context starts.
     """
     global _session
     config = Config.of(config)
     master = _master(config)
     with _lock:
         current = _session if _alive(_session) else _active_session()
-        if current is not None:
-            if current.sparkContext.master == master:
-                _session = current
-                return current
-            log.info(
-                "stopping the Spark session on %s to start one on %s (one per JVM)",
-                current.sparkContext.master,
-                master,
-            )
-            current.stop()
-        with contextlib.ExitStack() as hooks:
-            for hook in SESSION_START_HOOKS:
-                hooks.enter_context(hook(master))
-            _session = _build(config, master, app_name, ui)
+        if current is not None and current.sparkContext.master == master:
+            _session = current
+            return current
+        context = _context(config, master, app_name, ui)
+        from pyspark.sql import SparkSession
+
+        _session = SparkSession(context)
         return _session
+
+
+def _context(config: Config, master: str, app_name: str | None, ui: bool) -> SparkContext:
+    """The live context on ``master``, else a new one (another master's is stopped first)."""
+    global _session
+    current = running_context()
+    if current is not None:
+        if current.master == master:
+            return current
+        log.info(
+            "stopping the Spark context on %s to start one on %s (one per JVM)", current.master, master
+        )
+        current.stop()
+        _session = None
+    with contextlib.ExitStack() as hooks:
+        for hook in SESSION_START_HOOKS:
+            hooks.enter_context(hook(master))
+        return _start(config, master, app_name, ui)
 
 
 def _active_session() -> SparkSession | None:
@@ -131,11 +171,11 @@ def _active_session() -> SparkSession | None:
         return None
     from pyspark.sql import SparkSession
 
-    active = SparkSession.getActiveSession()
+    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
     return active if _alive(active) else None
 
 
-def _build(config: Config, master: str, app_name: str | None, ui: bool) -> SparkSession:
+def _start(config: Config, master: str, app_name: str | None, ui: bool) -> SparkContext:
     conf_dir = spark_conf_dir()
     # spark-submit (which pyspark uses to launch the JVM) reads log4j2.properties and
     # spark-defaults.conf from SPARK_CONF_DIR; a folder the user chose is left alone.
@@ -151,10 +191,9 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     # without it local workers would run the system python3, which lacks samza_nb's deps.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf, SparkContext
 
     name = app_name or config.get("spark.app.name") or config.get("app.name") or DEFAULT_APP_NAME
-    builder = SparkSession.builder.master(master).appName(name)
     settings = dict(_ESSENTIALS)
     host_address = environment("SAMZA_NB_HOST_ADDRESS")
     if host_address:
@@ -172,17 +211,18 @@ def _build(config: Config, master: str, app_name: str | None, ui: bool) -> Spark
     if launch is not None:  # an application's own Java options win
         settings.setdefault("spark.driver.defaultJavaOptions", launch.java_options)
         settings.setdefault("spark.executor.defaultJavaOptions", launch.executor_java_options)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
     with _environment(launch.environment if launch is not None else {}):
         _launch_quiet_gateway(master, name, settings)
+    conf = SparkConf().setMaster(master).setAppName(name)
+    for key, value in settings.items():
+        conf.set(key, value)
     with handlers_deferred():  # a job starting Spark keeps Ctrl-C plain meanwhile (interrupts.py)
-        session = builder.getOrCreate()
+        context = SparkContext.getOrCreate(conf)
     _reap_the_jvm()
-    _remove_socket_at_exit(session)
+    _remove_socket_at_exit(context)
     if not use_conf_dir:
-        session.sparkContext.setLogLevel("ERROR")
-    return session
+        context.setLogLevel("ERROR")
+    return context
 
 
 @contextlib.contextmanager
@@ -217,14 +257,14 @@ def _reap_the_jvm() -> None:
     threading.Thread(target=process.wait, name="samza-nb-jvm-reaper", daemon=True).start()
 
 
-def _remove_socket_at_exit(session: SparkSession) -> None:
+def _remove_socket_at_exit(context: SparkContext) -> None:
     """Remove the driver's accumulator socket file when this process exits.
 
     With Unix domain sockets on, PySpark's accumulator server listens on a file in the JVM's
     temporary folder and removes it only in ``SparkContext.stop``; a notebook kernel or script
     that ends without stopping its session would leave one hidden file behind per run.
     """
-    server = getattr(session.sparkContext, "_accumulatorServer", None)
+    server = getattr(context, "_accumulatorServer", None)
     address = getattr(server, "server_address", None)
     if isinstance(address, str):
         atexit.register(_remove_accumulator_socket, address)
@@ -327,10 +367,13 @@ def _forward_stderr(lines: Iterable[bytes], target: TextIO | None) -> None:
 
 
 def stop_spark() -> None:
-    """Stop the shared session (and its JVM-side context); a no-op when none runs."""
+    """Stop the process's SparkContext (and the session on it); a no-op when none runs."""
     global _session
     with _lock:
         current = _session if _alive(_session) else _active_session()
         _session = None
         if current is not None:
             current.stop()
+        context = running_context()
+        if context is not None:
+            context.stop()
