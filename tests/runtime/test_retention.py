@@ -5,12 +5,14 @@ Run on the in-process executor."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from samza_nb.api import StreamApplication
 from samza_nb.errors import StreamSystemError
+from samza_nb.model import SystemStreamPartition
 from samza_nb.systems import EmbeddedSystem
 from samza_nb.testing import run_local
 
@@ -124,3 +126,51 @@ def test_deleting_below_where_nothing_is_left_takes_no_write_transaction(system:
     finally:
         system._db().set_trace_callback(None)
     assert not any(statement.startswith(("BEGIN", "DELETE", "UPDATE")) for statement in statements)
+
+
+def test_the_checkpoints_are_read_on_the_retention_thread_once_per_pass(system: EmbeddedSystem) -> None:
+    # In a distributed job reading every task's checkpoint is a request per task to ZooKeeper
+    # or Azure: the epoch does not wait for it, and epochs ending while a pass runs share one.
+    from samza_nb.runtime.checkpoints import Checkpoint
+    from samza_nb.runtime.processor.retention import BackgroundRetention
+
+    plan = _reshuffled(system, 100).plan()
+    release = threading.Event()
+    reads: list[str] = []
+
+    def read() -> dict[str, Checkpoint]:
+        reads.append(threading.current_thread().name)
+        release.wait(10)
+        return {}
+
+    retention = BackgroundRetention(plan)
+    ssps: dict[str, frozenset[SystemStreamPartition]] = {"t": frozenset()}
+    retention.after_epoch(ssps, read)
+    deadline = time.monotonic() + 10
+    while not reads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for _ in range(4):  # while the first pass waits in its read: the four collapse into one
+        retention.after_epoch(ssps, read)
+    release.set()
+    retention.close(10)
+    assert reads == ["samza-nb-intermediate-retention"] * 2, reads
+
+
+def test_a_job_without_intermediate_streams_never_reads_checkpoints_for_retention(
+    system: EmbeddedSystem,
+) -> None:
+    from samza_nb.runtime.checkpoints import Checkpoint
+    from samza_nb.runtime.processor.retention import BackgroundRetention
+
+    system.create_stream("numbers", 2)
+    app = StreamApplication("straight", job_id="1")
+    app.input(system.input("numbers", partitions=2)).send_to(app.output(system.output("out", partitions=2)))
+    retention = BackgroundRetention(app.plan())
+
+    def read() -> dict[str, Checkpoint]:
+        msg = "read the checkpoints of a job with nothing to delete"
+        raise AssertionError(msg)
+
+    retention.after_epoch({"t": frozenset()}, read)
+    retention.close(10)
+

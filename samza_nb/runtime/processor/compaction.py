@@ -1,7 +1,8 @@
 """Changelog compaction at retention points, in the background.
 
-The processor that owns retention (one per job) hands the compactor the job model and the
-committed checkpoints after each epoch. For every store's changelog partition whose committed
+The processor that owns retention (one per job) hands the compactor the job model and a reader
+of the committed checkpoints after each epoch (read only when a compaction may be due: a job
+whose system compacts by itself never reads them for it). For every store's changelog partition whose committed
 part grew by at least ``job.changelog.compaction.min.messages`` records and by at least as many
 records as the last compaction kept (Kafka's dirty ratio of 0.5), the compactor rewrites that
 committed part to the latest record per key on a thread of its own, one compaction at a time:
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.errors import StreamSystemError
@@ -55,11 +56,17 @@ class ChangelogCompactor:
         self.failures = 0
         self.error: StreamSystemError | None = None
 
+    def applies(self) -> bool:
+        """Whether this job has changelogs to compact: on, stores, a system that does not
+        compact by itself."""
+        system = default_system_of(self.plan)
+        return self.enabled and bool(self.plan.store_names) and system is not None and hasattr(system, "compact")
+
     def due(self, model: JobModel, checkpoints: Mapping[str, Checkpoint]) -> list[tuple[str, int, int]]:
         """(changelog stream, partition, committed offset) of every partition to compact now."""
-        system = default_system_of(self.plan)
-        if not self.enabled or system is None or not hasattr(system, "compact"):
+        if not self.applies():
             return []
+        system: Any = default_system_of(self.plan)
         work = []
         for name, task in sorted(model.active_tasks().items()):
             checkpoint = checkpoints.get(name)
@@ -70,7 +77,7 @@ class ChangelogCompactor:
                 committed = checkpoint.offsets.get(ssp_key(stream_id, task.changelog_partition))
                 if committed is None:
                     continue
-                compacted_below, live = system.compaction_state(  # type: ignore[attr-defined]
+                compacted_below, live = system.compaction_state(
                     stream_id, task.changelog_partition
                 )
                 grown = committed - compacted_below
@@ -78,12 +85,12 @@ class ChangelogCompactor:
                     work.append((stream_id, task.changelog_partition, committed))
         return work
 
-    def after_epoch(self, model: JobModel, checkpoints: Mapping[str, Checkpoint]) -> bool:
+    def after_epoch(self, model: JobModel, read_checkpoints: Callable[[], Mapping[str, Checkpoint]]) -> bool:
         """Start compacting what is due unless a compaction is running; True if one started."""
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
+            if not self.applies() or (self._thread is not None and self._thread.is_alive()):
                 return False
-            work = self.due(model, checkpoints)
+            work = self.due(model, read_checkpoints())
             if not work:
                 return False
             thread = threading.Thread(

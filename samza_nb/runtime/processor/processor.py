@@ -417,9 +417,8 @@ class StreamProcessor:
         self._standby_epoch(container, standbys, counts=False)
         if self._owns_retention(self):
             all_ssps = {name: task.ssps for name, task in model.active_tasks().items()}
-            committed_all = self.checkpoints.read_all()
-            self.retention.after_epoch(all_ssps, committed_all)
-            self.compactor.after_epoch(model, committed_all)
+            self.retention.after_epoch(all_ssps, self.checkpoints.read_all)
+            self.compactor.after_epoch(model, self.checkpoints.read_all)
         injected = drain and not self._drain_ran.issuperset(tasks_ssps)
         if drain:
             self._drain_ran.update(tasks_ssps)

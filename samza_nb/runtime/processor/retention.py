@@ -4,7 +4,9 @@ Data of an intermediate stream partition is deleted once every task consuming it
 past it. This needs every consumer's checkpoint, so it has exactly one owner per job: the
 processor of the coordinator that decides job models (the embedded coordinator's first
 processor; the ZooKeeper or Azure leader's processor). It reads the checkpoints from the
-metadata store, where every processor of every process commits.
+metadata store, where every processor of every process commits, on the retention thread: in a
+distributed job that read is a request per task to ZooKeeper or Azure, which the epoch does not
+wait for, and epochs that end while a pass runs share the next pass's read.
 
 The owner deletes in the background (:class:`BackgroundRetention`): deleting a few hundred
 thousand consumed messages from the embedded log takes 0.1–0.25 s, which the next epoch no
@@ -15,7 +17,7 @@ overtakes, or that a crash cuts short, loses nothing: the next pass deletes the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from samza_nb.model import SystemStreamPartition
@@ -65,9 +67,10 @@ def apply_retention(
 
 
 class BackgroundRetention:
-    """Runs :func:`apply_retention` on a thread of its own, for the newest checkpoints handed
-    to it; one pass at a time, passes asked for while one runs collapse into the newest. The
-    thread (and its log connection) lives until :meth:`close`.
+    """Runs :func:`apply_retention` on a thread of its own, for the checkpoints the newest
+    request's reader returns when its pass starts; one pass at a time, passes asked for while
+    one runs collapse into the newest. The thread (and its log connection) lives until
+    :meth:`close`.
 
     A pass deletes a system's partitions in one write transaction of its log (a task's
     appends wait for each: with 64 partitions, one per partition held the embedded log's
@@ -80,8 +83,12 @@ class BackgroundRetention:
 
     def __init__(self, plan: ExecutionPlan) -> None:
         self.plan = plan
+        #: A job without intermediate streams has nothing to delete (and reads nothing).
+        self._applies = any(info.kind == "intermediate" for info in plan.streams.values())
         self._cond = threading.Condition()
-        self._pending: tuple[dict[str, frozenset[SystemStreamPartition]], dict[str, Checkpoint]] | None = None
+        self._pending: (
+            tuple[dict[str, frozenset[SystemStreamPartition]], Callable[[], Mapping[str, Checkpoint]]] | None
+        ) = None
         #: A pass is asked for or running.
         self._busy = False
         self._closing = False
@@ -93,12 +100,15 @@ class BackgroundRetention:
     def after_epoch(
         self,
         task_ssps: Mapping[str, Iterable[SystemStreamPartition]],
-        checkpoints: Mapping[str, Checkpoint],
+        read_checkpoints: Callable[[], Mapping[str, Checkpoint]],
     ) -> None:
-        """Delete what ``checkpoints`` have passed, in the background."""
+        """Delete, in the background, what the committed checkpoints have passed
+        (``read_checkpoints`` is called on the retention thread, once per pass)."""
+        if not self._applies:
+            return
         with self._cond:
             self._raise_error()
-            self._pending = ({task: frozenset(ssps) for task, ssps in task_ssps.items()}, dict(checkpoints))
+            self._pending = ({task: frozenset(ssps) for task, ssps in task_ssps.items()}, read_checkpoints)
             self._busy = True
             self._closing = False
             if self._thread is None:
@@ -121,8 +131,9 @@ class BackgroundRetention:
                     self._thread = None
                     self._cond.notify_all()
                     return
+            task_ssps, read_checkpoints = request
             try:
-                apply_retention(self.plan, *request, self._deleted_below)
+                apply_retention(self.plan, task_ssps, read_checkpoints(), self._deleted_below)
             except BaseException as error:  # reported by the next after_epoch or join
                 with self._cond:
                     self._error = error
