@@ -55,11 +55,17 @@ _RECONNECTING = (
 )
 
 
+#: kazoo's line when the server says the session is gone (the connection was away too long).
+_EXPIRED = "Session has expired"
+
+
 class ConnectionStatus(logging.Filter):
     """One status line per outage of one session, instead of kazoo's lines while it
     reconnects: the address and how long the session outlives the connection. Before the
     session's first connection kazoo's lines are dropped (the start's error says it all);
-    once connected again, an INFO line says after how long."""
+    once connected again, an INFO line says after how long. kazoo's bare "Session has expired"
+    becomes a line naming the server and what follows: a new session (the processor
+    registers again and the job's model is recomputed without losing committed work)."""
 
     def __init__(self, description: str, session_timeout: float) -> None:
         super().__init__()
@@ -82,7 +88,15 @@ class ConnectionStatus(logging.Filter):
             )
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not record.getMessage().startswith(_RECONNECTING):
+        message = record.getMessage()
+        if message == _EXPIRED:
+            record.msg = (
+                "ZooKeeper %s: the session expired (the connection was away longer than the "
+                "session timeout, %g s); connecting with a new session"
+            )
+            record.args = (self.description, self.session_timeout)
+            return True
+        if not message.startswith(_RECONNECTING):
             return True
         with self._lock:
             if not self._connected_once or self._lost_at is not None:
