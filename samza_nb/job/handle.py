@@ -49,6 +49,7 @@ from samza_nb.runtime.executors.executor import get_executor
 from samza_nb.runtime.executors.interrupts import plain_interrupts
 from samza_nb.runtime.processor.epoch_driver import EpochDriver
 from samza_nb.runtime.processor.processor import StreamProcessor
+from samza_nb.runtime.processor.retention import SHARED_STORE_PASS_INTERVAL_S
 from samza_nb.runtime.task.exactly_once import close_task_producers, open_checkpoint_store
 
 __all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "job_home", "metadata_store_path"]
@@ -188,6 +189,8 @@ class Job:
             until=self._until,
             clock=self._clock,
             owns_retention=self._host.owns_retention,
+            # Every task's checkpoint is a request away in a distributed job's store.
+            retention_interval_s=0.0 if self.lease is not None else SHARED_STORE_PASS_INTERVAL_S,
         )
 
     def _create_streams(self, _model: JobModel) -> None:

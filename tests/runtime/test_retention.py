@@ -174,3 +174,37 @@ def test_a_job_without_intermediate_streams_never_reads_checkpoints_for_retentio
     retention.after_epoch({"t": frozenset()}, read)
     retention.close(10)
 
+
+
+def test_with_a_shared_store_passes_start_at_most_once_an_interval_and_join_does_not_wait_for_it(
+    system: EmbeddedSystem,
+) -> None:
+    from samza_nb.runtime.checkpoints import Checkpoint
+    from samza_nb.runtime.processor.retention import BackgroundRetention
+
+    plan = _reshuffled(system, 100).plan()
+    retention = BackgroundRetention(plan, min_interval_s=0.5)
+    starts: list[float] = []
+
+    def read() -> dict[str, Checkpoint]:
+        starts.append(time.monotonic())
+        return {}
+
+    ssps: dict[str, frozenset[SystemStreamPartition]] = {"t": frozenset()}
+    retention.after_epoch(ssps, read)
+    retention.join(10)
+    retention.after_epoch(ssps, read)  # waits for the interval
+    deadline = time.monotonic() + 10
+    while len(starts) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(starts) == 2 and starts[1] - starts[0] >= 0.5, starts
+    # A processor ending its loop joins: the pass asked for last runs now, not in 60 s.
+    slow = BackgroundRetention(plan, min_interval_s=60)
+    slow.after_epoch(ssps, read)
+    slow.join(10)
+    slow.after_epoch(ssps, read)
+    began = time.monotonic()
+    slow.join(10)
+    assert len(starts) == 4 and time.monotonic() - began < 5, starts
+    retention.close(10)
+    slow.close(10)

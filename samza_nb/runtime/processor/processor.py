@@ -91,6 +91,7 @@ class StreamProcessor:
         until: str | int,
         clock: Callable[[], int],
         owns_retention: Callable[[StreamProcessor], bool],
+        retention_interval_s: float = 0.0,
     ) -> None:
         self.processor_id = processor_id
         self.location_id = location_id
@@ -143,7 +144,9 @@ class StreamProcessor:
         self._last_epoch_at = 0.0
         #: Compacts changelogs in the background when this processor owns retention.
         self.compactor = ChangelogCompactor(plan)
-        self.retention = BackgroundRetention(plan)
+        #: Deletes consumed intermediate data when this processor owns retention, a pass at
+        #: most every ``retention_interval_s`` (each reads every task's checkpoint).
+        self.retention = BackgroundRetention(plan, min_interval_s=retention_interval_s)
         self.standby_tasks = StandbyTasks(plan, checkpoints, processor_id, driver.store_root)
         #: Which tasks' stores this processor reported holding at its location (host affinity).
         self.store_reports = StoreReports(metadata, processor_id, has_stores=bool(plan.store_names))
