@@ -361,12 +361,15 @@ class StreamProcessor:
             _log.warning("processor %s: releasing its tasks' stores failed: %s", self.processor_id, error)
 
     def _retention_stopped(self) -> None:
-        """Wait for a retention pass still running and end its thread (after a failure of the
-        processor, the pass's own failure is only logged: the processor's is the one reported)."""
+        """Wait for a retention pass still running and end its thread. A pass fails the
+        processor through ``join()``; one that failed after the processor had failed (mostly
+        the same cause: a store gone away, read on the retention thread) is logged at INFO:
+        the processor's error is the one reported, and the next pass deletes what it left."""
         try:
             self.retention.close()
         except Exception as error:
-            _log.warning("processor %s: intermediate-stream retention failed: %s", self.processor_id, error)
+            level = logging.INFO if self.error is not None else logging.WARNING
+            _log.log(level, "processor %s: intermediate-stream retention failed: %s", self.processor_id, error)
 
     def _one_epoch(self, model: JobModel | None, container: ContainerModel | None) -> bool:
         """Run one epoch of this processor's active tasks; False when there was nothing to do."""
