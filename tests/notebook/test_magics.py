@@ -284,6 +284,10 @@ def test_background_run_then_drain_wait_returns_the_drain_states(
     job = samza(shell, "run app --background --until forever")
     assert isinstance(job, Job)
     assert samza(shell, "status").state == "running"
+    # A drain stops the reading where it is (docs/running.md): drain once all 40 are read.
+    deadline = time.monotonic() + 120
+    while job.metrics()["streams"]["numbers"]["in"] < 40 and time.monotonic() < deadline:
+        time.sleep(0.05)
     capsys.readouterr()
     widget = samza(shell, "drain --wait")
     # The wait says what it waits for at once, and how long it took (a status line).
