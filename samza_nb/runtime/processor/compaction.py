@@ -2,12 +2,12 @@
 
 The processor that owns retention (one per job) hands the compactor the job model and a reader
 of the committed checkpoints after each epoch (read only when a compaction may be due: a job
-whose system compacts by itself never reads them for it). For every store's changelog partition whose committed
-part grew by at least ``job.changelog.compaction.min.messages`` records and by at least as many
-records as the last compaction kept (Kafka's dirty ratio of 0.5), the compactor rewrites that
-committed part to the latest record per key on a thread of its own, one compaction at a time:
-an epoch never waits for it, and only the short rewrite holds the log's write lock. Systems
-that compact by themselves (Kafka topics are created ``cleanup.policy=compact``) are skipped.
+whose system compacts by itself never reads them for it). For every store's changelog
+partition whose committed part grew by at least ``job.changelog.compaction.min.messages``
+records and by at least as many records as the last compaction kept (Kafka's dirty ratio of
+0.5), the compactor rewrites that committed part to the latest record per key on a thread of
+its own, one compaction at a time: an epoch never waits for it, and only the short rewrite
+holds the log's write lock. Systems that compact by themselves (Kafka topics are created ``cleanup.policy=compact``) are skipped.
 
 A compaction that fails does not stop the job (its changelog only keeps more records than it
 needs, as when compaction is off): it is logged as a warning naming the changelog stream and

@@ -14,6 +14,7 @@ What a processor reports (committed results, a drain it saw, its failure) goes t
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -423,8 +424,11 @@ class StreamProcessor:
         self._standby_epoch(container, standbys, counts=False)
         if self._owns_retention(self):
             all_ssps = {name: task.ssps for name, task in model.active_tasks().items()}
-            self.retention.after_epoch(all_ssps, self.checkpoints.read_all)
-            self.compactor.after_epoch(model, self.checkpoints.read_all)
+            # One read of every checkpoint serves both, whichever asks first: the compactor
+            # now (when it may compact), else the retention thread when its pass starts.
+            read_all = functools.cache(self.checkpoints.read_all)
+            self.compactor.after_epoch(model, read_all)
+            self.retention.after_epoch(all_ssps, read_all)
         injected = drain and not self._drain_ran.issuperset(tasks_ssps)
         if drain:
             self._drain_ran.update(tasks_ssps)
