@@ -134,7 +134,7 @@ def _progress_line(job: Job, started: float) -> str:
     rate = read / seconds if seconds > 0 else 0.0
     line = (
         f"epoch {job.epoch:>4}  read {read:>10,}  written {written:>10,}  lag {lag:>8,}  "
-        f"{rate:>10,.0f} msg/s  {job.status().state}"
+        f"{rate:>10,.0f} msg/s  {job.state}"
     )
     standbys = metrics.get("standbys", {})
     if standbys:
@@ -211,6 +211,7 @@ def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from samza_nb.job import run
+    from samza_nb.job.run_state import ENDED
     from samza_nb.runtime.executors.interrupts import plain_interrupts
 
     app = app_of(args)
@@ -246,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
     hosted: dict[str, list[str]] = {}
     with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
         try:
-            while not job.status().done:
+            while job.state not in ENDED:
                 time.sleep(args.progress_interval)
                 hosted = _print_task_moves(job, hosted)
                 if job.epoch != last_epoch:

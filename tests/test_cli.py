@@ -18,6 +18,7 @@ from samza_nb.cli import main
 from samza_nb.coordination.embedded_lease import EmbeddedJobLease
 from samza_nb.drain import read_drain_notifications, read_run_id
 from samza_nb.examples.page_views import expected_counts, generate_page_views, write_page_views
+from samza_nb.job import Job
 from samza_nb.metadata import EmbeddedMetadataStore
 from samza_nb.runtime.checkpoints import CheckpointStore
 from samza_nb.systems import EmbeddedSystem
@@ -163,17 +164,27 @@ def test_run_a_missing_input_says_how_to_create_it(samza_home: Path, capsys: pyt
 
 @pytest.mark.spark
 def test_run_counts_every_page_view(
-    spark: object, samza_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: object,
+    samza_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     events = generate_page_views(3_000, seed=3)
     system = EmbeddedSystem("embedded", path=samza_home / "embedded")
     write_page_views(system, events)
     properties = tmp_path / "job.properties"
     properties.write_text("task.max.epoch.messages=400\n", encoding="utf-8")
+    statuses: list[str] = []
+    status = Job.status
+    monkeypatch.setattr(Job, "status", lambda job: statuses.append(job.state) or status(job))
     code = main(["run", QUICKSTART, "--config", str(properties), "--set", "app.run.id=cli-run",
                  "--progress-interval", "0.1"])
     out = capsys.readouterr().out
     assert code == 0
+    # The loop that waits for the end asks the job's state, which reads no store; the whole
+    # status (every checkpoint, every input's end) is read once, when the job has ended.
+    assert statuses == ["finished"], statuses
     assert "job finished" in out
     assert "store restores from changelogs: 0" in out
     # No progress line twice (the loop and the end both printed the last one); the rate aside,

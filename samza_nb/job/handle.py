@@ -39,7 +39,7 @@ from samza_nb.job.preparation import (
     open_metadata_store,
 )
 from samza_nb.job.progress import JobProgress
-from samza_nb.job.run_state import RunState, check_until
+from samza_nb.job.run_state import ENDED, RunState, check_until
 from samza_nb.job.status import DrainStatesView, JobStatus, ProcessorStatus
 from samza_nb.job.views import JobViews
 from samza_nb.metadata import JobHomeGuard, MetadataStore
@@ -322,6 +322,18 @@ class Job:
     def epoch(self) -> int:
         """The highest epoch of any processor."""
         return self._host.epoch
+
+    @property
+    def state(self) -> str:
+        """Where the run stands: "created", "running", or how it ended ("finished", "stopped",
+        "failed", "drained"), as :meth:`status` says, without reading any store (a loop that
+        waits for the end asks this; ``status()`` reads every checkpoint and input end)."""
+        return self._run.state
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended, as ``status().done`` says, without reading any store."""
+        return self._run.state in ENDED
 
     def status(self) -> JobStatus:
         """State, epoch, processors, tasks (epochs, lag, done, restore), input partitions,

@@ -124,6 +124,12 @@ class AttachedJob:
         )
 
     @property
+    def done(self) -> bool:
+        """Whether no processor of the job is left (or the handle was closed): reads the
+        coordination state, as :meth:`status` does."""
+        return self.status().done
+
+    @property
     def job_model(self) -> JobModel | None:
         """The job model the processors run: the active version's (the latest one's before
         any reached consensus); None before the first."""

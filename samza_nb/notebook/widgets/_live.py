@@ -2,7 +2,7 @@
 
 A widget is a view of a job handle (or a plan): ``refresh()`` reads the handle through its
 public API and redraws. While the job runs, a daemon thread calls ``refresh()`` every
-``interval`` seconds; once ``job.status().done`` it refreshes one last time and ends, so no
+``interval`` seconds; once ``job.done`` it refreshes one last time and ends, so no
 thread outlives the job.
 
 Views that survive: the display bundle carries, beside the widget view, ``text/html`` and
@@ -109,7 +109,7 @@ class LiveWidget(widgets.VBox):
         self._view_count = 0
         _VIEWS.add(self)
         self.refresh()
-        if auto_refresh and job is not None and not job.status().done:
+        if auto_refresh and job is not None and not job.done:
             self.start_auto_refresh()
 
     # -- refreshing ------------------------------------------------------------------------
@@ -192,7 +192,7 @@ class LiveWidget(widgets.VBox):
             try:
                 # Read "done" before refreshing: once the job says it is done its counters are
                 # final, so this refresh is the final one.
-                done = job.status().done
+                done = job.done
                 self.refresh()
             except Exception as error:  # a failed redraw must not end the live view
                 self.last_error = f"{type(error).__name__}: {error}"
@@ -260,14 +260,14 @@ class LiveWidget(widgets.VBox):
     @property
     def final(self) -> bool:
         """Whether what the view shows can no longer change: no job, or the job is done."""
-        return self.job is None or self._settled or self.job.status().done
+        return self.job is None or self._settled or self.job.done
 
     def freeze(self) -> None:
         """Replace every display of this view with its snapshot (HTML and text, no widget),
         as a saved notebook or an export will show it; stops refreshing. The widget itself
         still works where it is displayed again."""
         self.stop_auto_refresh()
-        if self.job is not None and not self._settled and self.job.status().done:
+        if self.job is not None and not self._settled and self.job.done:
             self.refresh()
             self._settled = True
         self.frozen = True
@@ -277,7 +277,7 @@ class LiveWidget(widgets.VBox):
         """Once final: the last refresh, published now; frozen if a batch run displayed it
         and no frontend drew it (module docstring)."""
         if self.job is not None and not self._settled:
-            if not self.job.status().done:
+            if not self.job.done:
                 return
             self.stop_auto_refresh()
             self.refresh()
@@ -351,7 +351,7 @@ def settle_views(job: Job) -> None:
     """Once ``job`` is done: stop refreshing its views, redraw them and re-publish their
     snapshots now, while the cell that ended the job is still running (and freeze the ones a
     batch run displayed and nobody drew)."""
-    if not job.status().done:
+    if not job.done:
         return
     for view in list(_VIEWS):
         if view.job is job:

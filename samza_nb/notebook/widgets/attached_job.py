@@ -56,7 +56,7 @@ class AttachedJobWidget(LiveWidget):
         )
         self._drain_clicked = False
         self.drain_button.on_click(self._on_drain)
-        # LiveWidget reads only ``status().done`` of what it watches, which AttachedJob answers.
+        # LiveWidget reads only ``done`` of what it watches, which AttachedJob answers.
         super().__init__(
             cast(Any, attached),
             children=[

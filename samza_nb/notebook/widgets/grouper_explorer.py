@@ -386,7 +386,7 @@ class GrouperExplorer(LiveWidget):
             self.replication_factor.value,
             self.check_location.value,
             # Apply turns off when the job ends, with the same proposal.
-            None if self.job is None else self.job.status().done,
+            None if self.job is None else self.job.done,
         )
         if key == self._computed_for:
             return
