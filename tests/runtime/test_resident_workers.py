@@ -121,6 +121,22 @@ def test_another_spark_job_gets_the_cores_while_a_running_job_is_idle(spark: Any
         job.stop()
 
 
+def test_a_quiet_pool_looks_for_other_spark_jobs_four_times_a_second(spark: Any) -> None:
+    """Each look is a py4j round trip: twenty a second while epochs come, four once none came
+    for a second (another job then waits up to a quarter of a second for the cores)."""
+    context = spark.sparkContext
+    pool = ResidentWorkers(context, context.parallelize(range(2), 2), idle_s=60)
+    try:
+        time.sleep(1.5)  # no epoch came for a second
+        looks: list[float] = []
+        active = pool._other_jobs.active
+        pool._other_jobs.active = lambda: looks.append(time.monotonic()) or active()  # type: ignore[method-assign]
+        time.sleep(2.0)
+        assert 1 <= len(looks) <= 10, looks  # 40 at the busy pace
+    finally:
+        pool.close()
+
+
 def test_an_idle_pool_ends_its_spark_job(spark: Any) -> None:
     context = spark.sparkContext
     # Idle for 1.5 s from its start: time enough to see its Spark job run on a loaded machine

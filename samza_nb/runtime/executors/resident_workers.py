@@ -61,8 +61,12 @@ _GROUP_PREFIX = "samza-nb-resident-"
 _LIVENESS_S = 0.5
 #: How long closing waits for the resident job to end before cancelling it.
 _CLOSE_WAIT_S = 2.0
-#: How often an open pool looks whether another Spark job waits for its cores.
+#: How often an open pool looks whether another Spark job waits for its cores: while epochs
+#: come, and once none came for ``_QUIET_AFTER_S`` (each look is a py4j round trip: 20 a
+#: second cost the JVM and the job's process about 3% of a core between epochs).
 _WATCH_S = 0.05
+_WATCH_QUIET_S = 0.25
+_QUIET_AFTER_S = 1.0
 
 _pools = itertools.count(1)
 
@@ -151,14 +155,17 @@ class ResidentWorkers:
 
     def _watch(self) -> None:
         """Give the cores back once no epoch runs and either none came for ``idle_s`` or
-        another Spark job of the session is active (asked every ``_WATCH_S``, not each time
-        the pool's condition wakes this thread)."""
+        another Spark job of the session is active (asked every ``_WATCH_S``, every
+        ``_WATCH_QUIET_S`` once no epoch came for ``_QUIET_AFTER_S``; not each time the pool's
+        condition wakes this thread)."""
         waiting = False
         next_look = 0.0
         while True:
-            if time.monotonic() >= next_look:
+            now = time.monotonic()
+            if now >= next_look:
                 waiting = self._other_jobs.active()
-                next_look = time.monotonic() + _WATCH_S
+                quiet = self._running == 0 and now - self._last_used >= _QUIET_AFTER_S
+                next_look = time.monotonic() + (_WATCH_QUIET_S if quiet else _WATCH_S)
             with self._cond:
                 if self._closed:
                     return
