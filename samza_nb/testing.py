@@ -16,8 +16,9 @@ Fixtures:
   session (and stopped at its end unless it already ran before).
 - ``sim_cluster``: a started 3-host :class:`~samza_nb.services.cluster.SimCluster` (hosts in
   network and mount namespaces, each with a Spark worker; ``hosts``, ``master_url``, ``run``,
-  ``call``, ``kill``, ``restart``), torn down at the session end unless it already ran. Needs
-  root: skipped locally without it, failed under CI.
+  ``call``, ``kill``, ``restart``), started again for a test when an earlier one took it down,
+  and torn down at the session end unless it already ran. Needs root: skipped locally without
+  it, failed under CI.
 
 Importing this module must stay cheap: pytest loads it for every run in an environment where
 samza_nb is installed. pyspark, kazoo, azure and confluent_kafka are imported inside fixtures.
@@ -158,23 +159,35 @@ def spark_standalone() -> Iterator[str]:
         services.down(["spark"])
 
 
-@pytest.fixture(scope="session")
-def sim_cluster() -> Iterator[SimCluster]:
-    """Three simulated hosts (h1..h3) with one Spark worker each, under one master."""
-    from samza_nb.services import ServicesHome
-    from samza_nb.services.cluster import SimCluster
-
-    cluster = SimCluster(ServicesHome.resolve(), hosts=3)
-    already_running = cluster.status().state == "running"
+def _cluster_up() -> None:
     try:
         services.up(["cluster"], hosts=3, timeout=300)
     except ServiceError as error:
         if os.geteuid() != 0:
             _missing(str(error))
         raise
+
+
+@pytest.fixture(scope="session")
+def _sim_cluster_session() -> Iterator[SimCluster]:
+    from samza_nb.services import ServicesHome
+    from samza_nb.services.cluster import SimCluster
+
+    cluster = SimCluster(ServicesHome.resolve(), hosts=3)
+    already_running = cluster.status().state == "running"
+    _cluster_up()
     yield cluster
     if not already_running and not _parallel_worker():
         services.down(["cluster"])
+
+
+@pytest.fixture
+def sim_cluster(_sim_cluster_session: SimCluster) -> SimCluster:
+    """Three simulated hosts (h1..h3) with one Spark worker each, under one master: started
+    once per session, and again for a test when an earlier one took it down."""
+    if _sim_cluster_session.status().state != "running":
+        _cluster_up()
+    return _sim_cluster_session
 
 
 # -- the engine-room services --------------------------------------------------------------------
