@@ -13,7 +13,7 @@ A store's catch-up from its changelog is a cold read too: runtime/task/changelog
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.runtime.epoch import ssp_key
@@ -30,12 +30,15 @@ __all__ = ["DEDUP", "dedup_states", "resume_dedup"]
 DEDUP = "dedup"
 
 
-def resume_dedup(plan: ExecutionPlan, assignment: EpochAssignment, stream_id: str, partition: int) -> None:
-    """Before a task reads a Kafka partition: take the dedup state its checkpoint carries
-    (nothing changes where this process already reads the partition from there)."""
-    system = system_of(plan, stream_id)
-    if isinstance(system, KafkaSystem):
-        system.resume_dedup(stream_id, partition, assignment.control.get(DEDUP, {}).get(ssp_key(stream_id, partition)))
+def resume_dedup(plan: ExecutionPlan, assignment: EpochAssignment, ssps: Iterable[tuple[str, int]]) -> None:
+    """Before a task reads: each Kafka partition of ``ssps`` takes the dedup state the task's
+    checkpoint carries (nothing changes where this process already reads the partition from
+    there)."""
+    carried = assignment.control.get(DEDUP, {})
+    for stream_id, partition in ssps:
+        system = system_of(plan, stream_id)
+        if isinstance(system, KafkaSystem):
+            system.resume_dedup(stream_id, partition, carried.get(ssp_key(stream_id, partition)))
 
 
 def dedup_states(plan: ExecutionPlan, assignment: EpochAssignment, offsets: Mapping[str, int]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from samza_nb.errors import CheckpointError
 from samza_nb.model import SystemStreamPartition
@@ -34,6 +34,7 @@ from samza_nb.runtime.task.control import (
 )
 from samza_nb.runtime.task.decoding import (
     BatchDecoder,
+    StreamDecoders,
     holds_control_messages,
     serde_error,
     stream_decoders,
@@ -45,12 +46,12 @@ from samza_nb.runtime.task.exactly_once import (
     task_transaction,
 )
 from samza_nb.runtime.task.graph import build_operator_graph
-from samza_nb.runtime.task.operators import TaskOperators, UserFunctionError
+from samza_nb.runtime.task.operators import OperatorImpl, Receiver, TaskOperators, UserFunctionError
 from samza_nb.runtime.task.sampling import tap_operators
 from samza_nb.runtime.task.side_inputs import read_side_input
 from samza_nb.runtime.task.task_control import TaskControl
 from samza_nb.runtime.task.task_failure import failed_epoch
-from samza_nb.systems.base import MessageKind, Record
+from samza_nb.systems.base import MessageKind, Record, StreamSystem
 from samza_nb.systems.embedded import EmbeddedSystem
 
 if TYPE_CHECKING:
@@ -66,6 +67,20 @@ _READ_CHUNK = 50_000
 #: 430 ns an event for the quickstart's decode, enrich, filter and encode, against 570 ns for
 #: whole 10,000-message batches (the decoded messages no longer fit in a core's 2 MB cache).
 _DECODE_SLICE = 1024
+
+
+class _Input(NamedTuple):
+    """An input stream as a task epoch reads it, set up once: its system, its input operator,
+    what takes its messages (one; a decoded batch in one call, the compiled chain after the
+    operator when it has one; how many of the last batch went in) and its serde's decoders."""
+
+    system: StreamSystem
+    impl: OperatorImpl
+    push: Receiver
+    run_batch: Callable[[list[Any]], None]
+    entered: Callable[[], int]
+    serde: Any
+    decoders: StreamDecoders
 
 
 class _TaskRun:
@@ -99,11 +114,19 @@ class _TaskRun:
         context.operators = impls
         self.control.inputs = self.inputs
         self.samples = tap_operators(impls, a.samples)
+        self.reading = {
+            stream_id: self._input(stream_id) for stream_id in sorted(task_streams - set(plan.side_inputs))
+        }
         self.operators = TaskOperators(impls)
         self.operators.restore(control.get("operators", {}))
         # Stores used by table side inputs are opened like every other store.
         for table_id in plan.tables:
             context.table(table_id)
+
+    def _input(self, stream_id: str) -> _Input:
+        impl = self.inputs[stream_id]
+        serde = self.plan.streams[stream_id].serde
+        return _Input(system_of(self.plan, stream_id), impl, *impl.feeds(), serde, stream_decoders(serde))
 
     def open_stores(self) -> dict[str, Any] | None:
         """Open every store; returns the stored metadata when *all* stores already hold this
@@ -124,6 +147,7 @@ class _TaskRun:
         a, plan = self.a, self.plan
         self.operators.load()
         side_inputs = set(plan.side_inputs)
+        resume_dedup(plan, a, [ssp for ssp in a.ssps if ssp[0] not in side_inputs])
         ordered = sorted(
             a.ssps,
             key=lambda ssp: (
@@ -138,7 +162,7 @@ class _TaskRun:
             if stream_id in side_inputs:
                 self.offsets[key] = read_side_input(self.plan, self.context, stream_id, partition, start, bound)
             else:
-                self._read(stream_id, partition, start, bound)
+                self._read(stream_id, partition, key, start, bound)
             if a.drain and plan.streams[stream_id].kind == "input" and key not in self.control.injected:
                 self.control.inject_drain(stream_id, partition, key)
         if a.drain:  # end-of-stream may have come from producers before the drain did
@@ -148,27 +172,21 @@ class _TaskRun:
         self.context.position = None
         self.operators.end_epoch(a.now_ms)
 
-    def _read(self, stream_id: str, partition: int, start: int, bound: int) -> None:
+    def _read(self, stream_id: str, partition: int, key: str, start: int, bound: int) -> None:
         if bound <= start:
             return
-        system = system_of(self.plan, stream_id)
+        system, input_impl, push, run_batch, entered, serde, decoders = self.reading[stream_id]
+        decode_batch, decode_kv, decode_value = decoders
         planned_on = self.a.inputs.get(stream_id)
         if planned_on is not None and system.incarnation(stream_id) != planned_on:
             # Made again since the epoch was planned: its offsets are of the old stream. Read
             # nothing; the next epoch starts the new stream afresh (runtime/offsets.py).
             return
-        input_impl = self.inputs[stream_id]
-        # A decoded batch goes into the input's compiled chain in one call when it has one.
-        push, run_batch, entered = input_impl.feeds()
-        serde = self.plan.streams[stream_id].serde
-        decode_batch, decode_kv, decode_value = stream_decoders(serde)
         context = self.context
-        key = ssp_key(stream_id, partition)
         remaining = self.a.max_messages
         count = 0
         offset = start
         user = MessageKind.USER
-        resume_dedup(self.plan, self.a, stream_id, partition)
         while offset < bound and remaining > 0:
             try:
                 fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
@@ -188,14 +206,17 @@ class _TaskRun:
                     offset = bound
                     break
             for first, records in fetched.batches:
+                size = len(records)
+                remaining -= size
                 if not holds_control_messages(records):
-                    done = self._run_user_messages(records, decode_batch, run_batch, entered, key, first)
+                    done = self._run_user_messages(records, size, decode_batch, run_batch, entered, key, first)
                     count += done
-                    if done == len(records):
+                    if done == size:
                         continue
                     # A message did not decode: the rest goes one by one, to skip or name it.
                     records = records[done:]
                     first += done
+                    size -= done
                 # The hot loop: the position is computed only when something fails or a
                 # control message arrives; the decode and the fused operator chain are plain
                 # calls (CPython's try is free until it raises).
@@ -227,8 +248,7 @@ class _TaskRun:
                 except BaseException:
                     context.position = (key, first + index)
                     raise
-                count += len(records)
-            remaining -= fetched.messages
+                count += size
             if fetched.next_offset <= offset:
                 break
             offset = fetched.next_offset
@@ -239,6 +259,7 @@ class _TaskRun:
     def _run_user_messages(
         self,
         records: Sequence[Any],
+        size: int,
         decode_batch: BatchDecoder,
         run_batch: Callable[[list[Any]], None],
         entered: Callable[[], int],
@@ -248,7 +269,6 @@ class _TaskRun:
         """Decode a batch of user messages and run them through the input's chain a slice at
         a time; how many went through before a slice did not decode (all of them, usually)."""
         done = 0
-        size = len(records)
         while done < size:
             piece = records[done : done + _DECODE_SLICE] if size > _DECODE_SLICE else records
             try:
