@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from samza_nb.errors import CheckpointError
-from samza_nb.model import SystemStreamPartition
 from samza_nb.plan.combining import partial_message_count
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
@@ -95,20 +94,12 @@ class _TaskRun:
         self.messages_in: dict[str, int] = {}
         #: What retention deleted before this epoch read it (runtime/offsets.py after_deletion).
         self.deleted_unread: list[str] = []
-        self._ssps: dict[tuple[str, int], SystemStreamPartition] = {}
 
     # -- setup -----------------------------------------------------------------------------
-    def _ssp(self, stream_id: str, partition: int) -> SystemStreamPartition:
-        ssp = self._ssps.get((stream_id, partition))
-        if ssp is None:
-            ssp = SystemStreamPartition(self.plan.streams[stream_id].system.name, stream_id, partition)
-            self._ssps[(stream_id, partition)] = ssp
-        return ssp
-
     def setup(self) -> None:
         plan, a, context = self.plan, self.a, self.context
         control = control_of_run(a.control, a.run_id, rewound=a.rewound)
-        self.control = TaskControl(plan, a, context, control, self._ssp)
+        self.control = TaskControl(plan, a, context, control)
         task_streams = {stream_id for stream_id, _ in a.ssps}
         impls, self.inputs = build_operator_graph(plan.input_operators, context, task_streams)
         context.operators = impls
@@ -371,8 +362,7 @@ class _TaskRun:
             writer.clear()
 
     def result(self, control: dict[str, Any], messages_out: dict[str, int], replayed: bool) -> EpochResult:
-        context = self.context
-        assert context.eos_states is not None and context.drain_states is not None
+        context, eos, drains = self.context, self.control.eos, self.control.drains
         stores = context.stores.values()
         restored = sum(store.restored_records for store in stores)
         return EpochResult(
@@ -380,8 +370,8 @@ class _TaskRun:
             seq=self.a.seq + 1,
             offsets={**self.offsets, **context.changelog_offsets()},
             control=control,
-            end_of_stream=bool(context.eos_states.details()) and context.eos_states.all_end_of_stream(),
-            drained=bool(context.drain_states.details()) and context.drain_states.are_all_streams_drained(),
+            end_of_stream=bool(eos.details()) and eos.all_end_of_stream(),
+            drained=bool(drains.details()) and drains.are_all_streams_drained(),
             messages_in=self.messages_in,
             messages_out=messages_out,
             operator_counts=self.operators.counts(),
