@@ -191,9 +191,6 @@ class TaskContext:
         #: Messages dropped because a user function failed and ``task.errors.skip`` is on.
         self.skipped = 0
 
-    def stream_serde(self, stream_id: str) -> Any:
-        return self.plan.streams[stream_id].serde
-
     def writer(self, stream_id: str) -> StreamWriter:
         writer = self.writers.get(stream_id)
         if writer is None:

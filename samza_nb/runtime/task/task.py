@@ -105,6 +105,7 @@ class _TaskRun:
         context.operators = impls
         self.control.inputs = self.inputs
         self.samples = tap_operators(impls, a.samples)
+        self.systems = {stream_id: system_of(plan, stream_id) for stream_id in task_streams}
         self.reading = {
             stream_id: self._input(stream_id) for stream_id in sorted(task_streams - set(plan.side_inputs))
         }
@@ -117,7 +118,7 @@ class _TaskRun:
     def _input(self, stream_id: str) -> _Input:
         impl = self.inputs[stream_id]
         serde = self.plan.streams[stream_id].serde
-        return _Input(system_of(self.plan, stream_id), impl, *impl.feeds(), serde, stream_decoders(serde))
+        return _Input(self.systems[stream_id], impl, *impl.feeds(), serde, stream_decoders(serde))
 
     def open_stores(self) -> dict[str, Any] | None:
         """Open every store; returns the stored metadata when *all* stores already hold this
@@ -138,7 +139,7 @@ class _TaskRun:
         a, plan = self.a, self.plan
         self.operators.load()
         side_inputs = set(plan.side_inputs)
-        resume_dedup(plan, a, [ssp for ssp in a.ssps if ssp[0] not in side_inputs])
+        resume_dedup(self.systems, a, [ssp for ssp in a.ssps if ssp[0] not in side_inputs])
         ordered = sorted(
             a.ssps,
             key=lambda ssp: (
@@ -276,7 +277,7 @@ class _TaskRun:
 
     # -- finishing -------------------------------------------------------------------------
     def control_snapshot(self) -> dict[str, Any]:
-        dedup = dedup_states(self.plan, self.a, self.offsets)
+        dedup = dedup_states(self.systems, self.a, self.offsets)
         return {
             "runId": self.a.run_id,
             **self.control.snapshot(),
@@ -362,7 +363,9 @@ class _TaskRun:
             writer.clear()
 
     def result(self, control: dict[str, Any], messages_out: dict[str, int], replayed: bool) -> EpochResult:
-        context, eos, drains = self.context, self.control.eos, self.control.drains
+        context, states = self.context, self.control
+        # A task that reads no SSP but side inputs never ends nor drains.
+        reads = bool(states.ssps)
         stores = context.stores.values()
         restored = sum(store.restored_records for store in stores)
         return EpochResult(
@@ -370,8 +373,8 @@ class _TaskRun:
             seq=self.a.seq + 1,
             offsets={**self.offsets, **context.changelog_offsets()},
             control=control,
-            end_of_stream=bool(eos.details()) and eos.all_end_of_stream(),
-            drained=bool(drains.details()) and drains.are_all_streams_drained(),
+            end_of_stream=reads and states.eos.all_end_of_stream(),
+            drained=reads and states.drains.are_all_streams_drained(),
             messages_in=self.messages_in,
             messages_out=messages_out,
             operator_counts=self.operators.counts(),

@@ -48,16 +48,17 @@ class TaskControl:
         self.a = assignment
         self.context = context
         side_inputs = set(plan.side_inputs)
-        #: The task's SSPs (side inputs aside) and their streams, made once.
-        self._ssps: dict[tuple[str, int], SystemStreamPartition] = {}
+        #: The task's SSPs (side inputs aside) by (stream id, partition), and their streams,
+        #: made once.
+        self.ssps: dict[tuple[str, int], SystemStreamPartition] = {}
         self._streams: dict[str, SystemStream] = {}
         for stream_id, partition in assignment.ssps:
             if stream_id not in side_inputs:
                 stream = self._streams.get(stream_id)
                 if stream is None:
                     stream = self._streams[stream_id] = SystemStream(plan.streams[stream_id].system.name, stream_id)
-                self._ssps[stream_id, partition] = stream.partition(partition)
-        tracked = list(self._ssps.values())
+                self.ssps[stream_id, partition] = stream.partition(partition)
+        tracked = list(self.ssps.values())
         counts = assignment.producer_counts
         self.eos = EndOfStreamStates(tracked, counts)
         self.drains = DrainStates(tracked, counts)
@@ -93,7 +94,7 @@ class TaskControl:
     # -- arriving on an SSP ----------------------------------------------------------------
     def receive(self, stream_id: str, partition: int, message: ControlMessage) -> None:
         """Aggregate a control message arriving on an SSP (SAMZA.md §5.8)."""
-        ssp = self._ssps[stream_id, partition]
+        ssp = self.ssps[stream_id, partition]
         system_stream = self._streams[stream_id]
         input_impl = self.inputs[stream_id]
         # Upstream tasks send their named control messages to an intermediate stream's
@@ -133,7 +134,7 @@ class TaskControl:
         memory, at its read position; the source log is never written. A partition that
         ended gets no watermark (the SEP injects into active partitions only) but counts as
         drained; a task whose inputs all ended never drains (it is at end-of-stream)."""
-        ended = self.eos.is_ssp_done(self._ssps[stream_id, partition])
+        ended = self.eos.is_ssp_done(self.ssps[stream_id, partition])
         if ended and self.eos.all_end_of_stream():
             return
         self.injected.add(key)
@@ -146,7 +147,7 @@ class TaskControl:
         """On an intermediate stream's aggregate partition, count the upstream tasks that sent
         end-of-stream as drained (they never send a drain); when that completes the partition,
         re-broadcast the drain and hand it on as a drain message would."""
-        ssp = self._ssps[stream_id, partition]
+        ssp = self.ssps[stream_id, partition]
         if self.drains.is_ssp_done(ssp) or self.eos.all_end_of_stream():
             return
         if not self.drains.count_ended(ssp, self.eos.heard_from(ssp)):
