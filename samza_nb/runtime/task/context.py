@@ -11,18 +11,11 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from samza_nb.model import SystemStream
 from samza_nb.model.keys import check_table_key
 from samza_nb.plan.tables import LocalTable
 from samza_nb.runtime.epoch import EpochAssignment, ssp_key
 from samza_nb.runtime.plan_systems import default_system_of
-from samza_nb.runtime.task.control import (
-    ControlMessage,
-    DrainStates,
-    EndOfStreamStates,
-    aggregate_partition,
-    control_to_payload,
-)
+from samza_nb.runtime.task.control import ControlMessage, aggregate_partition, control_to_payload
 from samza_nb.runtime.task.stores import ChangelogRef, TaskStore, store_path
 from samza_nb.systems.batch_format import StoredBatch
 from samza_nb.systems.partitioning import partition_for_key
@@ -188,17 +181,15 @@ class TaskContext:
         self.writers: dict[str, StreamWriter] = {}
         self.stores: dict[str, TaskStore] = {}
         self.tables: dict[str, TableView] = {}
-        self.eos_states: EndOfStreamStates | None = None
-        self.drain_states: DrainStates | None = None
+        #: The input streams whose every partition the task reads reached end-of-stream
+        #: (drained), and those it does not read; runtime/task/task_control.py keeps them.
+        self.ended_streams: set[str] = set()
+        self.drained_streams: set[str] = set()
         #: Where the task is reading: (SSP key, offset) of the message being processed, or
         #: None while timers fire or control messages enter from a drain.
         self.position: tuple[str, int] | None = None
         #: Messages dropped because a user function failed and ``task.errors.skip`` is on.
         self.skipped = 0
-        self._system_streams: dict[str, SystemStream] = {}
-
-    def stream_serde(self, stream_id: str) -> Any:
-        return self.plan.streams[stream_id].serde
 
     def writer(self, stream_id: str) -> StreamWriter:
         writer = self.writers.get(stream_id)
@@ -242,18 +233,3 @@ class TaskContext:
         if view is None:
             view = self.tables[table_id] = TableView(self.plan.tables[table_id], self.store(table_id))
         return view
-
-    def is_end_of_stream(self, stream_id: str) -> bool:
-        assert self.eos_states is not None
-        return self.eos_states.is_end_of_stream(self.system_stream(stream_id))
-
-    def is_drained(self, stream_id: str) -> bool:
-        assert self.drain_states is not None
-        return self.drain_states.is_drained(self.system_stream(stream_id))
-
-    def system_stream(self, stream_id: str) -> SystemStream:
-        system_stream = self._system_streams.get(stream_id)
-        if system_stream is None:
-            system_stream = SystemStream(self.plan.streams[stream_id].system.name, stream_id)
-            self._system_streams[stream_id] = system_stream
-        return system_stream

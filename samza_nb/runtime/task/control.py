@@ -148,12 +148,16 @@ class _CompletionStates:
         self._expected: dict[SystemStreamPartition, int] = {}
         self._heard: dict[SystemStreamPartition, set[str]] = {}
         self._done: dict[SystemStreamPartition, bool] = {}
+        #: Each SSP's key in a snapshot.
+        self._names: dict[SystemStreamPartition, str] = {}
         for ssp in ssps:
             self._expected[ssp] = _producer_count(producer_task_counts, ssp)
             self._heard[ssp] = set()
             self._done[ssp] = False
+            self._names[ssp] = str(ssp)
 
-    def update(self, message: ControlMessage, ssp: SystemStreamPartition) -> None:
+    def update(self, message: ControlMessage, ssp: SystemStreamPartition) -> bool:
+        """Count ``message`` arriving on ``ssp``; whether ``ssp`` is done now."""
         if ssp not in self._done:
             msg = f"{type(self).__name__}: {ssp} is not one of this task's tracked partitions"
             raise JobError(msg)
@@ -163,6 +167,7 @@ class _CompletionStates:
             self._done[ssp] = len(heard) == self._expected[ssp]
         else:
             self._done[ssp] = True
+        return self._done[ssp]
 
     def _stream_done(self, system_stream: SystemStream) -> bool:
         return all(
@@ -190,13 +195,13 @@ class _CompletionStates:
 
     def snapshot(self) -> dict[str, Any]:
         return {
-            str(ssp): {"done": self._done[ssp], "heard": sorted(self._heard[ssp])}
-            for ssp in self._done
+            name: {"done": self._done[ssp], "heard": sorted(self._heard[ssp])}
+            for ssp, name in self._names.items()
         }
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
-        for ssp in self._done:
-            entry = snapshot.get(str(ssp))
+        for ssp, name in self._names.items():
+            entry = snapshot.get(name)
             if entry:
                 self._done[ssp] = bool(entry["done"])
                 self._heard[ssp] = set(entry["heard"])
@@ -232,10 +237,10 @@ class DrainStates(_CompletionStates):
 
 
 def _producer_count(counts: Mapping[Any, int], ssp: SystemStreamPartition) -> int:
-    system_stream = SystemStream(ssp.system, ssp.stream)
-    if system_stream in counts:
-        return int(counts[system_stream])
-    return int(counts.get(ssp.stream, 0))
+    """The producers of ``ssp``'s stream, keyed by SystemStream (a tuple, so the plain pair
+    finds it) or by stream name."""
+    count = counts.get((ssp.system, ssp.stream))
+    return int(counts.get(ssp.stream, 0) if count is None else count)
 
 
 class _WatermarkState:
@@ -268,6 +273,8 @@ class WatermarkStates:
             ssp: _WatermarkState(_producer_count(producer_task_counts, ssp), quorum_fraction, now)
             for ssp in ssps
         }
+        #: Each SSP's key in a snapshot.
+        self._names = {ssp: str(ssp) for ssp in self._states}
 
     def update(self, message: WatermarkMessage, ssp: SystemStreamPartition) -> None:
         state = self._states.get(ssp)
@@ -313,7 +320,7 @@ class WatermarkStates:
 
     def snapshot(self) -> dict[str, Any]:
         return {
-            str(ssp): {
+            self._names[ssp]: {
                 "watermark": state.watermark,
                 "timestamps": state.timestamps,
                 "lastUpdate": state.last_update,
@@ -324,7 +331,7 @@ class WatermarkStates:
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
         for ssp, state in self._states.items():
-            entry = snapshot.get(str(ssp))
+            entry = snapshot.get(self._names[ssp])
             if entry:
                 state.watermark = int(entry["watermark"])
                 state.timestamps = {k: int(v) for k, v in entry["timestamps"].items()}

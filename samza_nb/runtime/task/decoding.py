@@ -120,7 +120,7 @@ class BatchDecoder:
             self._decode_value = raw_decoder(serde)
             self._decode_key = _json_decode
         #: Key bytes -> decoded key (shareable types only), kept across the batches of this
-        #: decoder (one task epoch and stream partition): a batch whose keys are all known is
+        #: decoder (one task epoch and stream): a batch whose keys are all known is
         #: looked up in one pass. Given up when most batches bring new keys.
         self._known: dict[bytes | None, Any] = {None: None}
         self._batches = 0

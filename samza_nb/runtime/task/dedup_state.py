@@ -13,16 +13,15 @@ A store's catch-up from its changelog is a cold read too: runtime/task/changelog
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.runtime.epoch import ssp_key
-from samza_nb.runtime.plan_systems import system_of
 from samza_nb.systems.kafka import KafkaSystem
 
 if TYPE_CHECKING:
-    from samza_nb.plan.execution_plan import ExecutionPlan
     from samza_nb.runtime.epoch import EpochAssignment
+    from samza_nb.systems.base import StreamSystem
 
 __all__ = ["DEDUP", "dedup_states", "resume_dedup"]
 
@@ -30,21 +29,28 @@ __all__ = ["DEDUP", "dedup_states", "resume_dedup"]
 DEDUP = "dedup"
 
 
-def resume_dedup(plan: ExecutionPlan, assignment: EpochAssignment, stream_id: str, partition: int) -> None:
-    """Before a task reads a Kafka partition: take the dedup state its checkpoint carries
-    (nothing changes where this process already reads the partition from there)."""
-    system = system_of(plan, stream_id)
-    if isinstance(system, KafkaSystem):
-        system.resume_dedup(stream_id, partition, assignment.control.get(DEDUP, {}).get(ssp_key(stream_id, partition)))
+def resume_dedup(
+    systems: Mapping[str, StreamSystem], assignment: EpochAssignment, ssps: Iterable[tuple[str, int]]
+) -> None:
+    """Before a task reads: each Kafka partition of ``ssps`` (``systems`` has each stream's
+    system) takes the dedup state the task's checkpoint carries (nothing changes where this
+    process already reads the partition from there)."""
+    carried = assignment.control.get(DEDUP, {})
+    for stream_id, partition in ssps:
+        system = systems[stream_id]
+        if isinstance(system, KafkaSystem):
+            system.resume_dedup(stream_id, partition, carried.get(ssp_key(stream_id, partition)))
 
 
-def dedup_states(plan: ExecutionPlan, assignment: EpochAssignment, offsets: Mapping[str, int]) -> dict[str, Any]:
+def dedup_states(
+    systems: Mapping[str, StreamSystem], assignment: EpochAssignment, offsets: Mapping[str, int]
+) -> dict[str, Any]:
     """Per Kafka partition the task reads, the dedup state as of its new offset: its reads'
     state when they stopped there, else (not read this epoch) the one it started from."""
     before = assignment.control.get(DEDUP, {})
     states: dict[str, Any] = {}
     for stream_id, partition in assignment.ssps:
-        system = system_of(plan, stream_id)
+        system = systems[stream_id]
         if not isinstance(system, KafkaSystem):
             continue
         key = ssp_key(stream_id, partition)

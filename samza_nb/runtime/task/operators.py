@@ -205,9 +205,7 @@ class OperatorImpl:
         stream (a combining partition_by's partial aggregates)."""
 
     def on_end_of_stream(self) -> None:
-        if self.eos_handled or not all(
-            self.context.is_end_of_stream(stream) for stream in self.input_streams
-        ):
+        if self.eos_handled or not self.input_streams <= self.context.ended_streams:
             return
         self.eos_handled = True
         self.emit_all(self.handle_end_of_stream())
@@ -215,9 +213,7 @@ class OperatorImpl:
             op.on_end_of_stream()
 
     def on_drain(self) -> None:
-        if self.drain_handled or not all(
-            self.context.is_drained(stream) for stream in self.input_streams
-        ):
+        if self.drain_handled or not self.input_streams <= self.context.drained_streams:
             return
         self.drain_handled = True
         self.emit_all(self.handle_drain())

@@ -81,7 +81,7 @@ class OutputImpl(_FusedImpl):
         super().__init__(spec, context)
         self.stream_id = spec.stream_id
         self.writer = context.writer(spec.stream_id)
-        serde = context.stream_serde(spec.stream_id)
+        serde = context.plan.streams[spec.stream_id].serde
         self.kv = isinstance(serde, KVSerde)
         self.key_encode = (
             serde.key_serde.to_bytes

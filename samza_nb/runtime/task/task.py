@@ -17,10 +17,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from samza_nb.errors import CheckpointError
-from samza_nb.model import SystemStreamPartition
 from samza_nb.plan.combining import partial_message_count
 from samza_nb.runtime.checkpoints import Checkpoint
 from samza_nb.runtime.epoch import EpochAssignment, EpochResult, ssp_key
@@ -34,6 +33,7 @@ from samza_nb.runtime.task.control import (
 )
 from samza_nb.runtime.task.decoding import (
     BatchDecoder,
+    StreamDecoders,
     holds_control_messages,
     serde_error,
     stream_decoders,
@@ -45,12 +45,12 @@ from samza_nb.runtime.task.exactly_once import (
     task_transaction,
 )
 from samza_nb.runtime.task.graph import build_operator_graph
-from samza_nb.runtime.task.operators import TaskOperators, UserFunctionError
+from samza_nb.runtime.task.operators import OperatorImpl, Receiver, TaskOperators, UserFunctionError
 from samza_nb.runtime.task.sampling import tap_operators
 from samza_nb.runtime.task.side_inputs import read_side_input
 from samza_nb.runtime.task.task_control import TaskControl
 from samza_nb.runtime.task.task_failure import failed_epoch
-from samza_nb.systems.base import MessageKind, Record
+from samza_nb.systems.base import MessageKind, Record, StreamSystem
 from samza_nb.systems.embedded import EmbeddedSystem
 
 if TYPE_CHECKING:
@@ -68,6 +68,20 @@ _READ_CHUNK = 50_000
 _DECODE_SLICE = 1024
 
 
+class _Input(NamedTuple):
+    """An input stream as a task epoch reads it, set up once: its system, its input operator,
+    what takes its messages (one; a decoded batch in one call, the compiled chain after the
+    operator when it has one; how many of the last batch went in) and its serde's decoders."""
+
+    system: StreamSystem
+    impl: OperatorImpl
+    push: Receiver
+    run_batch: Callable[[list[Any]], None]
+    entered: Callable[[], int]
+    serde: Any
+    decoders: StreamDecoders
+
+
 class _TaskRun:
     """The body of one task epoch."""
 
@@ -80,30 +94,31 @@ class _TaskRun:
         self.messages_in: dict[str, int] = {}
         #: What retention deleted before this epoch read it (runtime/offsets.py after_deletion).
         self.deleted_unread: list[str] = []
-        self._ssps: dict[tuple[str, int], SystemStreamPartition] = {}
 
     # -- setup -----------------------------------------------------------------------------
-    def _ssp(self, stream_id: str, partition: int) -> SystemStreamPartition:
-        ssp = self._ssps.get((stream_id, partition))
-        if ssp is None:
-            ssp = SystemStreamPartition(self.plan.streams[stream_id].system.name, stream_id, partition)
-            self._ssps[(stream_id, partition)] = ssp
-        return ssp
-
     def setup(self) -> None:
         plan, a, context = self.plan, self.a, self.context
         control = control_of_run(a.control, a.run_id, rewound=a.rewound)
-        self.control = TaskControl(plan, a, context, control, self._ssp)
+        self.control = TaskControl(plan, a, context, control)
         task_streams = {stream_id for stream_id, _ in a.ssps}
         impls, self.inputs = build_operator_graph(plan.input_operators, context, task_streams)
         context.operators = impls
         self.control.inputs = self.inputs
         self.samples = tap_operators(impls, a.samples)
+        self.systems = {stream_id: system_of(plan, stream_id) for stream_id in task_streams}
+        self.reading = {
+            stream_id: self._input(stream_id) for stream_id in sorted(task_streams - set(plan.side_inputs))
+        }
         self.operators = TaskOperators(impls)
         self.operators.restore(control.get("operators", {}))
         # Stores used by table side inputs are opened like every other store.
         for table_id in plan.tables:
             context.table(table_id)
+
+    def _input(self, stream_id: str) -> _Input:
+        impl = self.inputs[stream_id]
+        serde = self.plan.streams[stream_id].serde
+        return _Input(self.systems[stream_id], impl, *impl.feeds(), serde, stream_decoders(serde))
 
     def open_stores(self) -> dict[str, Any] | None:
         """Open every store; returns the stored metadata when *all* stores already hold this
@@ -124,6 +139,7 @@ class _TaskRun:
         a, plan = self.a, self.plan
         self.operators.load()
         side_inputs = set(plan.side_inputs)
+        resume_dedup(self.systems, a, [ssp for ssp in a.ssps if ssp[0] not in side_inputs])
         ordered = sorted(
             a.ssps,
             key=lambda ssp: (
@@ -138,7 +154,7 @@ class _TaskRun:
             if stream_id in side_inputs:
                 self.offsets[key] = read_side_input(self.plan, self.context, stream_id, partition, start, bound)
             else:
-                self._read(stream_id, partition, start, bound)
+                self._read(stream_id, partition, key, start, bound)
             if a.drain and plan.streams[stream_id].kind == "input" and key not in self.control.injected:
                 self.control.inject_drain(stream_id, partition, key)
         if a.drain:  # end-of-stream may have come from producers before the drain did
@@ -148,27 +164,21 @@ class _TaskRun:
         self.context.position = None
         self.operators.end_epoch(a.now_ms)
 
-    def _read(self, stream_id: str, partition: int, start: int, bound: int) -> None:
+    def _read(self, stream_id: str, partition: int, key: str, start: int, bound: int) -> None:
         if bound <= start:
             return
-        system = system_of(self.plan, stream_id)
+        system, input_impl, push, run_batch, entered, serde, decoders = self.reading[stream_id]
+        decode_batch, decode_kv, decode_value = decoders
         planned_on = self.a.inputs.get(stream_id)
         if planned_on is not None and system.incarnation(stream_id) != planned_on:
             # Made again since the epoch was planned: its offsets are of the old stream. Read
             # nothing; the next epoch starts the new stream afresh (runtime/offsets.py).
             return
-        input_impl = self.inputs[stream_id]
-        # A decoded batch goes into the input's compiled chain in one call when it has one.
-        push, run_batch, entered = input_impl.feeds()
-        serde = self.plan.streams[stream_id].serde
-        decode_batch, decode_kv, decode_value = stream_decoders(serde)
         context = self.context
-        key = ssp_key(stream_id, partition)
         remaining = self.a.max_messages
         count = 0
         offset = start
         user = MessageKind.USER
-        resume_dedup(self.plan, self.a, stream_id, partition)
         while offset < bound and remaining > 0:
             try:
                 fetched = system.fetch(stream_id, partition, offset, bound, min(_READ_CHUNK, remaining))
@@ -188,14 +198,17 @@ class _TaskRun:
                     offset = bound
                     break
             for first, records in fetched.batches:
+                size = len(records)
+                remaining -= size
                 if not holds_control_messages(records):
-                    done = self._run_user_messages(records, decode_batch, run_batch, entered, key, first)
+                    done = self._run_user_messages(records, size, decode_batch, run_batch, entered, key, first)
                     count += done
-                    if done == len(records):
+                    if done == size:
                         continue
                     # A message did not decode: the rest goes one by one, to skip or name it.
                     records = records[done:]
                     first += done
+                    size -= done
                 # The hot loop: the position is computed only when something fails or a
                 # control message arrives; the decode and the fused operator chain are plain
                 # calls (CPython's try is free until it raises).
@@ -227,8 +240,7 @@ class _TaskRun:
                 except BaseException:
                     context.position = (key, first + index)
                     raise
-                count += len(records)
-            remaining -= fetched.messages
+                count += size
             if fetched.next_offset <= offset:
                 break
             offset = fetched.next_offset
@@ -239,6 +251,7 @@ class _TaskRun:
     def _run_user_messages(
         self,
         records: Sequence[Any],
+        size: int,
         decode_batch: BatchDecoder,
         run_batch: Callable[[list[Any]], None],
         entered: Callable[[], int],
@@ -248,7 +261,6 @@ class _TaskRun:
         """Decode a batch of user messages and run them through the input's chain a slice at
         a time; how many went through before a slice did not decode (all of them, usually)."""
         done = 0
-        size = len(records)
         while done < size:
             piece = records[done : done + _DECODE_SLICE] if size > _DECODE_SLICE else records
             try:
@@ -265,7 +277,7 @@ class _TaskRun:
 
     # -- finishing -------------------------------------------------------------------------
     def control_snapshot(self) -> dict[str, Any]:
-        dedup = dedup_states(self.plan, self.a, self.offsets)
+        dedup = dedup_states(self.systems, self.a, self.offsets)
         return {
             "runId": self.a.run_id,
             **self.control.snapshot(),
@@ -351,8 +363,9 @@ class _TaskRun:
             writer.clear()
 
     def result(self, control: dict[str, Any], messages_out: dict[str, int], replayed: bool) -> EpochResult:
-        context = self.context
-        assert context.eos_states is not None and context.drain_states is not None
+        context, states = self.context, self.control
+        # A task that reads no SSP but side inputs never ends nor drains.
+        reads = bool(states.ssps)
         stores = context.stores.values()
         restored = sum(store.restored_records for store in stores)
         return EpochResult(
@@ -360,8 +373,8 @@ class _TaskRun:
             seq=self.a.seq + 1,
             offsets={**self.offsets, **context.changelog_offsets()},
             control=control,
-            end_of_stream=bool(context.eos_states.details()) and context.eos_states.all_end_of_stream(),
-            drained=bool(context.drain_states.details()) and context.drain_states.are_all_streams_drained(),
+            end_of_stream=reads and states.eos.all_end_of_stream(),
+            drained=reads and states.drains.are_all_streams_drained(),
             messages_in=self.messages_in,
             messages_out=messages_out,
             operator_counts=self.operators.counts(),

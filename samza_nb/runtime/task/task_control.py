@@ -11,7 +11,6 @@ intermediate stream's aggregate partition counts a producer that sent end-of-str
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.model import SystemStream, SystemStreamPartition
@@ -44,17 +43,25 @@ class TaskControl:
         assignment: EpochAssignment,
         context: TaskContext,
         control: dict[str, Any],
-        ssp_of: Callable[[str, int], SystemStreamPartition],
     ) -> None:
         self.plan = plan
         self.a = assignment
         self.context = context
-        self._ssp = ssp_of
         side_inputs = set(plan.side_inputs)
-        tracked = [ssp_of(stream_id, partition) for stream_id, partition in assignment.ssps if stream_id not in side_inputs]
-        counts = {SystemStream(plan.streams[s].system.name, s): n for s, n in assignment.producer_counts.items()}
-        self.eos = context.eos_states = EndOfStreamStates(tracked, counts)
-        self.drains = context.drain_states = DrainStates(tracked, counts)
+        #: The task's SSPs (side inputs aside) by (stream id, partition), and their streams,
+        #: made once.
+        self.ssps: dict[tuple[str, int], SystemStreamPartition] = {}
+        self._streams: dict[str, SystemStream] = {}
+        for stream_id, partition in assignment.ssps:
+            if stream_id not in side_inputs:
+                stream = self._streams.get(stream_id)
+                if stream is None:
+                    stream = self._streams[stream_id] = SystemStream(plan.streams[stream_id].system.name, stream_id)
+                self.ssps[stream_id, partition] = stream.partition(partition)
+        tracked = list(self.ssps.values())
+        counts = assignment.producer_counts
+        self.eos = EndOfStreamStates(tracked, counts)
+        self.drains = DrainStates(tracked, counts)
         self.watermarks = WatermarkStates(
             tracked,
             counts,
@@ -68,6 +75,13 @@ class TaskControl:
         #: Input SSPs (``ssp_key``) the drain entered.
         self.injected: set[str] = set(control.get("injected", []))
         self.inputs: dict[str, OperatorImpl] = {}
+        # Which input streams ended and which drained (every partition of them the task
+        # reads), for the operators: each reacts once all its input streams have. A stream the
+        # task does not read counts as both, as it does for the states (no partition is left).
+        unread = set(plan.input_operators) - set(self._streams)
+        streams = self._streams.items()
+        self.ended = context.ended_streams = unread | {s for s, ss in streams if self.eos.is_end_of_stream(ss)}
+        self.drained = context.drained_streams = unread | {s for s, ss in streams if self.drains.is_drained(ss)}
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -80,8 +94,8 @@ class TaskControl:
     # -- arriving on an SSP ----------------------------------------------------------------
     def receive(self, stream_id: str, partition: int, message: ControlMessage) -> None:
         """Aggregate a control message arriving on an SSP (SAMZA.md §5.8)."""
-        ssp = self._ssp(stream_id, partition)
-        system_stream = SystemStream(ssp.system, stream_id)
+        ssp = self.ssps[stream_id, partition]
+        system_stream = self._streams[stream_id]
         input_impl = self.inputs[stream_id]
         # Upstream tasks send their named control messages to an intermediate stream's
         # aggregate partition; once that partition heard from all of them, it re-broadcasts
@@ -89,22 +103,21 @@ class TaskControl:
         # holds several partitions (all of them, with one task) hears the rest only after it.
         aggregated = message.task_name is not None and self.plan.streams[stream_id].kind == "intermediate"
         if isinstance(message, EndOfStreamMessage):
-            self.eos.update(message, ssp)
-            if aggregated and self.eos.is_ssp_done(ssp):
+            if self.eos.update(message, ssp) and aggregated:
                 self.context.writer(stream_id).broadcast_to_others(EndOfStreamMessage(), partition)
-            if self.eos.is_end_of_stream(system_stream):
+            if self._note(self.ended, stream_id, self.eos.is_end_of_stream(system_stream)):
                 input_impl.on_end_of_stream()
             if aggregated and self.a.drain:
                 self.count_ended_producers(stream_id, partition)
         elif isinstance(message, DrainMessage):
             if message.run_id != self.a.run_id:
                 return  # another deployment's drain: ignored (SAMZA.md §6.5)
-            self.drains.update(message, ssp)
-            if aggregated and not self.drains.is_ssp_done(ssp):
-                self.drains.count_ended(ssp, self.eos.heard_from(ssp))
-            if aggregated and self.drains.is_ssp_done(ssp):
+            done = self.drains.update(message, ssp)
+            if aggregated and not done:
+                done = self.drains.count_ended(ssp, self.eos.heard_from(ssp))
+            if aggregated and done:
                 self.context.writer(stream_id).broadcast_to_others(DrainMessage(message.run_id), partition)
-            if self.drains.is_drained(system_stream):
+            if self._note(self.drained, stream_id, self.drains.is_drained(system_stream)):
                 input_impl.on_drain()
         elif isinstance(message, WatermarkMessage):
             before = self.watermarks.ssp_watermark(ssp)
@@ -121,7 +134,7 @@ class TaskControl:
         memory, at its read position; the source log is never written. A partition that
         ended gets no watermark (the SEP injects into active partitions only) but counts as
         drained; a task whose inputs all ended never drains (it is at end-of-stream)."""
-        ended = self.eos.is_ssp_done(self._ssp(stream_id, partition))
+        ended = self.eos.is_ssp_done(self.ssps[stream_id, partition])
         if ended and self.eos.all_end_of_stream():
             return
         self.injected.add(key)
@@ -134,11 +147,20 @@ class TaskControl:
         """On an intermediate stream's aggregate partition, count the upstream tasks that sent
         end-of-stream as drained (they never send a drain); when that completes the partition,
         re-broadcast the drain and hand it on as a drain message would."""
-        ssp = self._ssp(stream_id, partition)
+        ssp = self.ssps[stream_id, partition]
         if self.drains.is_ssp_done(ssp) or self.eos.all_end_of_stream():
             return
         if not self.drains.count_ended(ssp, self.eos.heard_from(ssp)):
             return
         self.context.writer(stream_id).broadcast_to_others(DrainMessage(self.a.run_id), partition)
-        if self.drains.is_drained(SystemStream(ssp.system, stream_id)):
+        if self._note(self.drained, stream_id, self.drains.is_drained(self._streams[stream_id])):
             self.inputs[stream_id].on_drain()
+
+    @staticmethod
+    def _note(streams: set[str], stream_id: str, done: bool) -> bool:
+        """Keep in ``streams`` whether ``stream_id`` is ``done``; returns ``done``."""
+        if done:
+            streams.add(stream_id)
+        else:
+            streams.discard(stream_id)
+        return done

@@ -59,6 +59,9 @@ class WindowImpl(OperatorImpl):
         window = spec.window
         assert window is not None
         self.window = window
+        # What kind of window it is, read from its spec once.
+        self.aggregating = window.is_aggregating
+        self.event_time = window.is_event_time
         self.store = context.store(spec.op_id)
         self.panes: dict[bytes, Pane] = {}
         #: Within an epoch, the pane each key (of a stable scalar type) already touched: its
@@ -84,7 +87,7 @@ class WindowImpl(OperatorImpl):
                 try:
                     encoded = pane.encode()
                 except (TypeError, ValueError, OverflowError) as error:
-                    what = "aggregate" if self.window.is_aggregating else "messages"
+                    what = "aggregate" if self.aggregating else "messages"
                     msg = (
                         f"window operator {self.op_id}: the pane of key {pane.key!r} cannot be "
                         f"saved in its store: its {what} ({type(pane.value).__name__}) is not a "
@@ -114,12 +117,12 @@ class WindowImpl(OperatorImpl):
             # its key and aggregate read the same whether it fires in this epoch or a later one.
             if type(key) not in STABLE_KEY_TYPES:
                 key = from_storable(_unpack(store_key)[0])
-            if window.is_aggregating and type(first) not in STABLE_KEY_TYPES:
+            if self.aggregating and type(first) not in STABLE_KEY_TYPES:
                 first = from_storable(_unpack(_pack(to_storable(first))))
         except Exception as error:
             self.failed(error)
             return None
-        pane = Pane(key, window_ts, first if window.is_aggregating else [], first_ts=now)
+        pane = Pane(key, window_ts, first if self.aggregating else [], first_ts=now)
         pane.early_first_ts = now
         self.panes[store_key] = pane
         return pane
@@ -143,12 +146,12 @@ class WindowImpl(OperatorImpl):
     def _fuse(self) -> Callable[[Any], None]:
         if self.window.window_type is WindowType.HOPPING:
             return hopping_receiver(self)
-        if self.window.is_event_time:
+        if self.event_time:
             return event_time_receiver(self)
         window = self.window
         now = self.context.now_ms
         key_fn, fold, merge = window.key_fn, window.fold, window.merge
-        aggregating = window.is_aggregating
+        aggregating = self.aggregating
         session = window.window_type is WindowType.SESSION
         default = window.default_trigger
         tumbling_ts = now - now % window.size_ms
@@ -277,7 +280,7 @@ class WindowImpl(OperatorImpl):
         return receive_merging
 
     def handle_watermark(self, watermark: int) -> list[Any]:
-        if self.window.is_event_time:
+        if self.event_time:
             # Panes whose end the watermark passed fire, oldest window first, then by key bytes
             # (the same order in every run).
             size = self.window.size_ms
@@ -292,7 +295,7 @@ class WindowImpl(OperatorImpl):
 
     def check_triggers(self, store_key: bytes, pane: Pane, now: int) -> None:
         window = self.window
-        if not window.is_event_time and trigger_fires(
+        if not self.event_time and trigger_fires(
             window.default_trigger, pane.count, pane.first_ts, pane.last_ts, pane.window_ts, now
         ):
             self._fire(store_key, pane, FiringType.DEFAULT)
@@ -310,7 +313,7 @@ class WindowImpl(OperatorImpl):
 
     def _fire(self, store_key: bytes, pane: Pane, firing: FiringType) -> None:
         window = self.window
-        value = pane.value if window.is_aggregating else list(pane.value)
+        value = pane.value if self.aggregating else list(pane.value)
         self.emit(
             WindowPane(
                 WindowKey(pane.key, str(pane.window_ts)), value, firing, window.accumulation_mode
@@ -325,16 +328,16 @@ class WindowImpl(OperatorImpl):
         if not isinstance(window.early_trigger, RepeatingTrigger):
             pane.early_cancelled = True
         if window.accumulation_mode is AccumulationMode.DISCARDING:
-            if window.is_aggregating and window.initial:
+            if self.aggregating and window.initial:
                 initial = self.call(window.initial)
                 pane.value = None if initial is SKIPPED else initial
             else:
-                pane.value = None if window.is_aggregating else []
+                pane.value = None if self.aggregating else []
         pane.dirty = True
 
     def on_timer(self, now_ms: int) -> None:
         window = self.window
-        if window.is_event_time and window.early_trigger is None:
+        if self.event_time and window.early_trigger is None:
             return  # only the watermark fires these panes (handle_watermark)
         for store_key, pane in sorted(self.panes.items(), key=lambda item: item[1].window_ts):
             if store_key in self.panes:
