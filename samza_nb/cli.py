@@ -211,7 +211,6 @@ def _check_run_options(args: argparse.Namespace, plan: ExecutionPlan) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from samza_nb.job import run
-    from samza_nb.job.run_state import ENDED
     from samza_nb.runtime.executors.interrupts import plain_interrupts
 
     app = app_of(args)
@@ -247,7 +246,7 @@ def _run(args: argparse.Namespace) -> int:
     hosted: dict[str, list[str]] = {}
     with plain_interrupts():  # Ctrl-C: a KeyboardInterrupt here, not PySpark's handler
         try:
-            while job.state not in ENDED:
+            while not job.done:
                 time.sleep(args.progress_interval)
                 hosted = _print_task_moves(job, hosted)
                 if job.epoch != last_epoch:

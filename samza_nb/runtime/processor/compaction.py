@@ -7,7 +7,8 @@ partition whose committed part grew by at least ``job.changelog.compaction.min.m
 records and by at least as many records as the last compaction kept (Kafka's dirty ratio of
 0.5), the compactor rewrites that committed part to the latest record per key on a thread of
 its own, one compaction at a time: an epoch never waits for it, and only the short rewrite
-holds the log's write lock. Systems that compact by themselves (Kafka topics are created ``cleanup.policy=compact``) are skipped.
+holds the log's write lock. Systems that compact by themselves (Kafka topics are created
+``cleanup.policy=compact``) are skipped.
 
 A compaction that fails does not stop the job (its changelog only keeps more records than it
 needs, as when compaction is off): it is logged as a warning naming the changelog stream and
