@@ -36,7 +36,6 @@ def take_fence_lease(blob: Any, store: AzureBlobMetadataStore | None, processor_
     """An infinite lease on ``blob`` (a previous holder of this id loses it), registered in
     ``store`` as the processor's fencing token; ``where`` names the coordinator in messages."""
     from azure.core.exceptions import AzureError
-    from azure.storage.blob import BlobLeaseClient
 
     try:
         try:
@@ -44,18 +43,42 @@ def take_fence_lease(blob: Any, store: AzureBlobMetadataStore | None, processor_
         except AzureError as error:
             if getattr(error, "status_code", None) not in (409, 412):
                 raise
-        try:
-            BlobLeaseClient(blob).break_lease(lease_break_period=0)
-        except AzureError as error:
-            if getattr(error, "status_code", None) != 409:  # 409: no lease to break
-                raise
-        lease = str(blob.acquire_lease(lease_duration=-1).id)
+        lease = _break_and_acquire(blob)
     except AzureError as error:
         msg = f"{where}: cannot take the fencing lease {blob.blob_name}: {describe_error(error)}"
         raise CoordinationError(msg) from error
     if store is not None:
         store.register_fence(processor_id, lease)
     return lease
+
+
+#: Break-then-acquire rounds before giving up: another process of this id may acquire between
+#: the two (it re-took a lease it found broken); the later starter breaks it again and wins.
+_TAKE_ATTEMPTS = 5
+_TAKE_BACKOFF_S = 0.05
+
+
+def _break_and_acquire(blob: Any) -> str:
+    """Break whatever lease ``blob`` holds and acquire an infinite one, again when another
+    process acquired in between (409 LeaseAlreadyPresent), at most :data:`_TAKE_ATTEMPTS` times."""
+    from azure.core.exceptions import AzureError
+    from azure.storage.blob import BlobLeaseClient
+
+    attempt = 1
+    while True:
+        try:
+            BlobLeaseClient(blob).break_lease(lease_break_period=0)
+        except AzureError as error:
+            if getattr(error, "status_code", None) != 409:  # 409: no lease to break
+                raise
+        try:
+            return str(blob.acquire_lease(lease_duration=-1).id)
+        except AzureError as error:
+            if getattr(error, "status_code", None) != 409 or attempt == _TAKE_ATTEMPTS:
+                raise
+        _log.info("%s: acquired by another process between break and acquire; again", blob.blob_name)
+        time.sleep(_TAKE_BACKOFF_S * attempt)
+        attempt += 1
 
 
 def fence_lease_renewed(blob: Any, lease: str | None) -> bool:

@@ -136,3 +136,45 @@ def test_a_lock_whose_renewals_fail_retries_then_says_it_was_lost(
     assert "lost (its lease was not renewed for 15 s" in caplog.text
     with pytest.raises(CoordinationError, match="held past its lease"):
         lost.release()
+
+
+class _AcquiredInBetween:
+    """A processor blob whose first ``acquire_lease`` finds that another process of the same id
+    acquired right after this one broke the lease (the race of two restarts of one id)."""
+
+    def __init__(self, blob: object, others: int) -> None:
+        self._blob = blob
+        self._others = others
+        self.others_leases: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._blob, name)
+
+    def acquire_lease(self, **kwargs: object) -> object:
+        if len(self.others_leases) < self._others:
+            other = self._blob.acquire_lease(lease_duration=-1)  # type: ignore[attr-defined]
+            self.others_leases.append(str(other.id))
+        return self._blob.acquire_lease(**kwargs)  # type: ignore[attr-defined]
+
+
+def test_the_later_starter_takes_the_fencing_lease_when_another_acquires_between_break_and_acquire(
+    store: AzureBlobMetadataStore,
+) -> None:
+    from samza_nb.coordination.azure.fencing import (
+        _TAKE_ATTEMPTS,
+        fence_lease_renewed,
+        take_fence_lease,
+    )
+
+    blob = store._client.get_blob_client("processors/p-race")
+    raced = _AcquiredInBetween(blob, others=2)
+    lease = take_fence_lease(raced, store, "p-race", "race test")
+    assert len(raced.others_leases) == 2
+    assert lease not in raced.others_leases
+    assert store.fence_token("p-race") == lease
+    assert fence_lease_renewed(blob, lease)
+    assert not fence_lease_renewed(blob, raced.others_leases[-1])
+    # Another process acquiring after every break: a clear error naming the lease, no hang.
+    always = _AcquiredInBetween(blob, others=_TAKE_ATTEMPTS)
+    with pytest.raises(CoordinationError, match="race test: cannot take the fencing lease processors/p-race"):
+        take_fence_lease(always, store, "p-race", "race test")
