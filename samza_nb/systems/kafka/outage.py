@@ -1,6 +1,8 @@
 """Broker outages: a broker call that fails for a transient reason is tried again until the
 outage bound (``outage_wait=``, ``systems.<name>.outage.wait.ms``) has passed, with one warning
-when the process first waits and one info line when the brokers answer again.
+once the process has waited a second and one info line when the brokers answer again. A call
+that fails and succeeds on its next try within that second (a topic just made whose offsets
+are not known yet, a leader moving) says nothing.
 
 Only brokers this system (or another of the same cluster in this process) reached before are
 waited for: a bootstrap address that never answered is a mistake to report at once, after
@@ -26,6 +28,8 @@ _log = logging.getLogger("samza_nb.systems.kafka")
 _T = TypeVar("_T")
 #: The longest pause between two tries of a call during an outage.
 _LONGEST_PAUSE = 1.0
+#: How long calls fail before the outage is worth a warning.
+_WARN_AFTER_S = 1.0
 
 
 class OutageWatch:
@@ -35,22 +39,29 @@ class OutageWatch:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.reached = False
+        #: When calls started to fail (None: they answer).
         self._since: float | None = None
+        self._warned = False
 
     def answered(self, where: str) -> None:
         """A call succeeded: the outage, if any, is over."""
         with self._lock:
             self.reached = True
-            since, self._since = self._since, None
-        if since is not None:
+            since, warned = self._since, self._warned
+            self._since, self._warned = None, False
+        if since is not None and warned:
             _log.info("%s: the brokers answer again after %.1fs", where, time.monotonic() - since)
 
     def waiting(self, where: str, operation: str, reason: str, bound: float) -> None:
-        """A call failed for a transient reason and will be tried again."""
+        """A call failed for a transient reason and will be tried again: one warning per outage,
+        once it has lasted :data:`_WARN_AFTER_S`."""
+        now = time.monotonic()
         with self._lock:
-            if self._since is not None:
+            if self._since is None:
+                self._since = now
+            if self._warned or now - self._since < _WARN_AFTER_S:
                 return
-            self._since = time.monotonic()
+            self._warned = True
         _log.warning(
             "%s: the brokers do not answer (%s: %s); waiting up to %gs for them "
             "(systems.<name>.outage.wait.ms)",
