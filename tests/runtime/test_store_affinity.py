@@ -174,7 +174,9 @@ def _left_and_back(system: EmbeddedSystem, start: Any, *, settle: float) -> None
         # highest epoch says (the grouper's rule, grouping/metadata.py).
         _wait(lambda: _last_at(StoreLocality(metadata).read(run_id), "host-a") == at_a, "p-a's stores reported")
 
-        jobs.pop("p-a").stop()  # leaves the group: its tasks go to host-b and host-c
+        left = jobs.pop("p-a")
+        left.stop()  # leaves the group: its tasks go to host-b and host-c
+        left.metadata.close()
         _wait(lambda: agreed({"p-b", "p-c"}), "a model over p-b and p-c", timeout=settle)
         survivors = [jobs["p-b"], jobs["p-c"]]
         _wait(
@@ -198,6 +200,9 @@ def _left_and_back(system: EmbeddedSystem, start: Any, *, settle: float) -> None
     finally:
         for job in jobs.values():
             job.stop()
+            # The handle keeps its metadata store open for reads after the run; a ZooKeeper
+            # session left open here would ping on in this worker for the rest of the suite.
+            job.metadata.close()
 
 
 def _processor_config(pid: str, location: str, home: Path) -> dict[str, str]:
