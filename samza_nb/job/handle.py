@@ -118,6 +118,7 @@ class Job:
         close_task_producers(self.plan)
         if self.lease is not None:
             self.lease.release()
+        self.metadata.release_session()
 
     def _setup(self, hosted: dict[str, str], grouper: str | None, executor: str, spark: Any) -> None:
         self.checkpoints = open_checkpoint_store(

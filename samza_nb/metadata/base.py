@@ -161,6 +161,10 @@ class MetadataStore(ABC):
     def flush(self) -> None:  # noqa: B027 - most stores write through; flushing is optional
         """Make earlier writes durable (a no-op for stores that write through)."""
 
+    def release_session(self) -> None:  # noqa: B027 - most stores hold no session
+        """The job ended: end a session the store holds (ZooKeeper's) until its next call,
+        which opens one again. The store stays usable."""
+
     def close(self) -> None:  # noqa: B027 - stores without resources have nothing to close
         """Release the store's resources."""
 

@@ -30,6 +30,7 @@ from samza_nb.metadata.base import (
     parse_namespaced_key,
 )
 from samza_nb.metadata.zk_client import ZkClient
+from samza_nb.metadata.zk_on_demand import OnDemandSession
 
 __all__ = ["SEGMENT_BYTES", "TRANSACTION_BYTES", "ZkMetadataStore", "decode_key", "encode_key"]
 
@@ -93,18 +94,23 @@ class ZkMetadataStore(MetadataStore):
             msg = f"ZkMetadataStore needs a base path below the root, got {base_path!r}"
             raise MetadataStoreError(msg)
         self.base_path = "/" + base_path.strip("/")
-        self._owns = client is None
+        reopen: Callable[[], ZkClient] | None = None
         if client is None:
             if connect is None:
                 msg = "ZkMetadataStore needs a connect string (host:port/chroot) or client="
                 raise MetadataStoreError(msg)
-            client = ZkClient(
-                connect,
-                session_timeout=session_timeout,
-                connection_timeout=connection_timeout,
-                max_tries=max_tries,
-            )
-        self._zk = client
+
+            def reopen() -> ZkClient:
+                return ZkClient(
+                    connect,
+                    session_timeout=session_timeout,
+                    connection_timeout=connection_timeout,
+                    max_tries=max_tries,
+                )
+
+            client = reopen()
+        #: This store's own session (released once its job ended), or the shared client.
+        self._session = OnDemandSession(client, reopen)
         try:
             self._guard(lambda: self._zk.ensure(self.base_path), "create the base path")
         except MetadataStoreError:
@@ -112,14 +118,19 @@ class ZkMetadataStore(MetadataStore):
             raise
 
     def __repr__(self) -> str:
-        return f"ZkMetadataStore({self._zk.description!r}, {self.base_path!r})"
+        return f"ZkMetadataStore({self._session.description!r}, {self.base_path!r})"
+
+    @property
+    def _zk(self) -> ZkClient:
+        return self._session.client
 
     def _path(self, key: str) -> str:
         return f"{self.base_path}/{encode_key(check_key(key, 'ZkMetadataStore'))}"
 
     def _guard(self, action: Any, what: str) -> Any:
         try:
-            return action()
+            with self._session.use():
+                return action()
         except (MetadataStoreError, JobLeaseError):
             raise
         except SamzaNbError as exc:
@@ -329,6 +340,10 @@ class ZkMetadataStore(MetadataStore):
         path = self._path(key)
         self._guard(lambda: self._zk.delete_tree(path), f"delete {key!r}")
 
+    def release_session(self) -> None:
+        """End this store's own session until the next call (its job ended; see
+        samza_nb/metadata/zk_on_demand.py)."""
+        self._session.release()
+
     def close(self) -> None:
-        if self._owns:
-            self._zk.close()
+        self._session.close()

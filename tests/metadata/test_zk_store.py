@@ -271,3 +271,45 @@ def test_a_process_frozen_mid_call_past_its_session_reads_again_on_resuming(zk_c
             child.kill()
             child.wait()
     assert child.returncode == 0 and out.strip() == "exists True", out + err
+
+
+def _connections(store: ZkMetadataStore) -> bool:
+    """Whether the store holds an open ZooKeeper session now."""
+    client = store._session._client
+    return client is not None and client.kazoo.connected
+
+
+def test_a_released_session_ends_and_a_later_call_opens_one_that_ends_when_idle(zk_connect: str) -> None:
+    with ZkMetadataStore(zk_connect, "/app-release-1/ApplicationRunnerData", session_timeout=6) as store:
+        store.put("k", b"v")
+        first = store._session._client
+        assert first is not None
+        store._session.idle_s = 0.5
+        store.release_session()
+        assert not first.kazoo.connected  # ended at once: its ephemeral nodes and connection go
+        assert not _connections(store)
+        assert store.get("k") == b"v"  # opened again for the read
+        assert _connections(store)
+        deadline = time.monotonic() + 10
+        while _connections(store) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _connections(store)  # no call for half a second: ended again
+        store.put("k", b"w")
+        assert store.get("k") == b"w"
+        store.release_session()
+        store.release_session()  # idempotent
+    assert not _connections(store)
+
+
+def test_a_store_on_a_shared_client_never_releases_it(zk_connect: str) -> None:
+    from samza_nb.metadata.zk_client import ZkClient
+
+    client = ZkClient(zk_connect, session_timeout=6)
+    try:
+        store = ZkMetadataStore(None, "/app-release-2/ApplicationRunnerData", client=client)
+        store.release_session()
+        store.close()
+        assert client.kazoo.connected  # the owner's (the coordinator's) session
+        store.put("k", b"v")
+    finally:
+        client.close()

@@ -169,3 +169,23 @@ def test_an_idle_processor_reads_only_the_namespaces_it_polls_and_not_at_every_i
     values_read = [what for what in idle if what.startswith("get ")]
     assert values_read == [], values_read  # no task ended, no drain asked: nothing to read
     assert len(idle) <= 12, idle
+
+
+def test_an_ended_job_gives_up_its_zookeeper_session_and_still_answers(tmp_path: Path, zk_connect: str) -> None:
+    """Each ended job of a kernel kept a ZooKeeper session (and connection) open for the
+    kernel's life: ZooKeeper refuses a client more than ``maxClientCnxns`` (60) connections.
+    The session ends with the run; what the handle shows afterwards opens one on demand."""
+    system = _ended_input(tmp_path, partitions=2, messages=40)
+    config = _on_zookeeper(zk_connect, tmp_path / "home", "p1")
+    job = run(_copy(system, "ended-zk"), config, executor="local", until="end-of-stream")
+    session = job.metadata._session  # type: ignore[attr-defined]
+    assert session._released  # when the last processor stopped; run() read the status since
+    session.idle_s = 0.5
+    assert job.status().state == "finished"
+    assert len(system.read("out")) == 40
+    deadline = time.monotonic() + 10
+    while session._client is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert session._client is None  # ended once the reads went quiet
+    assert job.status().state == "finished"  # read on a session opened for it
+    assert session._client is not None
