@@ -46,7 +46,8 @@ class OnDemandSession:
         """The open client (the last one, closed, once the session is closed for good)."""
         client = self._client
         if client is None:
-            msg = f"ZooKeeper {self.description}: the store's session was released"
+            why = "closed" if self._closed else "released"
+            msg = f"ZooKeeper {self.description}: the store's session was {why}"
             raise MetadataStoreError(msg)
         return client
 

@@ -313,3 +313,11 @@ def test_a_store_on_a_shared_client_never_releases_it(zk_connect: str) -> None:
         store.put("k", b"v")
     finally:
         client.close()
+
+
+def test_a_closed_store_after_a_release_says_it_was_closed(zk_connect: str) -> None:
+    store = ZkMetadataStore(zk_connect, "/app-release-3/ApplicationRunnerData", session_timeout=6)
+    store.release_session()
+    store.close()
+    with pytest.raises(MetadataStoreError, match="the store's session was closed"):
+        store.get("k")
