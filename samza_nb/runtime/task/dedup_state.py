@@ -13,7 +13,7 @@ A store's catch-up from its changelog is a cold read too: runtime/task/changelog
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.runtime.epoch import ssp_key
@@ -29,17 +29,13 @@ __all__ = ["DEDUP", "dedup_states", "resume_dedup"]
 DEDUP = "dedup"
 
 
-def resume_dedup(
-    systems: Mapping[str, StreamSystem], assignment: EpochAssignment, ssps: Iterable[tuple[str, int]]
-) -> None:
-    """Before a task reads: each Kafka partition of ``ssps`` (``systems`` has each stream's
-    system) takes the dedup state the task's checkpoint carries (nothing changes where this
-    process already reads the partition from there)."""
-    carried = assignment.control.get(DEDUP, {})
-    for stream_id, partition in ssps:
-        system = systems[stream_id]
-        if isinstance(system, KafkaSystem):
-            system.resume_dedup(stream_id, partition, carried.get(ssp_key(stream_id, partition)))
+def resume_dedup(system: StreamSystem, assignment: EpochAssignment, stream_id: str, partition: int) -> None:
+    """Before a task reads a partition of ``system``: a Kafka partition takes the dedup state
+    the task's checkpoint carries (nothing changes where this process already reads the
+    partition from there)."""
+    if isinstance(system, KafkaSystem):
+        carried = assignment.control.get(DEDUP, {}).get(ssp_key(stream_id, partition))
+        system.resume_dedup(stream_id, partition, carried)
 
 
 def dedup_states(

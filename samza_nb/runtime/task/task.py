@@ -139,7 +139,6 @@ class _TaskRun:
         a, plan = self.a, self.plan
         self.operators.load()
         side_inputs = set(plan.side_inputs)
-        resume_dedup(self.systems, a, [ssp for ssp in a.ssps if ssp[0] not in side_inputs])
         ordered = sorted(
             a.ssps,
             key=lambda ssp: (
@@ -174,6 +173,7 @@ class _TaskRun:
             # Made again since the epoch was planned: its offsets are of the old stream. Read
             # nothing; the next epoch starts the new stream afresh (runtime/offsets.py).
             return
+        resume_dedup(system, self.a, stream_id, partition)
         context = self.context
         remaining = self.a.max_messages
         count = 0
