@@ -373,3 +373,63 @@ def test_a_flush_at_the_group_limit_that_fails_names_the_window_and_the_key(
 
     with pytest.raises(TaskError, match="window operator limit-1-window-count: key 'page-3': a partial aggregate"):
         run_local(_app(system, "limit", fold=fold), _CONFIG, clock=StepClock())
+
+
+def test_key_only_windows_count_the_same_across_group_limit_flushes(
+    system: EmbeddedSystem, events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The window's functions read only the key: a key's later messages find its group with
+    # one lookup, which must start again after every flush at the group limit.
+    monkeypatch.setattr(combining, "GROUP_LIMIT", 3)
+    combined = run_local(_app(system, "flushing"), _CONFIG, clock=StepClock())
+    expected = {repr(page): count for page, count in expected_counts(events).items()}
+    assert _panes(combined, "flushing") == expected
+
+
+def test_a_value_that_does_not_encode_after_its_key_s_group_started_fails_or_skips_as_without_merge(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    # Views of users ending in 7 carry a value JSON cannot write, among views of the same
+    # pages that started their groups: each still fails at the partition_by.
+    def key(view: dict[str, Any]) -> Any:
+        if view["user"].endswith("7"):
+            view["unwritable"] = object()
+        return view["page"]
+
+    with pytest.raises(TaskError) as failure:
+        run_local(_app(system, "unwritable-fails", key=key), _CONFIG, clock=StepClock())
+    assert failure.value.op_id == "unwritable-fails-1-partition_by-by-page"
+    assert failure.value.ssp is not None and failure.value.ssp.startswith("page-views#")
+    config = {**_CONFIG, "task.errors.skip": "true"}
+    results = {}
+    for name, merge in (("unwritable", _add), ("unwritable-plain", None)):
+        job = run_local(_app(system, name, key=key, merge=merge), config, clock=StepClock())
+        skipped = job.metrics()["operator_counters"][f"{name}-1-partition_by-by-page"]["skipped"]
+        results[name] = (skipped, _panes(job, name))
+    refused = sum(1 for view in events if view["country"] == "US" and view["user"].endswith("7"))
+    assert results["unwritable"] == results["unwritable-plain"]
+    assert results["unwritable"][0] == refused
+
+
+def test_a_key_only_fold_failing_on_a_later_message_of_its_group_names_the_window_or_skips_it(
+    system: EmbeddedSystem, events: list[dict[str, Any]]
+) -> None:
+    # The fold reads only the key, and fails once a page-3 group has counted 5 views: the
+    # failing messages are those that found their group with one lookup.
+    def fold(kv: KV[Any, Any], n: int) -> int:
+        return n // (n - n) if kv.key == "page-3" and n >= 5 else n + 1
+
+    with pytest.raises(TaskError) as failure:
+        run_local(_app(system, "later-fails", fold=fold), _CONFIG, clock=StepClock())
+    assert failure.value.op_id == "later-fails-1-window-count"
+    assert isinstance(failure.value.__cause__, ZeroDivisionError)
+    assert failure.value.ssp is not None and failure.value.ssp.startswith("page-views#")
+    job = run_local(_app(system, "later-skips", fold=fold), {**_CONFIG, "task.errors.skip": "true"}, clock=StepClock())
+    skipped = sum(task["skipped"] for task in job.metrics()["tasks"].values())
+    panes = _panes(job, "later-skips")
+    us_views = sum(expected_counts(events).values())
+    assert skipped > 0
+    assert sum(panes.values()) + skipped == us_views
+    assert {page: n for page, n in panes.items() if page != repr("page-3")} == {
+        repr(page): n for page, n in expected_counts(events).items() if page != "page-3"
+    }

@@ -14,6 +14,12 @@ not a str or an int goes as a plain message.
 
 The groups are appended when the task epoch ends, before any control message the
 partition_by sends (end-of-stream, watermark, drain), and whenever 100,000 groups are held.
+
+When neither window function can read the value (plan/message_reads.py), what the window
+reads of a message is its key alone, and the window key function is one that calls nothing:
+the same key gives the same window key and the same ``KV(key, None)``. A key's group is then
+found with one lookup once its first message placed it (its key checked, its window key
+computed); the value is still encoded and the fold still called for every message.
 """
 
 from __future__ import annotations
@@ -70,6 +76,9 @@ class ShuffleCombiner:
         #: partition key -> window key -> [sample bytes, aggregate, count], in the order the
         #: groups started.
         self.groups: dict[Any, dict[Any, list[Any]]] = {}
+        #: partition key -> (the KV the window functions read, its group), for windows whose
+        #: functions read only the key (see the module).
+        self._by_key: dict[Any, tuple[KV, list[Any]]] = {}
         self._held = 0
 
     def receiver(
@@ -97,6 +106,8 @@ class ShuffleCombiner:
         # Whether the value must be decoded for the window's functions (plan/message_reads.py:
         # the aggregates they apply operators to are Python's own types, as a store reads them).
         value_read = MessageReads.ALL in (message_reads(window_key_fn), message_reads(fold, arity=2))
+        # Without the value, a window key is the key's alone (the function calls nothing).
+        by_key: dict[Any, tuple[KV, list[Any]]] | None = None if value_read else self._by_key
         checked: set[Any] = set()  # grouped keys whose bytes encoded this epoch
         count = 0
 
@@ -105,17 +116,29 @@ class ShuffleCombiner:
             count += 1
             value = unset
             where = None
+            known = None
             try:
                 key = key_fn(message)
                 value = value_fn(message) if value_fn is not None else message
                 if type(key) not in grouped:
                     where = plain_where(key)
+                elif by_key is not None and (known := by_key.get(key)) is not None:
+                    pass  # checked when its group started
                 elif key not in checked:
                     where_of(key)
                     checked.add(key)
                 value_bytes = encode(value)
             except Exception as error:
                 encode_failed(value, error)
+                return
+            if known is not None:
+                kv, its_group = known
+                try:
+                    its_group[1] = fold(kv, its_group[1])
+                except Exception as error:
+                    failed(error)
+                    return
+                its_group[2] += 1
                 return
             if where is None:
                 # What the window would read: the key, and the value as the serde reads it.
@@ -136,6 +159,8 @@ class ShuffleCombiner:
                                 failed(error)
                                 return
                             group[2] += 1
+                            if by_key is not None:
+                                by_key[key] = (kv, group)
                             return
                     try:
                         aggregate = initial()
@@ -154,7 +179,9 @@ class ShuffleCombiner:
                         by_window = None
                     if by_window is None:
                         by_window = groups[key] = {}
-                    by_window[window_key] = [value_bytes, aggregate, 1]
+                    started = by_window[window_key] = [value_bytes, aggregate, 1]
+                    if by_key is not None:
+                        by_key[key] = (kv, started)
                     self._held += 1
                     return
                 where = where_of(key)
@@ -182,6 +209,7 @@ class ShuffleCombiner:
                 append_key(key_bytes)
                 append_value(record)
         groups.clear()
+        self._by_key.clear()
         self._held = 0
 
     def _failed(self, error: Exception) -> None:
