@@ -126,6 +126,45 @@ def test_a_committed_checkpoint_is_read_by_samzas_reader(kafka_bootstrap: str, k
     assert exactly_once.read_topic_checkpoints(system, topic)["Partition 0"] == committed
 
 
+@pytest.mark.services
+def test_a_checkpoint_names_its_changelog_s_acknowledged_end_and_waits_only_when_the_changelog_grew(
+    kafka_bootstrap: str, kafka_topic_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from samza_nb.systems.kafka.transaction import KafkaTransaction
+
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    stream = f"{kafka_topic_prefix}in"
+    changelog = f"{kafka_topic_prefix}changelog"
+    for name in (stream, f"{stream}-out", changelog):
+        system.create_stream(name, 1)
+    plan = _plan(system, f"{kafka_topic_prefix}grown", stream=stream)
+    system.create_stream(checkpoint_topic(plan), 1, compacted=True)
+    flushes: list[str] = []
+    flush = KafkaTransaction.flush
+    monkeypatch.setattr(KafkaTransaction, "flush", lambda self: (flushes.append("flush"), flush(self))[1])
+    user = Record(MessageKind.USER, b"k", b"v", 0)
+    changelog_key = f"{changelog}#0"
+
+    def epoch(seq: int, changelog_records: int) -> Checkpoint:
+        def body(transaction: TaskTransaction) -> Checkpoint:
+            transaction.append(f"{stream}-out", 0, [user] * 3, seq)
+            if changelog_records:
+                transaction.append(changelog, 0, [user] * changelog_records, seq)
+            return transaction.append_checkpoint(Checkpoint(seq + 1, {f"{stream}#0": seq}, {}), {changelog_key: 7})
+
+        return TaskTransaction(plan, _assignment(seq)).run(body)
+
+    grown = epoch(3, changelog_records=2)
+    assert flushes == ["flush"]  # the changelog's end is known once acknowledged
+    assert grown.offsets[changelog_key] == 2
+    unchanged = epoch(4, changelog_records=0)
+    assert flushes == ["flush"]  # the commit alone waits for the outputs
+    assert unchanged.offsets[changelog_key] == 7  # what the store reflected before the epoch
+    exactly_once.close_task_producers(plan)
+    assert exactly_once.read_topic_checkpoints(system, checkpoint_topic(plan))["Partition 0"] == unchanged
+    assert len(system.read(f"{stream}-out")) == 6  # both epochs committed their outputs
+
+
 def test_the_key_is_byte_for_byte_what_samzas_serde_writes() -> None:
     records = CheckpointRecords(GROUP_BY_PARTITION, {}, "kafka")
     assert records.key("Partition 7") == (

@@ -335,19 +335,27 @@ class TaskTransaction:
         return checkpoint
 
     def append_checkpoint(self, checkpoint: Checkpoint, changelogs: Mapping[str, int | None] | None = None) -> Checkpoint:
-        """The epoch's last record, after every other one is acknowledged; returns the
-        checkpoint as written.
+        """The epoch's last record, after the epoch's changelog records are acknowledged
+        (the commit waits for the rest); returns the checkpoint as written.
 
         ``changelogs``: per changelog SSP key of the task's stores, the offset the store
         reflected before this epoch. The checkpoint names, for each, the offset past this
         epoch's changelog records (known once they are acknowledged), so a hot standby
         applies the changelog up to exactly what this transaction commits."""
         transaction = self._committed()
-        transaction.flush()
+        changelog_partitions = {
+            key: (stream_id, int(partition))
+            for key in changelogs or {}
+            for stream_id, _, partition in [key.rpartition("#")]
+        }
+        # Their ends are known once acknowledged; the outputs' acknowledgements are waited
+        # for by the commit (a small epoch that changed no store spares a round trip).
+        if any(transaction.appended_to(*where) for where in changelog_partitions.values()):
+            transaction.flush()
         offsets = dict(checkpoint.offsets)
         for key, before in (changelogs or {}).items():
-            stream_id, _, partition = key.rpartition("#")
-            end = transaction.acknowledged_end(stream_id, int(partition))
+            stream_id, partition_number = changelog_partitions[key]
+            end = transaction.acknowledged_end(stream_id, partition_number)
             if end is not None or before is not None:
                 offsets[key] = end if end is not None else int(before or 0)
         written = Checkpoint(checkpoint.seq, offsets, checkpoint.control)

@@ -52,6 +52,8 @@ class KafkaTransaction:
         self._fatal: Any = None
         #: (topic, partition) -> one past the highest offset acknowledged in this transaction.
         self._acked: dict[tuple[str, int], int] = {}
+        #: The (topic, partition)s this transaction appended to.
+        self._appended: set[tuple[str, int]] = set()
         # The brokers first: librdkafka (2.16) sends its first FindCoordinator through the
         # bootstrap connection, and when the metadata reply replaces that connection the query
         # fails and waits for its 500 ms timer (half of the openings here took 520 ms, the
@@ -115,6 +117,7 @@ class KafkaTransaction:
         """Start the epoch's transaction."""
         self._errors.clear()
         self._acked.clear()
+        self._appended.clear()
         self._run("begin", self._producer.begin_transaction)
         self._open = True
 
@@ -134,6 +137,8 @@ class KafkaTransaction:
         from confluent_kafka import KafkaException
 
         self.system.require_partition(stream_id, partition)
+        if records:
+            self._appended.add((stream_id, partition))
 
         acked = self._acked
 
@@ -178,6 +183,10 @@ class KafkaTransaction:
             first = self._errors[0].str() if self._errors else f"{remaining} records unacknowledged"
             msg = f"transaction {self.transactional_id!r}: flush failed: {first}"
             raise StreamSystemError(msg)
+
+    def appended_to(self, stream_id: str, partition: int) -> bool:
+        """Whether this transaction appended records to the partition."""
+        return (stream_id, partition) in self._appended
 
     def acknowledged_end(self, stream_id: str, partition: int) -> int | None:
         """One past the highest offset of the partition acknowledged in this transaction
