@@ -34,6 +34,7 @@ _decode_columns = msgspec.msgpack.Decoder(
 ).decode
 _decode_rows = msgspec.msgpack.Decoder(list[StoredRecord]).decode
 _kind = operator.itemgetter(0)
+_new_tuple = tuple.__new__
 _key = operator.itemgetter(1)
 _value = operator.itemgetter(2)
 _timestamp = operator.itemgetter(3)
@@ -73,8 +74,8 @@ def decode_batch(payload: bytes) -> Sequence[StoredRecord]:
 class StoredBatch(Sequence[StoredRecord]):
     """The records of a batch kept as the columns they were stored in.
 
-    It reads as a sequence of (kind, key, value, timestamp) tuples, built only when a reader
-    asks for them: a task epoch's fast path takes the columns themselves (the values to decode,
+    It reads as a sequence of Records (kind, key, value, timestamp), built only when a
+    reader asks for them: a task epoch's fast path takes the columns themselves (the values to decode,
     whether any kind is a control message), which spares a tuple per record (about 120 ns of
     the 190 ns a record costs to decode, 25K-record batches).
     """
@@ -102,13 +103,14 @@ class StoredBatch(Sequence[StoredRecord]):
 
     def __iter__(self) -> Iterator[StoredRecord]:
         timestamps = self.timestamps
-        return zip(
+        columns = zip(
             self.kinds,
             self.keys,
             self.values,
             repeat(None, len(self.values)) if timestamps is None else timestamps,
             strict=True,
         )
+        return map(_new_tuple, repeat(Record), columns)
 
     @overload
     def __getitem__(self, index: int) -> StoredRecord: ...
@@ -125,12 +127,12 @@ class StoredBatch(Sequence[StoredRecord]):
                 self.values[index],
                 None if timestamps is None else timestamps[index],
             )
-        return (
+        return _new_tuple(Record, (
             self.kinds[index],
             self.keys[index],
             self.values[index],
             None if timestamps is None else timestamps[index],
-        )
+        ))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, StoredBatch | list | tuple):

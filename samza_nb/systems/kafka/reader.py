@@ -17,6 +17,9 @@ cut short by a crash is completed by the second (its missing ordinals are new).
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
+from functools import partial
+from operator import is_not
 from typing import Any
 
 from samza_nb.errors import StreamNotFoundError, StreamSystemError
@@ -67,6 +70,10 @@ def decode_message(message: Any, headers: Any = None) -> tuple[Record, str | Non
     stamp_type, stamp = message.timestamp()
     record = Record(kind, message.key(), message.value(), stamp if stamp_type else None)
     return record, producer, seq, ordinal
+
+
+# Whether a message's error() is set (an identity test: a KafkaError does not compare to None).
+_is_set = partial(is_not, None)
 
 
 def consume_range(
@@ -133,6 +140,18 @@ def _consume(
                 break
             continue
         last_progress = time.monotonic()
+        kind: Any = type(batch[0])  # confluent_kafka.Message: its methods, unbound
+        if not any(map(_is_set, map(kind.error, batch))):
+            # Messages only (the usual batch): the range's cut found by bisection.
+            offsets = list(map(kind.offset, batch))
+            low, high_cut = bisect_left(offsets, offset), bisect_left(offsets, bound)
+            if high_cut > low:
+                taken += batch[low:high_cut]
+                next_offset = offsets[high_cut - 1] + 1
+            if high_cut < len(batch):
+                next_offset = bound
+                done = True
+            continue
         for message in batch:
             error = message.error()
             if error is not None:

@@ -31,6 +31,7 @@ from samza_nb.errors import ConfigError
 from samza_nb.kafka_settings import KafkaClientConfig
 from samza_nb.systems.base import Fetched, MessageKind, Record, StreamSystem
 from samza_nb.systems.kafka.clients import ProcessClients
+from samza_nb.systems.kafka.columns import plain_batches
 from samza_nb.systems.kafka.connection import KafkaConnection
 from samza_nb.systems.kafka.dedup import (
     DedupTracker,
@@ -346,6 +347,10 @@ class KafkaSystem(StreamSystem):
             existing = clients.trackers.get(key)
             if existing is not None and existing.position == offset:
                 tracker = existing
+            plain = plain_batches(messages)
+            if plain is not None:  # an input topic's messages: no header to read
+                batches = plain  # type: ignore[assignment]  # StoredBatch reads as records
+                messages = []
             expected = -1
             current: list[Record] = []
             make = tuple.__new__
@@ -404,7 +409,7 @@ class KafkaSystem(StreamSystem):
         while offset < bound and len(result) < max_messages:
             fetched = self.fetch(stream_id, partition, offset, bound, max_messages - len(result))
             for first, records in fetched.batches:
-                result.extend((first + index, record) for index, record in enumerate(records))
+                result.extend((first + index, Record._make(record)) for index, record in enumerate(records))
             if fetched.next_offset <= offset:
                 break
             offset = fetched.next_offset
