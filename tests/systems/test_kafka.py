@@ -61,6 +61,35 @@ def test_transaction_markers_leave_gaps_that_fetch_moves_past(kafka_bootstrap: s
         assert end == newest  # a reader that read everything is at the high watermark
 
 
+def test_a_plain_topic_s_records_keep_their_keys_values_timestamps_and_offsets_read_by_columns(
+    kafka_bootstrap: str, kafka_topic_prefix: str
+) -> None:
+    # Written by a plain producer (no headers): a read hands them over by columns; then a
+    # control message (a header) sends the rest of the read record by record.
+    system = KafkaSystem("kafka", kafka_bootstrap)
+    topic = kafka_topic_prefix + "plain"
+    system.create_stream(topic, 1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for i in range(40):
+        producer.produce(topic, b"v%d" % i, None if i % 3 else b"k%d" % i, partition=0, timestamp=1_000 + i)
+    assert producer.flush(15) == 0
+    system.write_watermark(topic, 0, 5_000)
+    bound = system.newest_offsets(topic)[0]
+    for chunk in (7, 100):
+        read: list[tuple[int, Record]] = []
+        offset = 0
+        while offset < bound:
+            fetched = system.fetch(topic, 0, offset, bound, chunk)
+            read += [(first + i, record) for first, records in fetched.batches for i, record in enumerate(records)]
+            offset = fetched.next_offset
+        users = [(at, record) for at, record in read if record.kind == MessageKind.USER]
+        assert [at for at, _ in users] == list(range(40))
+        assert [record for _, record in users] == [
+            Record(MessageKind.USER, None if i % 3 else b"k%d" % i, b"v%d" % i, 1_000 + i) for i in range(40)
+        ]
+        assert [record.kind for _, record in read[40:]] == [MessageKind.WATERMARK]
+
+
 def test_batching_producer_bounds_come_from_the_high_watermark(
     kafka_bootstrap: str, kafka_topic_prefix: str
 ) -> None:
