@@ -43,7 +43,9 @@ _timestamp = operator.itemgetter(3)
 def encode_batch(records: Sequence[Sequence[Any]]) -> bytes:
     """The stored form of ``records`` (tuples or Records of kind, key, value, timestamp)."""
     if isinstance(records, StoredBatch):
-        return _COLUMNS + _encode((records.kinds, records.keys, records.values, records.timestamps))
+        timestamps = records.timestamps
+        stored = timestamps if timestamps is None or type(timestamps) is list else list(timestamps)
+        return _COLUMNS + _encode((records.kinds, records.keys, records.values, stored))
     timestamps = list(map(_timestamp, records))
     columns = (
         bytes(map(_kind, records)),
