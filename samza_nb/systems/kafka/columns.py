@@ -73,6 +73,5 @@ class ConsumedTimestamps(Sequence[int | None]):
         return stamp if stamp_type else None
 
     def __iter__(self) -> Iterator[int | None]:
-        for message in self._messages:
-            stamp_type, stamp = message.timestamp()
-            yield stamp if stamp_type else None
+        stamps = map(type(self._messages[0]).timestamp, self._messages) if self._messages else ()
+        return iter([stamp if stamp_type else None for stamp_type, stamp in stamps])
