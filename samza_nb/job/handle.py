@@ -91,19 +91,28 @@ class Job:
         # A process of a distributed job hosts one processor; the embedded coordinator all.
         hosted = initial_processors(self.config, processors, single=self.coordinator_name != "embedded")
         check_job(self.plan, executor, hosted, spark)
-        self.system = self.plan.default_system
-        self.home = make_job_home(self.plan)
-        self.metadata: MetadataStore = open_metadata_store(self.config, self.home)
-        self.store_root = str(self.home / "stores")
-        # One incarnation of the job at a time: with the embedded coordinator the job home's
-        # lease, taken before anything is written; a ZooKeeper processor is fenced by its session.
-        self.lease = (
-            EmbeddedJobLease(self.home, self.metadata, label=f"{self.plan.app_name}-{self.plan.job_id}")
-            if self.coordinator_name == "embedded"
-            else None
-        )
-        if self.lease is not None:
-            self.lease.acquire(wait=lease_wait, timeout=lease_timeout)
+        self._executor = get_executor(executor, self.config, spark)
+        # On a Spark session already running, its resident workers start now: they connect
+        # while the job takes its lease and sets up (a Spark job takes tens of milliseconds).
+        self._executor.start_ahead()
+        try:
+            self.system = self.plan.default_system
+            self.home = make_job_home(self.plan)
+            self.metadata: MetadataStore = open_metadata_store(self.config, self.home)
+            self.store_root = str(self.home / "stores")
+            # One incarnation of the job at a time: with the embedded coordinator the job
+            # home's lease, taken before anything is written; a ZooKeeper processor is fenced
+            # by its session.
+            self.lease = (
+                EmbeddedJobLease(self.home, self.metadata, label=f"{self.plan.app_name}-{self.plan.job_id}")
+                if self.coordinator_name == "embedded"
+                else None
+            )
+            if self.lease is not None:
+                self.lease.acquire(wait=lease_wait, timeout=lease_timeout)
+        except BaseException:
+            self._executor.close()
+            raise
         try:
             JobHomeGuard(self.home, self.metadata).check(existing_job_data(self.plan, Path(self.store_root)))
             self._setup(hosted, grouper, executor, spark)
@@ -138,7 +147,6 @@ class Job:
         setup: dict[str, Any] = {} if self.lease is not None else {"before_first_publish": self._create_streams}
         if self.coordinator_name == "zookeeper":  # its leader watches the inputs' partition counts
             setup["partition_counts"] = input_partition_counts(self.plan)
-        self._executor = get_executor(executor, self.config, spark)
         self._driver = EpochDriver(
             self.plan, self.checkpoints, run_id=self.run_id, store_root=self.store_root, lease=self.lease
         )

@@ -496,3 +496,52 @@ def test_a_closed_executor_starts_no_new_pool(spark: Any) -> None:
     executor.close()
     assert executor._resident_workers(spark.sparkContext) is None
     assert executor.resident_jobs == 0
+
+
+def test_on_a_running_session_the_workers_start_before_the_lease_and_a_refused_run_gives_them_back(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from samza_nb.coordination.embedded_lease import EmbeddedJobLease
+    from samza_nb.errors import JobLeaseError
+    from samza_nb.runtime.executors.executor import SparkExecutor
+
+    order: list[str] = []
+    executors: list[SparkExecutor] = []
+    start, acquire = SparkExecutor.start, EmbeddedJobLease.acquire
+
+    def start_pool(self: SparkExecutor) -> None:
+        if self not in executors:
+            order.append("workers")
+            executors.append(self)
+        start(self)
+
+    def take_lease(self: EmbeddedJobLease, *args: Any, **kwargs: Any) -> Any:
+        order.append("lease")
+        return acquire(self, *args, **kwargs)
+
+    monkeypatch.setattr(SparkExecutor, "start", start_pool)
+    monkeypatch.setattr(EmbeddedJobLease, "acquire", take_lease)
+    system = EmbeddedSystem("embedded", path=tmp_path / "log")
+    write_page_views(system, generate_page_views(300, seed=9), end=False)
+    app = build_app(system, name="early")
+    config = {"task.max.epoch.messages": "100"}
+    first = run(app, config, until="forever", background=True, clock=StepClock())
+    try:
+        assert order == ["workers", "lease"]  # its workers connect while it sets up
+        with pytest.raises(JobLeaseError):
+            run(app, config, clock=StepClock())
+        assert order == ["workers", "lease", "workers", "lease"]
+        refused = executors[1]
+        # The refused run's workers go back (or never start): only the first job's pool runs.
+        assert _wait_for(lambda: refused._pool is None or refused._pool.closed)
+        tracker = spark.sparkContext.statusTracker()
+
+        def only_the_running_job_s_pool() -> bool:
+            pool = executors[0]._pool  # the running job's (a new one after it gave its cores back)
+            mine = set(tracker.getJobIdsForGroup(pool.group)) if pool is not None else set()
+            return set(tracker.getActiveJobsIds()) <= mine
+
+        assert _wait_for(only_the_running_job_s_pool)
+    finally:
+        first.stop()
+    assert sum(first.metrics()["operators"].values()) >= 300  # it read every view meanwhile

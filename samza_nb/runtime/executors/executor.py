@@ -74,6 +74,10 @@ class Executor(ABC):
     def start(self) -> None:  # noqa: B027 - executors without a session have nothing to start
         """Prepare (for Spark: get the session) before the first epoch."""
 
+    def start_ahead(self) -> None:  # noqa: B027 - executors without a session have nothing to start
+        """What of :meth:`start` costs nothing to begin before the job has set up (Spark: the
+        resident workers, when the session already runs)."""
+
     def ui_url(self) -> str | None:
         """The address of the executor's web UI (Spark's, when it is on), else None."""
         return None
@@ -180,9 +184,20 @@ class SparkExecutor(Executor):
         self._last_seq: dict[tuple[str, str], int] = {}
         #: On a cluster (executors on other hosts): which host runs each task's epochs.
         self.cluster = ClusterJobs(config)
+        #: Whether :meth:`start` began the resident workers' start already.
+        self._started_pool = False
+
+    def start_ahead(self) -> None:
+        running = running_context()
+        if running is None or running.master != self._config.get_str("spark.master", running.master):
+            return  # the session starts (or changes master) in start(), where Ctrl-C is handled
+        self.start()
 
     def start(self) -> None:
         context = self.context()
+        if self._started_pool:
+            return
+        self._started_pool = True
         if self._resident_workers_on(context):
             # Its workers connect while the job sets up and plans its first epoch: the pool
             # starts on a thread of its own (mostly waits on the JVM), so the job's own start
