@@ -217,17 +217,8 @@ def pipeline(
     }
     started = time.perf_counter()
     job = run(app, config, until="forever", background=True, executor=executor)
-    deadline = time.monotonic() + 600
-    while True:
-        status = job.status()
-        assert not status.done, status.error
-        streams = job.metrics()["streams"]
-        if status.partitions and all(row["lag"] == 0 for row in status.partitions) and all(
-            entry.get("lag", 0) == 0 for entry in streams.values()
-        ):
-            break
-        assert time.monotonic() < deadline, streams
-        time.sleep(0.05)
+    caught_up = job.wait_caught_up(timeout=600)
+    assert caught_up.state == "running", caught_up
     drained = job.drain(wait=True, timeout=600)
     elapsed = time.perf_counter() - started
     assert drained.state == "drained", drained

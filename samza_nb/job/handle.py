@@ -54,6 +54,9 @@ from samza_nb.runtime.task.exactly_once import close_task_producers, open_checkp
 
 __all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "job_home", "metadata_store_path"]
 
+#: How often :meth:`Job.wait_caught_up` looks whether the job ended meanwhile.
+_CATCH_UP_LOOK_S = 0.05
+
 
 
 class Job:
@@ -285,6 +288,22 @@ class Job:
             if isinstance(error, JobError):
                 error.job = self  # the handle stays reachable: ``except TaskError as e: e.job``
             raise error
+        return self.status()
+
+    def wait_caught_up(self, timeout: float | None = None) -> JobStatus:
+        """Wait until every task has read everything its streams hold (no lag on any input or
+        intermediate stream): the moment to drain a job that works through a backlog. It is
+        looked at each time a processor finds nothing to read, so it returns right after the
+        epoch that caught up. Returns at once when the job ended (raising its error when it
+        failed); raises JobTimeoutError (a TimeoutError) after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with plain_interrupts(), self._progress.catching_up() as caught_up:
+            while not caught_up.wait(_CATCH_UP_LOOK_S):
+                if self._run.ended:
+                    return self.wait()  # its status, or its error
+                if deadline is not None and time.monotonic() > deadline:
+                    msg = f"job {self.plan.app_name!r} not caught up after {timeout} s (epoch {self.epoch})"
+                    raise JobTimeoutError(msg)
         return self.status()
 
     def stop(self) -> JobStatus:

@@ -6,8 +6,10 @@ drained, failed or stopped). A part of :class:`~samza_nb.job.handle.Job`: the pr
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from samza_nb.drain import cleanup
@@ -71,6 +73,24 @@ class JobProgress:
         self._done_read_for: JobModel | None = None
         self._stopped: set[str] = set()
         self._next_shared_read = 0.0
+        #: Set while someone waits for the job to catch up, once it has (looked at when a
+        #: processor finds nothing to read).
+        self._caught_up_now = threading.Event()
+        self._catch_up_waiters = 0
+
+    @contextmanager
+    def catching_up(self) -> Iterator[threading.Event]:
+        """An event set once the job has read everything its streams hold, for as long as the
+        caller waits for it (:meth:`~samza_nb.job.handle.Job.wait_caught_up`)."""
+        with self._run.lock:
+            if not self._catch_up_waiters:
+                self._caught_up_now.clear()
+            self._catch_up_waiters += 1
+        try:
+            yield self._caught_up_now
+        finally:
+            with self._run.lock:
+                self._catch_up_waiters -= 1
 
     def drain_history(self) -> list[dict[str, Any]]:
         """Per epoch that changed DrainStates: the processor, its epoch and the tasks' control."""
@@ -126,6 +146,10 @@ class JobProgress:
                     run.done_tasks.update(t for t, r in done.items() if r.decode() == run.run_id)
                     if self._finish_if_all_done():
                         return
+        if self._catch_up_waiters and not self._caught_up_now.is_set():
+            with run.lock:
+                if run.state == "running" and self._caught_up():
+                    self._caught_up_now.set()
         if self._until != "caught-up":
             return
         with run.lock:
