@@ -66,13 +66,10 @@ def test_a_plain_topic_s_records_keep_their_keys_values_timestamps_and_offsets_r
 ) -> None:
     # Written by a plain producer (no headers): a read hands them over by columns; then a
     # control message (a header) sends the rest of the read record by record.
-    system = KafkaSystem("kafka", kafka_bootstrap)
-    topic = kafka_topic_prefix + "plain"
+    written = [Record(MessageKind.USER, None if i % 3 else b"k%d" % i, b"v%d" % i, 1_000 + i) for i in range(40)]
+    system, topic = KafkaSystem("kafka", kafka_bootstrap), kafka_topic_prefix + "plain"
     system.create_stream(topic, 1)
-    producer = Producer({"bootstrap.servers": kafka_bootstrap})
-    for i in range(40):
-        producer.produce(topic, b"v%d" % i, None if i % 3 else b"k%d" % i, partition=0, timestamp=1_000 + i)
-    assert producer.flush(15) == 0
+    _produce_plainly(kafka_bootstrap, topic, written)
     system.write_watermark(topic, 0, 5_000)
     bound = system.newest_offsets(topic)[0]
     for chunk in (7, 100):
@@ -84,10 +81,16 @@ def test_a_plain_topic_s_records_keep_their_keys_values_timestamps_and_offsets_r
             offset = fetched.next_offset
         users = [(at, record) for at, record in read if record.kind == MessageKind.USER]
         assert [at for at, _ in users] == list(range(40))
-        assert [record for _, record in users] == [
-            Record(MessageKind.USER, None if i % 3 else b"k%d" % i, b"v%d" % i, 1_000 + i) for i in range(40)
-        ]
+        assert [record for _, record in users] == written
         assert [record.kind for _, record in read[40:]] == [MessageKind.WATERMARK]
+
+
+def _produce_plainly(bootstrap: str, topic: str, records: list[Record]) -> None:
+    """``records`` to partition 0 by a producer of the client library's own (no headers)."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for record in records:
+        producer.produce(topic, record.value, record.key, partition=0, timestamp=record.timestamp or 0)
+    assert producer.flush(15) == 0
 
 
 def test_batching_producer_bounds_come_from_the_high_watermark(

@@ -131,37 +131,27 @@ class ShuffleCombiner:
             except Exception as error:
                 encode_failed(value, error)
                 return
+            group: list[Any] | None
             if known is not None:
-                kv, its_group = known
-                try:
-                    its_group[1] = fold(kv, its_group[1])
-                except Exception as error:
-                    failed(error)
+                kv, group = known
+            else:
+                if where is None:
+                    # What the window would read: the key, and the value as the serde reads it.
+                    kv = _new_tuple(KV, (key, decode(value_bytes) if value_read else None))
+                    try:
+                        window_key = window_key_fn(kv) if window_key_fn is not None else None
+                    except Exception as error:
+                        failed(error)
+                        return
+                    if type(window_key) not in window_key_types:
+                        where = where_of(key)
+                if where is not None:  # a plain message
+                    where[1](where[0])
+                    where[2](value_bytes)
                     return
-                its_group[2] += 1
-                return
-            if where is None:
-                # What the window would read: the key, and the value as the serde reads it.
-                kv = _new_tuple(KV, (key, decode(value_bytes) if value_read else None))
-                try:
-                    window_key = window_key_fn(kv) if window_key_fn is not None else None
-                except Exception as error:
-                    failed(error)
-                    return
-                if type(window_key) in window_key_types:
-                    by_window = groups.get(key)
-                    if by_window is not None:
-                        group = by_window.get(window_key)
-                        if group is not None:
-                            try:
-                                group[1] = fold(kv, group[1])
-                            except Exception as error:
-                                failed(error)
-                                return
-                            group[2] += 1
-                            if by_key is not None:
-                                by_key[key] = (kv, group)
-                            return
+                by_window = groups.get(key)
+                group = None if by_window is None else by_window.get(window_key)
+                if group is None:
                     try:
                         aggregate = initial()
                         if type(aggregate) not in stored_as_is:
@@ -184,9 +174,14 @@ class ShuffleCombiner:
                         by_key[key] = (kv, started)
                     self._held += 1
                     return
-                where = where_of(key)
-            where[1](where[0])
-            where[2](value_bytes)
+                if by_key is not None:
+                    by_key[key] = (kv, group)
+            try:
+                group[1] = fold(kv, group[1])
+            except Exception as error:
+                failed(error)
+                return
+            group[2] += 1
 
         return receive, lambda: count
 
