@@ -322,9 +322,8 @@ class Job:
         """Request a drain: writes a drain notification for this run and returns at once
         (``wait=True`` waits until every task drained and the job stopped). A job that has
         ended has nothing to drain: the notification would drain its next run at start."""
-        status = self.status()
-        if status.done:
-            msg = f"job {self.plan.app_name!r} has already {status.state}; there is nothing to drain"
+        if self.done:  # the run's state, without reading every checkpoint and input end
+            msg = f"job {self.plan.app_name!r} has already {self.state}; there is nothing to drain"
             raise JobError(msg)
         if not self.config.get_bool("job.drain-monitor.enabled"):
             # The notification would wait in the store and drain the run's next start instead.
