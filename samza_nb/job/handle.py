@@ -58,7 +58,6 @@ __all__ = ["DrainStatesView", "Job", "JobStatus", "ProcessorStatus", "job_home",
 _CATCH_UP_LOOK_S = 0.05
 
 
-
 class Job:
     """A running (or finished) application. Created by :func:`run`.
 
