@@ -343,19 +343,18 @@ class TaskTransaction:
         epoch's changelog records (known once they are acknowledged), so a hot standby
         applies the changelog up to exactly what this transaction commits."""
         transaction = self._committed()
-        changelog_partitions = {
-            key: (stream_id, int(partition))
-            for key in changelogs or {}
-            for stream_id, _, partition in [key.rpartition("#")]
-        }
+        changelogs = changelogs or {}
+        partitions = {}
+        for key in changelogs:
+            stream_id, _, partition = key.rpartition("#")
+            partitions[key] = (stream_id, int(partition))
         # Their ends are known once acknowledged; the outputs' acknowledgements are waited
         # for by the commit (a small epoch that changed no store spares a round trip).
-        if any(transaction.appended_to(*where) for where in changelog_partitions.values()):
+        if any(transaction.appended_to(*where) for where in partitions.values()):
             transaction.flush()
         offsets = dict(checkpoint.offsets)
-        for key, before in (changelogs or {}).items():
-            stream_id, partition_number = changelog_partitions[key]
-            end = transaction.acknowledged_end(stream_id, partition_number)
+        for key, before in changelogs.items():
+            end = transaction.acknowledged_end(*partitions[key])
             if end is not None or before is not None:
                 offsets[key] = end if end is not None else int(before or 0)
         written = Checkpoint(checkpoint.seq, offsets, checkpoint.control)

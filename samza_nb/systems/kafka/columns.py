@@ -5,8 +5,9 @@ keys and values as lists, each taken by one ``map`` over the messages, instead o
 tuple per message: the task's fast path decodes the values column in one pass
 (runtime/task/decoding.py). The timestamps are read from the messages only when a reader asks
 for them (a task does not: event time comes from the message itself), since confluent-kafka
-builds a tuple for each (about 90 ns a message, as much as the other four fields together). A read that meets a header (a control message, an idempotent
-append) goes record by record (systems/kafka/system.py), which admits or drops each one.
+builds a tuple for each (about 90 ns a message, as much as the other four fields together).
+A read that meets a header (a control message, an idempotent append) goes record by record
+(systems/kafka/system.py), which admits or drops each one.
 """
 
 from __future__ import annotations

@@ -340,21 +340,19 @@ class KafkaSystem(StreamSystem):
             oldest = self.oldest_offsets(stream_id)[partition]
             if offset < oldest:  # retention deleted it: the read started at the oldest
                 deleted_below = oldest
-        batches: list[tuple[int, Sequence[Record]]] = []
+        # An input topic's messages (no headers) go by columns; any other read record by record.
+        plain = plain_batches(messages)
+        batches: list[tuple[int, Sequence[Record]]] = [] if plain is None else plain  # type: ignore[assignment]
         tracker: DedupTracker | None = None
         held_back: int | None = None
         with clients.lock:
             existing = clients.trackers.get(key)
             if existing is not None and existing.position == offset:
                 tracker = existing
-            plain = plain_batches(messages)
-            if plain is not None:  # an input topic's messages: no header to read
-                batches = plain  # type: ignore[assignment]  # StoredBatch reads as records
-                messages = []
             expected = -1
             current: list[Record] = []
             make = tuple.__new__
-            for message in messages:
+            for message in messages if plain is None else ():
                 headers = message.headers()
                 if headers is None:
                     # A plain user message (an input topic): the fast path.
